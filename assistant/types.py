@@ -1,0 +1,123 @@
+"""Domain types shared by ingestion and the query side. Plain dataclasses of this project:
+library objects (Chroma result dicts, LlamaIndex nodes, OpenAI responses) never travel past
+their adapters.
+
+    Block -> (chunking) -> Chunk -> (retrieval) -> Passage -> (answering) -> Answer[Citation]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SECTION_SEP = " › "
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of text in document order that sits under one heading path.
+
+    PDF blocks carry 1-based pages (`page`..`page_end`); DOCX blocks carry None. `kind` is
+    "text", "table" or "heading" (a heading block is the heading's own line).
+    """
+
+    text: str
+    section: tuple[str, ...] = ()
+    page: int | None = None
+    page_end: int | None = None
+    kind: str = "text"
+
+
+@dataclass(frozen=True)
+class ParsedDoc:
+    """What a parser returns: the blocks, a title and, for PDFs, page count and labels."""
+
+    blocks: list[Block]
+    title: str = ""
+    pages: int | None = None
+    page_labels: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A stored passage: the unit of retrieval, embedding and citation."""
+
+    id: str
+    doc_id: str
+    ordinal: int
+    text: str
+    section: tuple[str, ...] = ()
+    page: int | None = None
+    page_end: int | None = None
+
+    @property
+    def section_path(self) -> str:
+        return SECTION_SEP.join(self.section)
+
+    def embed_text(self) -> str:
+        """The text the embedder and the lexical index see: heading path, then the passage."""
+        return f"{self.section_path}\n{self.text}" if self.section else self.text
+
+
+@dataclass(frozen=True)
+class DocMeta:
+    """A document as the ledger knows it."""
+
+    id: str
+    path: str  # relative to the source root it was ingested from
+    root: str  # the absolute source root
+    sha256: str
+    size: int
+    mtime: float
+    title: str = ""
+    lang: str = "en"
+    groups: tuple[str, ...] = ("all",)
+    version: str = ""
+    effective_date: str = ""
+    series: str = ""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A retrieved chunk with the facts a citation needs."""
+
+    chunk_id: str
+    doc_id: str
+    file: str
+    text: str
+    section: tuple[str, ...] = ()
+    page: int | None = None
+    page_end: int | None = None
+    score: float = 0.0
+    title: str = ""
+    superseded: bool = False
+    groups: tuple[str, ...] = ()
+
+    @property
+    def section_path(self) -> str:
+        return SECTION_SEP.join(self.section)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One [n] marker resolved to its passage."""
+
+    n: int
+    file: str
+    page: int | None
+    section: str
+    quote: str
+    chunk_id: str = ""
+    supported: bool = True
+
+
+@dataclass
+class Answer:
+    """What the query pipeline returns."""
+
+    answer: str
+    abstained: bool = False
+    citations: list[Citation] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    mode: str = "generated"  # "generated" | "retrieval_only" | "abstained"
+    unverified: bool = False

