@@ -23,9 +23,11 @@ def main(verbose: bool) -> None:
 
 def _register() -> None:
     from assistant.llm_cli import llm
+    from assistant.query_cli import COMMANDS as QUERY_COMMANDS
     from ingest.cli import COMMANDS as INGEST_COMMANDS
+    from ui.cli import COMMANDS as UI_COMMANDS
 
-    for command in INGEST_COMMANDS:
+    for command in [*INGEST_COMMANDS, *QUERY_COMMANDS, *UI_COMMANDS]:
         main.add_command(command)
     main.add_command(llm)
 

@@ -89,15 +89,25 @@ class RetrieveSettings:
     candidates: int = field(default=50, metadata=_doc("candidates per retriever before fusion"))
     dense_weight: float = field(default=1.0, metadata=_doc("RRF weight of the dense ranks"))
     lexical_weight: float = field(default=1.0, metadata=_doc("RRF weight of the BM25 ranks"))
+    dense_weight_zh: float = field(
+        default=0.2, metadata=_doc("RRF dense weight for Chinese questions (English embedder)")
+    )
     rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
-    abstain_threshold: float = field(default=0.0, metadata=_doc("confidence below: abstain"))
+    abstain_dense_en: float = field(default=0.3, metadata=_doc("English: abstain below"))
+    abstain_coverage_zh: float = field(default=0.5, metadata=_doc("Chinese: abstain below"))
 
 
 @dataclass(frozen=True)
 class AnswerSettings:
     history_turns: int = field(default=3, metadata=_doc("past turns kept for follow-ups"))
     min_support: float = field(default=0.5, metadata=_doc("citation support threshold"))
+    min_similarity: float = field(
+        default=0.75, metadata=_doc("embedding similarity that also counts as support")
+    )
+    min_passage_tokens: int = field(
+        default=1024, metadata=_doc("drop old history turns until passages get this many tokens")
+    )
 
 
 @dataclass(frozen=True)

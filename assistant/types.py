@@ -91,6 +91,7 @@ class Passage:
     title: str = ""
     superseded: bool = False
     groups: tuple[str, ...] = ()
+    ordinal: int = -1  # the chunk's position in its document (adjacent ones can merge)
 
     @property
     def section_path(self) -> str:
@@ -121,3 +122,13 @@ class Answer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     mode: str = "generated"  # "generated" | "retrieval_only" | "abstained"
     unverified: bool = False
+    question_id: int = 0  # the ledger's record of this question (feedback refers to it)
+    notice: str = ""  # a line for the user, e.g. why generation was unavailable
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier question and its answer, kept for follow-up questions."""
+
+    question: str
+    answer: str

@@ -124,6 +124,10 @@ def _pack(sentences: list[_Sentence], max_tokens: int, overlap: int) -> list[lis
     return groups
 
 
+def _only_headings(blocks: Sequence[Block]) -> bool:
+    return all(b.kind == "heading" for b in blocks)
+
+
 def chunk_blocks(
     doc_id: str,
     blocks: Sequence[Block],
@@ -138,8 +142,12 @@ def chunk_blocks(
     """
     chunks: list[Chunk] = []
     seen: dict[tuple[tuple[str, ...], str], int] = {}
-    for section, group in groupby(blocks, key=lambda b: b.section):
-        sentences = _sentences(list(group), count_many, max_tokens)
+    groups = [(section, list(group)) for section, group in groupby(blocks, key=lambda b: b.section)]
+    for i, (section, group) in enumerate(groups):
+        following = groups[i + 1][0] if i + 1 < len(groups) else ()
+        if _only_headings(group) and following[: len(section)] == section and following != section:
+            continue  # a parent heading with no body: its text leads every child's heading path
+        sentences = _sentences(group, count_many, max_tokens)
         for packed in _pack(sentences, max_tokens, overlap):
             text = _join(packed)
             pages = [s.page for s in packed if s.page is not None]

@@ -58,7 +58,9 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, settings: EmbedSettings) -> None:
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
 
+        transformers_logging.disable_progress_bar()  # its weight-loading bar is noise here
         path = resolve_model_path(settings.model)
         try:
             self._model = SentenceTransformer(path, device=settings.device)

@@ -67,3 +67,15 @@ def test_repeated_passages_get_distinct_ids():
     blocks = [Block("Same.", ("A",)), Block("Other.", ("B",)), Block("Same.", ("A",))]
     chunks = chunk_blocks("d", blocks, count_chars, 100, 0)
     assert len({c.id for c in chunks}) == len(chunks)
+
+
+def test_parent_heading_without_body_leads_its_children():
+    blocks = [
+        Block("第三章 住宿费", ("第三章 住宿费",), kind="heading"),
+        Block("一、住宿标准", ("第三章 住宿费", "一、住宿标准"), kind="heading"),
+        Block("一线城市每晚不超过800元。", ("第三章 住宿费", "一、住宿标准")),
+        Block("第四章 附则", ("第四章 附则",), kind="heading"),
+    ]
+    chunks = chunk_blocks("d", blocks, count_chars, 100, 0)
+    assert [c.text for c in chunks] == ["一、住宿标准\n一线城市每晚不超过800元。", "第四章 附则"]
+    assert chunks[0].embed_text().startswith("第三章 住宿费 › 一、住宿标准\n")

@@ -1,0 +1,221 @@
+"""The query pipeline's public face: question → retrieve → pack → generate → cite.
+
+    assistant = Assistant(settings)
+    answer = assistant.ask("How many days of annual leave can I carry over?", groups=["all"])
+    for piece in assistant.ask_stream(question, groups=["all"]):
+        ...  # str pieces are the answer as it streams; the last item is the finished Answer
+
+When retrieval is not confident the model is skipped and the answer says the documents don't
+cover the question, with the nearest documents as pointers. When the model server cannot be
+reached the answer quotes the best passages instead (retrieval-only mode). Every answer is
+recorded in the ledger with its cited chunks and timings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from assistant.cite import verify
+from assistant.config import Settings
+from assistant.errors import AccessDenied, GenerationError, KbError
+from assistant.lang import Lang
+from assistant.llm import LlmClient
+from assistant.pack import pack, plan_budget, render_passages
+from assistant.prompt import abstention_text, build_messages, retrieval_only_text
+from assistant.retrieve import Retrieval, Retriever
+from assistant.tokens import TokenCounter, load_token_counter
+from assistant.types import Answer, Citation, Passage, Turn
+
+logger = logging.getLogger(__name__)
+
+MIDWAY_FAILURE = {
+    "zh": "（回答生成中断：模型服务出错，以上内容可能不完整。）",
+    "en": "(The answer was cut short: the model server failed; what is above may be incomplete.)",
+}
+
+
+def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
+    """Too little evidence to answer: no passage, or the calibrated signal of the question's
+    language is below its threshold (dense similarity for English, the share of the question's
+    terms that the best lexical passage holds for Chinese)."""
+    cfg = settings.retrieve
+    if not retrieval.passages:
+        return True
+    if retrieval.lang == "zh":
+        return retrieval.coverage < cfg.abstain_coverage_zh
+    return retrieval.dense_top < cfg.abstain_dense_en
+
+
+def answer_to_json(answer: Answer) -> dict[str, Any]:
+    """The stable JSON of `kb ask --json` and `POST /api/ask`."""
+    return {
+        "answer": answer.answer,
+        "abstained": answer.abstained,
+        "mode": answer.mode,
+        "unverified": answer.unverified,
+        "citations": [{"n": c.n, "file": c.file, "page": c.page, "section": c.section,
+                       "quote": c.quote} for c in answer.citations],
+        "passages": [passage_to_json(p, n) for n, p in enumerate(answer.passages, 1)],
+        "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()},
+    }
+
+
+def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:
+    return {"rank": rank, "file": p.file, "page": p.page, "page_end": p.page_end,
+            "section": p.section_path, "text": p.text, "score": round(p.score, 6),
+            "title": p.title, "superseded": p.superseded, "chunk_id": p.chunk_id}
+
+
+class Assistant:
+    """Holds the store, the retriever and the model client for many questions (thread-safe
+    for concurrent askers: retrieval snapshots are read-only, the client is per call)."""
+
+    def __init__(self, settings: Settings) -> None:
+        from ingest.pipeline import Store
+
+        self.settings = settings
+        self.store = Store(settings)
+        self.retriever = Retriever(settings, self.store)
+        self._lock = threading.Lock()
+        self._counter: TokenCounter | None = None
+
+    def close(self) -> None:
+        self.store.close()
+
+    # --- retrieval ------------------------------------------------------------------------
+    def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:
+        with self._lock:
+            return self.retriever.retrieve(question, groups).passages
+
+    def source(self, chunk_id: str, groups: Sequence[str]) -> Passage:
+        """A passage by chunk id; AccessDenied when unknown or outside `groups`."""
+        with self._lock:
+            snap = self.retriever.snapshot()
+            row = snap.row_of.get(chunk_id)
+            if row is None or not snap.allowed(groups)[row]:
+                raise AccessDenied(f"passage {chunk_id}: not found or not visible to your groups")
+            return snap.passage(row)
+
+    def document_path(self, doc_id: str, groups: Sequence[str]) -> Path:
+        """The original file of a document; AccessDenied when unknown or outside `groups`."""
+        record = self.store.ledger.document(doc_id)
+        if record is None or record.status != "ok" or not set(groups) & set(record.meta.groups):
+            raise AccessDenied(f"document {doc_id}: not found or not visible to your groups")
+        return Path(record.meta.root) / record.meta.path
+
+    # --- answering ------------------------------------------------------------------------
+    def ask(self, question: str, groups: Sequence[str], history: Sequence[Turn] = (),
+            user: str = "") -> Answer:
+        final: Answer | None = None
+        for item in self.ask_stream(question, groups, history, user):
+            if isinstance(item, Answer):
+                final = item
+        assert final is not None  # ask_stream always ends with an Answer
+        return final
+
+    def ask_stream(self, question: str, groups: Sequence[str], history: Sequence[Turn] = (),
+                   user: str = "") -> Iterator[str | Answer]:
+        started = time.perf_counter()
+        question = question.strip()
+        if not question:
+            raise KbError("empty question: type a question about the policies")
+        with self._lock:
+            retrieval = self.retriever.retrieve(question, groups)
+        timings = {"retrieve": retrieval.timings_ms["retrieve"]}
+        lang: Lang = "zh" if retrieval.lang == "zh" else "en"
+        if should_abstain(retrieval, self.settings):
+            answer = Answer(abstention_text(lang, retrieval.passages[:3]), abstained=True,
+                            passages=retrieval.passages[:3], mode="abstained")
+            yield from self._finish(answer, question, user, started, timings)
+            return
+        try:
+            counter = self._token_counter()
+            client = LlmClient.from_settings(self.settings.llm, counter)
+        except GenerationError as exc:
+            yield from self._retrieval_only(retrieval.passages, lang, str(exc), question, user,
+                                            started, timings)
+            return
+        t_pack = time.perf_counter()
+        turns = list(history)[-self.settings.answer.history_turns:] if self.settings.answer.history_turns else []
+        past = [m for t in turns for m in ({"role": "user", "content": t.question},
+                                            {"role": "assistant", "content": t.answer})]
+        try:
+            budget = plan_budget(question, past, lang, counter.count,
+                                 max_model_len=self.settings.llm.max_model_len,
+                                 answer_tokens=self.settings.llm.answer_tokens)
+            packed = pack(retrieval.passages, budget.passages, counter.count)
+        except GenerationError as exc:
+            client.close()
+            yield from self._retrieval_only(retrieval.passages, lang, str(exc), question, user,
+                                            started, timings)
+            return
+        messages = build_messages(question, render_passages(packed), budget.history, lang)
+        timings["pack"] = (time.perf_counter() - t_pack) * 1000
+        pieces: list[str] = []
+        notice = ""
+        try:
+            with client.stream(messages) as stream:
+                for piece in stream:
+                    if not pieces:
+                        timings["first_token"] = (time.perf_counter() - started) * 1000
+                    pieces.append(piece)
+                    yield piece
+        except GenerationError as exc:
+            if not pieces:
+                yield from self._retrieval_only(packed, lang, str(exc), question, user,
+                                                started, timings)
+                return
+            logger.warning("generation failed mid-answer: %s", exc)
+            notice = MIDWAY_FAILURE[lang]
+        finally:
+            client.close()
+        checked = verify("".join(pieces), packed, min_support=self.settings.answer.min_support)
+        text = checked.text + (("\n" + notice) if notice else "")
+        answer = Answer(text, citations=checked.citations, passages=packed,
+                        unverified=checked.unverified or bool(notice), notice=notice)
+        yield from self._finish(answer, question, user, started, timings)
+
+    def _token_counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = load_token_counter(self.settings.llm, self.settings.base_dir)
+        return self._counter
+
+    def _retrieval_only(self, passages: Sequence[Passage], lang: Lang, reason: str,
+                        question: str, user: str, started: float,
+                        timings: dict[str, float]) -> Iterator[str | Answer]:
+        logger.warning("retrieval-only answer: %s", reason)
+        shown = list(passages[:3])
+        citations = [Citation(n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id)
+                     for n, p in enumerate(shown, 1)]
+        answer = Answer(retrieval_only_text(lang, shown), citations=citations, passages=shown,
+                        mode="retrieval_only", notice=reason)
+        yield from self._finish(answer, question, user, started, timings)
+
+    def _finish(self, answer: Answer, question: str, user: str, started: float,
+                timings: dict[str, float]) -> Iterator[str | Answer]:
+        timings["total"] = (time.perf_counter() - started) * 1000
+        answer.timings_ms = timings
+        answer.question_id = self._record(answer, question, user)
+        if answer.mode != "generated":
+            yield answer.answer
+        yield answer
+
+    def _record(self, answer: Answer, question: str, user: str) -> int:
+        try:
+            with self.store.ledger.transaction() as db:
+                cursor = db.execute(
+                    "INSERT INTO questions (user, question, answer, mode, chunk_ids, timings, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (user, question, answer.answer, answer.mode,
+                     json.dumps([c.chunk_id for c in answer.citations]),
+                     json.dumps(answer.timings_ms), time.time()))
+                return int(cursor.lastrowid or 0)
+        except Exception:  # a record that fails to write must not cost the user the answer
+            logger.exception("could not record the question")
+            return 0

@@ -1,0 +1,145 @@
+"""`kb eval`: retrieval quality on a question set, beside the LlamaIndex starter pipeline.
+
+DIR holds `docs/` and `qa.jsonl` (id, lang, question, answerable, gold[{file, page, quote}]).
+The documents are ingested into a temporary store, every question is retrieved, and per
+language we report hit@1, hit@5, hit@10 and MRR@10 over answerable questions, and abstention
+accuracy over all questions.
+
+A passage hits a gold item when it comes from the gold file (for PDFs, its page span includes
+the gold page) and contains the gold quote once both have all whitespace removed and are
+NFKC-casefolded, or holds at least 80% of the quote as one contiguous run.
+
+    quote_hit("年休假 5天", "职工累计工作已满1年不满10年的，年休假5天；") -> True
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
+from pathlib import Path
+from typing import Any
+
+from assistant.config import Settings
+
+_SPACE = re.compile(r"\s+")
+METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "abstain_acc")
+
+
+def normalise(text: str) -> str:
+    """normalise("Annual  Leave\\n") -> "annualleave" """
+    return _SPACE.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+def quote_hit(quote: str, text: str) -> bool:
+    q, t = normalise(quote), normalise(text)
+    if not q:
+        return False
+    if q in t:
+        return True
+    match = SequenceMatcher(None, q, t, autojunk=False).find_longest_match(0, len(q), 0, len(t))
+    return match.size >= 0.8 * len(q)
+
+
+@dataclass(frozen=True)
+class Hit:
+    file: str
+    page: int | None
+    page_end: int | None
+    text: str
+
+
+def passage_hits(passage: Hit, gold: Iterable[dict[str, Any]]) -> bool:
+    for item in gold:
+        if Path(passage.file).name != Path(item["file"]).name:
+            continue
+        page = item.get("page")
+        if page is not None and passage.page is not None:
+            if not passage.page <= page <= (passage.page_end or passage.page):
+                continue
+        if quote_hit(item["quote"], passage.text):
+            return True
+    return False
+
+
+def score(questions: Sequence[dict[str, Any]], results: dict[str, tuple[bool, list[Hit]]]
+          ) -> dict[str, dict[str, float]]:
+    """Per-language metrics (plus "all") from `id -> (abstained, ranked passages)`."""
+    out: dict[str, dict[str, float]] = {}
+    for lang in sorted({q["lang"] for q in questions}) + ["all"]:
+        subset = [q for q in questions if lang in ("all", q["lang"])]
+        answerable = [q for q in subset if q["answerable"]]
+        sums = dict.fromkeys(METRICS, 0.0)
+        for q in answerable:
+            ranked = results[q["id"]][1]
+            first = next((i for i, p in enumerate(ranked[:10], 1) if passage_hits(p, q["gold"])), 0)
+            for k in (1, 5, 10):
+                sums[f"hit@{k}"] += 1.0 if first and first <= k else 0.0
+            sums["mrr@10"] += 1.0 / first if first else 0.0
+        correct = sum(1 for q in subset if results[q["id"]][0] == (not q["answerable"]))
+        out[lang] = {m: round(sums[m] / max(len(answerable), 1), 3) for m in METRICS[:4]}
+        out[lang]["abstain_acc"] = round(correct / max(len(subset), 1), 3)
+        out[lang]["questions"] = len(subset)
+    return out
+
+
+def load_questions(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def evaluate_ours(settings: Settings, docs: Path, questions: Sequence[dict[str, Any]],
+                  store_dir: Path, on_result: Callable[[str, Any], None] | None = None
+                  ) -> dict[str, tuple[bool, list[Hit]]]:
+    from assistant.answer import should_abstain
+    from assistant.retrieve import Retriever
+    from ingest.pipeline import Store, ingest_paths
+
+    settings = settings.with_store(store_dir)
+    settings = replace(settings, ingest=replace(settings.ingest, folder_groups={}))
+    ingest_paths(settings, [docs])
+    store = Store(settings)
+    retriever = Retriever(settings, store)
+    results: dict[str, tuple[bool, list[Hit]]] = {}
+    try:
+        for q in questions:
+            retrieval = retriever.retrieve(q["question"], groups=settings.ingest.default_groups, k=10)
+            hits = [Hit(p.file, p.page, p.page_end, p.text) for p in retrieval.passages]
+            results[q["id"]] = (should_abstain(retrieval, settings), hits)
+            if on_result:
+                on_result(q["id"], retrieval)
+    finally:
+        store.close()
+    return results
+
+
+def evaluate_llamaindex_starter(settings: Settings, docs: Path, questions: Sequence[dict[str, Any]]
+                                ) -> dict[str, tuple[bool, list[Hit]]]:
+    """The LlamaIndex starter pipeline (defaults, same embedder): the baseline."""
+    from assistant.baseline import build_starter_index
+
+    retriever = build_starter_index(settings, docs).as_retriever(similarity_top_k=10)
+    results: dict[str, tuple[bool, list[Hit]]] = {}
+    for q in questions:
+        nodes = retriever.retrieve(q["question"])
+        hits = []
+        for n in nodes:
+            label = n.node.metadata.get("page_label")
+            page = int(label) if label and str(label).isdigit() else None
+            hits.append(Hit(n.node.metadata.get("file_name", ""), page, page, n.node.get_content()))
+        results[q["id"]] = (False, hits)
+    return results
+
+
+def run_eval(settings: Settings, set_dir: Path, baseline: bool = True) -> dict[str, Any]:
+    questions = load_questions(set_dir / "qa.jsonl")
+    with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
+        ours = score(questions, evaluate_ours(settings, set_dir / "docs", questions, Path(tmp)))
+    report: dict[str, Any] = {"set": str(set_dir), "ours": ours}
+    if baseline:
+        report["llamaindex_starter"] = score(
+            questions, evaluate_llamaindex_starter(settings, set_dir / "docs", questions))
+    return report

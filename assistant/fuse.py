@@ -1,0 +1,68 @@
+"""Weighted reciprocal rank fusion of several rankings of chunk ids.
+
+Each retriever contributes `weight / (k + rank)` (rank from 1) for every id it ranks. Equal
+fused scores are broken by the rank in the tie-break ranking ("lexical" by default: BM25 ranks
+mean something in every language, dense ones may not), then by id, so ties never drift to one
+retriever by accident of dict order.
+
+    rrf({"lexical": ["a", "b"], "dense": ["b", "a"]}, k=60) -> [("a", 0.0325...), ("b", 0.0325...)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+LEXICAL = "lexical"
+DENSE = "dense"
+
+
+def rrf(
+    rankings: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float] | None = None,
+    k: int = 60,
+    tie_break: str = LEXICAL,
+) -> list[tuple[str, float]]:
+    """Fuse `rankings` (name -> ids, best first) into `(id, score)` pairs, best first.
+
+    A retriever missing from `weights` weighs 1.0; a weight of 0 leaves its ids in the result
+    only if another retriever ranks them. An id repeated in one ranking counts at its best rank.
+
+    rrf({"lexical": ["a"], "dense": ["b"]}, {"dense": 0.2}) -> [("a", 0.016...), ("b", 0.003...)]
+    """
+    if k < 0:
+        raise ValueError(f"RRF constant k must be >= 0, got {k}")
+    scores: dict[str, float] = {}
+    for name, ranking in rankings.items():
+        w = 1.0 if weights is None else float(weights.get(name, 1.0))
+        seen: set[str] = set()
+        for rank, cid in enumerate(ranking, start=1):
+            if cid in seen:
+                continue
+            seen.add(cid)
+            if w > 0:
+                scores[cid] = scores.get(cid, 0.0) + w / (k + rank)
+            else:
+                scores.setdefault(cid, 0.0)
+    primary = {cid: r for r, cid in enumerate(dict.fromkeys(rankings.get(tie_break, ())))}
+    unranked = len(primary)
+    # A weight-0 retriever's ids with no other vote stay out.
+    voted = {cid: s for cid, s in scores.items() if s > 0}
+    order = sorted(voted, key=lambda c: (-round(voted[c], 12), primary.get(c, unranked), c))
+    return [(cid, voted[cid]) for cid in order]
+
+
+def weights_for_lang(
+    lang: str,
+    dense_weight: float,
+    lexical_weight: float,
+    dense_weight_by_lang: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """RRF weights for a question in `lang`: the dense weight is replaced by the per-language
+    one where given (an English-only embedder means little for Chinese questions).
+
+    weights_for_lang("zh", 1.0, 1.0, {"zh": 0.2}) -> {"dense": 0.2, "lexical": 1.0}
+    """
+    dense = dense_weight
+    if dense_weight_by_lang and lang in dense_weight_by_lang:
+        dense = dense_weight_by_lang[lang]
+    return {DENSE: dense, LEXICAL: lexical_weight}

@@ -1,0 +1,405 @@
+"""Lexical retrieval: one tokenizer for chunks and questions, and an in-memory BM25 index.
+
+Chinese runs are cut with jieba in search mode (words and their dictionary sub-words), plus
+character bigrams so a different segmentation still matches; Chinese numerals also yield their
+Arabic value (十六 -> "16"). English is lower-cased, stop words dropped and suffixes stripped by
+a light stemmer. Questions (not chunks) are expanded with a small table of Chinese paraphrases.
+
+The index keeps one BM25 weight per (term, row) in a column-compressed sparse matrix, so a
+query sums a few columns into a score vector; an access mask is applied to that vector before
+the top-k, and a filtered search costs what an unfiltered one does.
+
+    BM25Index.build([("c1", tokenize("年休假天数"))]).search(tokenize_query("年假"), 5)
+        -> [("c1", 0.23...)]
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+# --- tokenization -------------------------------------------------------------------------
+
+_RUN = re.compile(
+    r"[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # a CJK run
+    r"|[a-z]+(?:'[a-z]+)?"  # an English word (don't, employee's)
+    r"|\d+(?:\.\d+)?"  # a number (21.75)
+)
+_CN_NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万]+")
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
+              "六": 6, "七": 7, "八": 8, "九": 9}  # fmt: skip
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+# A lone numeral character counts as a number only before one of these (一个月, 三日, 两年).
+_MEASURE = set("个日天年月周岁小时次倍分名人项条款")
+
+EN_STOP = frozenset(
+    """a about above after again all also am an and any are as at be been before being below
+    between both but by can could did do does doing done during each else for from further get
+    gets got had has have having he her here hers him his how i if in into is it its itself just
+    me more most my myself of off on once only or other our ours out over own please same she
+    should so some such than that the their theirs them then there these they this those through
+    to too under until up us very was we were what when where which while who whom why will with
+    would you your yours""".split()
+)
+ZH_STOP = frozenset(
+    "的 了 吗 呢 吧 啊 呀 么 是 在 和 与 及 或 我 你 他 她 它 我们 你们 他们 什么 怎么 怎样 如何 "
+    "多少 哪些 哪个 哪 几 请问 一下 这 那 这个 那个 就 都 也 还 被 把 给 让 会 要 吗？".split()
+)
+
+# Question-side paraphrases: a word people ask with -> the words policies are written in.
+# Applied to queries only; each entry should be a paraphrase any HR/legal text might use.
+ZH_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "加班": ("延长工作时间", "加点"),
+    "加班费": ("延长工作时间", "工资报酬"),
+    "年假": ("年休假",),
+    "休年假": ("年休假",),
+    "带薪假": ("年休假", "带薪"),
+    "工资": ("薪酬", "报酬", "薪资"),
+    "薪水": ("工资", "薪酬"),
+    "薪酬": ("工资", "报酬"),
+    "工资条": ("工资",),
+    "辞职": ("解除劳动合同", "离职"),
+    "离职": ("解除劳动合同", "终止劳动合同"),
+    "辞退": ("解除劳动合同", "用人单位解除"),
+    "开除": ("解除劳动合同",),
+    "裁员": ("裁减人员",),
+    "炒鱿鱼": ("解除劳动合同",),
+    "公司": ("用人单位",),
+    "单位": ("用人单位",),
+    "老板": ("用人单位",),
+    "员工": ("劳动者", "职工"),
+    "职工": ("劳动者",),
+    "雇员": ("劳动者",),
+    "工人": ("劳动者",),
+    "上班": ("工作",),
+    "周末": ("休息日",),
+    "双休": ("休息日",),
+    "节假日": ("法定休假日", "节日"),
+    "放假": ("休假", "假期"),
+    "休息": ("休假",),
+    "请假": ("休假", "假期"),
+    "生孩子": ("生育", "产假"),
+    "生小孩": ("生育", "产假"),
+    "怀孕": ("孕期",),
+    "孕妇": ("孕期", "女职工"),
+    "女员工": ("女职工",),
+    "喂奶": ("哺乳",),
+    "补偿": ("经济补偿",),
+    "赔偿": ("赔偿金",),
+    "合同": ("劳动合同",),
+    "签合同": ("订立劳动合同",),
+    "试用": ("试用期",),
+    "社保": ("社会保险",),
+    "五险一金": ("社会保险", "住房公积金"),
+    "公积金": ("住房公积金",),
+    "暑期工": ("未成年人",),
+    "童工": ("未成年人",),
+    "岁": ("周岁",),
+    "招": ("招用", "录用"),
+    "招人": ("招用",),
+    "招聘": ("招用", "录用"),
+    "兼职": ("非全日制用工",),
+    "小时工": ("非全日制用工",),
+    "跳槽": ("新用人单位", "入职"),
+    "入职": ("用工",),
+    "个人信息": ("个人信息",),
+    "隐私": ("个人信息",),
+    "泄露": ("泄露", "安全事件"),
+    "出差": ("差旅",),
+    "报销": ("费用", "报销"),
+    "日薪": ("日工资",),
+    "月薪": ("月工资",),
+    "多久": ("期限", "时间"),
+    "多长时间": ("期限",),
+    "最多": ("不得超过", "最长"),
+    "最长": ("不得超过",),
+    "至少": ("不低于", "不少于"),
+    "最低": ("不得低于",),
+    "什么时候": ("之日起", "施行"),
+    "生效": ("施行",),
+}
+
+
+def _suffix(word: str, suffixes: Sequence[str]) -> str | None:
+    for s in suffixes:
+        if word.endswith(s):
+            return s
+    return None
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light English stemmer: plurals, -ing/-ed, a few derivational endings, final -e.
+
+    stem("carried") -> "carri"; stem("carries") -> "carri"; stem("leaving") -> "leav"
+    """
+    w = word
+    if len(w) <= 3:
+        return w
+    if w.endswith("'s"):
+        w = w[:-2]
+    if w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "i"
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 3:
+        w = w[:-1]
+    for suf in ("ing", "ed"):
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            base = w[: -len(suf)]
+            if any(v in base for v in "aeiouy"):
+                if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                    base = base[:-1]  # running -> run, but bill-ing stays bill
+                w = base
+            break
+    if w.endswith("y") and len(w) > 3:
+        w = w[:-1] + "i"  # carry ~ carri(es|ed)
+    s = _suffix(w, ("ational", "ation", "ement", "ment", "ness", "able", "ible", "ful", "ly"))
+    if s and len(w) - len(s) >= 4:
+        w = w[: -len(s)] + ("at" if s == "ational" else "")
+    if w.endswith("e") and len(w) > 4:
+        w = w[:-1]
+    return w
+
+
+def cn_numeral_value(text: str) -> int | None:
+    """The value of a Chinese numeral, or None if it isn't one.
+
+    cn_numeral_value("三十六") -> 36; cn_numeral_value("二〇二四") -> 2024
+    """
+    if not text:
+        return None
+    if all(c in _CN_DIGITS for c in text):  # digit by digit: 二〇二四
+        return int("".join(str(_CN_DIGITS[c]) for c in text)) if len(text) > 1 else _CN_DIGITS[text]
+    total, section, digit = 0, 0, 0
+    for c in text:
+        if c in _CN_DIGITS:
+            digit = _CN_DIGITS[c]
+        elif c == "万":
+            section = (section + digit) * 10000
+            total, section, digit = total + section, 0, 0
+        elif c in _CN_UNITS:
+            section += (digit or 1) * _CN_UNITS[c]
+            digit = 0
+        else:
+            return None
+    return total + section + digit
+
+
+def _numerals(run: str) -> list[str]:
+    out: list[str] = []
+    for m in _CN_NUMERAL.finditer(run):
+        s = m.group()
+        if len(s) == 1:
+            after = run[m.end() : m.end() + 1]
+            if s in "千百万零〇" or after not in _MEASURE:
+                continue
+        value = cn_numeral_value(s)
+        if value is not None:
+            out.append(str(value))
+    return out
+
+
+_jieba: Any = None
+_jieba_lock = threading.Lock()
+
+
+def _segmenter() -> Any:
+    """One jieba.Tokenizer for the process, loaded on first use (about a second)."""
+    global _jieba
+    if _jieba is None:
+        with _jieba_lock:
+            if _jieba is None:
+                import jieba
+
+                jieba.setLogLevel(60)
+                tok = jieba.Tokenizer()
+                tok.initialize()
+                _jieba = tok
+    return _jieba
+
+
+def _cut(run: str) -> list[str]:
+    return list(_segmenter().cut_for_search(run, HMM=False))
+
+
+def tokenize(text: str, *, bigrams: bool = False, numerals: bool = True) -> list[str]:
+    """Index terms of `text`: jieba search-mode words, CJK bigrams and numeral values for
+    Chinese; stemmed non-stop words and numbers for English. Called for every chunk at ingest.
+
+    tokenize("Carried over 240 hours。年休假十天") -> ["carri", "240", "hour", "年休", "休假",
+        "年休假", "十天", "10", "年休", "休假", "假十", "十天"]
+    """
+    text = unicodedata.normalize("NFKC", text).lower()
+    out: list[str] = []
+    for m in _RUN.finditer(text):
+        run = m.group()
+        c = run[0]
+        if c.isdigit():
+            out.append(run)
+        elif "a" <= c <= "z":
+            if run not in EN_STOP:
+                out.append(stem(run))
+        else:
+            out.extend(w for w in _cut(run) if w not in ZH_STOP)
+            if numerals:
+                out.extend(_numerals(run))
+            if bigrams and len(run) > 2:
+                out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return out
+
+
+def tokenize_query(text: str, *, synonyms: bool = True, bigrams: bool = False) -> list[str]:
+    """`tokenize` for a question, plus the paraphrases of its Chinese words, each term once.
+
+    tokenize_query("加班") -> ["加班", "延长", "工作", "时间", ...]
+    """
+    tokens = tokenize(text, bigrams=bigrams)
+    if synonyms:
+        norm = unicodedata.normalize("NFKC", text)
+        extra: list[str] = []
+        for word, alts in ZH_SYNONYMS.items():
+            if word in norm:
+                for alt in alts:
+                    extra.extend(tokenize(alt, bigrams=bigrams))
+        tokens.extend(extra)
+    return list(dict.fromkeys(tokens))
+
+
+# --- BM25 ---------------------------------------------------------------------------------
+
+BoolMask = npt.NDArray[np.bool_]
+
+
+class BM25Index:
+    """BM25 over stored token lists: Lucene's variant by default (idf never negative, as in
+    bm25s), or the classic Okapi one with rank_bm25's idf floor (`idf="okapi"`).
+
+    BM25Index.build([("a", ["年假"]), ("b", ["加班"])]).search(["加班"], 1) -> [("b", 0.27...)]
+    """
+
+    def __init__(
+        self,
+        ids: list[str],
+        vocab: dict[str, int],
+        weights: sp.csc_matrix,
+    ) -> None:
+        self.ids = ids
+        self.vocab = vocab
+        self._weights = weights
+        self._row = {cid: i for i, cid in enumerate(ids)}
+
+    @classmethod
+    def build(
+        cls,
+        docs: Iterable[tuple[str, Sequence[str]]],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        idf: str = "lucene",
+        epsilon: float = 0.25,
+    ) -> BM25Index:
+        """Index `(chunk_id, tokens)` pairs; rows follow their order.
+
+        BM25Index.build([("c1", ["a", "b"])]).row_of("c1") -> 0
+        """
+        ids: list[str] = []
+        vocab: dict[str, int] = {}
+        setdefault = vocab.setdefault
+        term_ids: list[int] = []
+        lengths: list[int] = []
+        for cid, tokens in docs:
+            ids.append(cid)
+            term_ids.extend([setdefault(t, len(vocab)) for t in tokens])
+            lengths.append(len(tokens))
+        n_docs, n_terms = len(ids), len(vocab)
+        cols = np.asarray(term_ids, dtype=np.int32)
+        doc_len = np.asarray(lengths, dtype=np.int64)
+        rows = np.repeat(np.arange(n_docs, dtype=np.int32), doc_len)
+        tf = sp.csc_matrix(
+            (np.ones(len(cols), dtype=np.float32), (rows, cols)), shape=(n_docs, n_terms)
+        )
+        tf.sum_duplicates()
+        df = np.diff(tf.indptr).astype(np.float64)
+        if idf == "lucene":
+            idf_v = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+        elif idf == "okapi":
+            idf_v = np.log(n_docs - df + 0.5) - np.log(df + 0.5)
+            floor = epsilon * float(idf_v.mean()) if n_terms else 0.0
+            idf_v[idf_v < 0] = floor
+        else:
+            raise ValueError(f"BM25 idf {idf!r}: use 'lucene' or 'okapi'")
+        avgdl = float(doc_len.mean()) if n_docs else 1.0
+        norm = (k1 * (1 - b + b * doc_len / (avgdl or 1.0))).astype(np.float64)
+        col_of = np.repeat(np.arange(n_terms), np.diff(tf.indptr))
+        f = tf.data.astype(np.float64)
+        boost = 1.0 if idf == "lucene" else k1 + 1  # Lucene drops the constant (k1 + 1)
+        data = idf_v[col_of] * f * boost / (f + norm[tf.indices])
+        weights = sp.csc_matrix((data.astype(np.float32), tf.indices, tf.indptr), shape=tf.shape)
+        return cls(ids, vocab, weights)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def row_of(self, chunk_id: str) -> int:
+        """The row of `chunk_id`, for building `allowed` masks (KeyError if not indexed).
+
+        index.row_of("c1") -> 0
+        """
+        return self._row[chunk_id]
+
+    def mask(self, chunk_ids: Iterable[str]) -> BoolMask:
+        """A boolean mask over the rows with the given (indexed) chunks set.
+
+        index.mask(["c1"]) -> array([ True, False, ...])
+        """
+        out = np.zeros(len(self.ids), dtype=bool)
+        rows = [self._row[c] for c in chunk_ids if c in self._row]
+        out[rows] = True
+        return out
+
+    def scores(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The BM25 score of every row (a query term counts once per occurrence).
+
+        index.scores(["加班"]) -> array([0., 0.27...], dtype=float32)
+        """
+        out = np.zeros(len(self.ids), dtype=np.float32)
+        w = self._weights
+        for t in query_tokens:
+            j = self.vocab.get(t)
+            if j is None:
+                continue
+            lo, hi = w.indptr[j], w.indptr[j + 1]
+            out[w.indices[lo:hi]] += w.data[lo:hi]
+        return out
+
+    def search(
+        self, query_tokens: Sequence[str], k: int, allowed: BoolMask | None = None
+    ) -> list[tuple[str, float]]:
+        """The `k` best rows with a positive score among `allowed` (all when None), best
+        first; equal scores go to the lower row.
+
+        index.search(["加班"], 5, allowed=index.mask(["b"])) -> [("b", 0.27...)]
+        """
+        if k <= 0:
+            return []
+        scores = self.scores(query_tokens)
+        if allowed is not None:
+            if allowed.shape != scores.shape:
+                raise ValueError(
+                    f"allowed mask has {allowed.shape[0]} rows, index has {len(self.ids)}"
+                )
+            scores[~allowed] = 0.0
+        hits = np.flatnonzero(scores > 0)
+        if hits.size > k:
+            hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
+        order = hits[np.lexsort((hits, -scores[hits]))]
+        return [(self.ids[i], float(scores[i])) for i in order]

@@ -1,0 +1,242 @@
+"""Packing retrieved passages into what is left of the model's window.
+
+    budget = max_model_len − answer reserve − tokens(the prompt without passages)
+             − margin
+
+where "the prompt without passages" is the whole chat prompt as the server renders it (system
+rules, kept history, the question and the template's own tokens); the oldest history turns are
+dropped first when too little is left. Passages are then deduplicated (same chunk, one text
+inside another, or nearly the same text), adjacent chunks of one document are merged (consecutive
+ordinals, or one ends with the text the next starts with: the chunker's overlap),
+ordered by relevance, and added until the budget is reached; the passage that does not fit is
+cut at a sentence end. The block numbers passages [1]..[n] in the order shown.
+
+    render_passages(pack(passages, 1500, count)) -> "[1] 《年休假办法》 p.1\\n职工…\\n\\n[2] …"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from assistant.errors import PromptTooLong
+from assistant.lang import Lang
+from assistant.prompt import Message, build_messages, render_chat, source_label
+from assistant.types import Passage
+from ingest.chunk import split_sentences
+
+Count = Callable[[str], int]
+
+MIN_OVERLAP_CHARS = 8  # a shared edge this long between two chunks of one document = adjacent
+NEAR_DUPLICATE = 0.8  # Jaccard similarity of character bigrams above which one copy goes
+MARGIN_TOKENS = 8  # room for token merges across the seams of the rendered prompt
+
+_WS = re.compile(r"\s+")
+
+
+def render_passages(passages: Sequence[Passage]) -> str:
+    """The numbered block as it goes into the prompt.
+
+    render_passages([Passage("c", "d", "a.pdf", "年假5天。", page=3, title="年休假")])
+        -> "[1] 《年休假》 p.3\\n年假5天。"
+    """
+    return "\n\n".join(
+        f"[{n}] {source_label(p)}\n{p.text.strip()}" for n, p in enumerate(passages, start=1)
+    )
+
+
+def _norm(text: str) -> str:
+    return _WS.sub("", text).casefold()
+
+
+def _bigrams(text: str) -> set[str]:
+    return {text[i : i + 2] for i in range(len(text) - 1)} or {text}
+
+
+def dedupe(passages: Sequence[Passage]) -> list[Passage]:
+    """Drop repeats, keeping the better-ranked copy: the same chunk, a text contained in an
+    earlier one's, or a nearly identical text (character-bigram Jaccard >= 0.8). When a later
+    passage contains an earlier one, the container takes the earlier one's place.
+
+    dedupe([a, a, b]) -> [a, b]
+    """
+    kept: list[tuple[Passage, str, set[str]]] = []
+    for p in passages:
+        norm = _norm(p.text)
+        grams = _bigrams(norm)
+        if any(
+            p.chunk_id == q.chunk_id
+            or norm in qnorm
+            or len(grams & qgrams) / len(grams | qgrams) >= NEAR_DUPLICATE
+            for q, qnorm, qgrams in kept
+        ):
+            continue
+        inside = [i for i, (_, qnorm, _) in enumerate(kept) if qnorm in norm]
+        if not inside:
+            kept.append((p, norm, grams))
+            continue
+        score = max([p.score, *(kept[i][0].score for i in inside)])
+        kept[inside[0]] = (dataclasses.replace(p, score=score), norm, grams)
+        for i in reversed(inside[1:]):
+            del kept[i]
+    return [p for p, _, _ in kept]
+
+
+def _edge_overlap(first: str, second: str) -> int:
+    """Length of the longest end of `first` that `second` starts with (0 if < the minimum)."""
+    head = second[:MIN_OVERLAP_CHARS]
+    if len(head) < MIN_OVERLAP_CHARS:
+        return 0
+    start = first.find(head)
+    while start != -1:
+        tail = first[start:]
+        if second.startswith(tail):
+            return len(tail)
+        start = first.find(head, start + 1)
+    return 0
+
+
+def _join(first: Passage, second: Passage, second_start: int) -> Passage | None:
+    """`first` and `second` as one passage if `second` (whose first chunk has ordinal
+    `second_start`) directly follows `first`, else None."""
+    if first.doc_id != second.doc_id or first.section != second.section:
+        return None
+    a, b = first.text.strip(), second.text.strip()
+    overlap = _edge_overlap(a, b)
+    if overlap:
+        text = a + b[overlap:]
+    elif first.ordinal >= 0 and second_start == first.ordinal + 1:
+        text = a + "\n" + b
+    else:
+        return None
+    pages = [x for x in (first.page, second.page) if x is not None]
+    ends = [x for x in (first.page_end, second.page_end, *pages) if x is not None]
+    best = first if first.score >= second.score else second
+    return dataclasses.replace(
+        best,
+        text=text,
+        page=min(pages) if pages else None,
+        page_end=max(ends) if ends else None,
+        score=max(first.score, second.score),
+        ordinal=second.ordinal,  # the last chunk's, so a following chunk still joins
+    )
+
+
+def merge_adjacent(passages: Sequence[Passage]) -> list[Passage]:
+    """Merge chunks of one document that follow each other into one passage, placed where the
+    better-ranked of them was; it keeps that one's chunk id and score.
+
+    merge_adjacent([P(text="甲。乙丙丁戊己庚辛。"), P(text="乙丙丁戊己庚辛。壬。")])
+        -> [P(text="甲。乙丙丁戊己庚辛。壬。")]
+    """
+    out = list(passages)
+    starts = [p.ordinal for p in out]  # a merged passage's ordinal is its last chunk's
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(out)):
+            for j in range(i + 1, len(out)):
+                joined = _join(out[i], out[j], starts[j])
+                start = starts[i]
+                if joined is None:
+                    joined, start = _join(out[j], out[i], starts[i]), starts[j]
+                if joined is not None:
+                    out[i], starts[i] = joined, start
+                    del out[j], starts[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return out
+
+
+def _cut(kept: list[Passage], p: Passage, budget: int, count: Count) -> Passage | None:
+    """The longest sentence-prefix of `p` that fits after `kept` (characters, if it is the
+    only passage and not even one sentence fits), or None."""
+
+    def fits(text: str) -> bool:
+        return count(render_passages([*kept, dataclasses.replace(p, text=text)])) <= budget
+
+    sentences = split_sentences(p.text.strip())
+    lo, hi = 0, len(sentences)  # the largest m with fits(sentences[:m]) in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits("".join(sentences[:mid])):
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo:
+        return dataclasses.replace(p, text="".join(sentences[:lo]).strip())
+    if kept or not sentences:
+        return None
+    first = sentences[0]
+    lo, hi = 0, len(first)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(first[:mid] + "…"):
+            lo = mid
+        else:
+            hi = mid - 1
+    return dataclasses.replace(p, text=first[:lo] + "…") if lo else None
+
+
+def pack(passages: Sequence[Passage], budget_tokens: int, count: Count) -> list[Passage]:
+    """The passages to show, best first, whose rendered block counts at most `budget_tokens`.
+
+    pack([long_a, dup_of_a, b], 300, len) -> [a cut to fit at a sentence end]
+    """
+    ordered = sorted(merge_adjacent(dedupe(passages)), key=lambda p: -p.score)
+    kept: list[Passage] = []
+    for p in ordered:
+        if count(render_passages([*kept, p])) <= budget_tokens:
+            kept.append(p)
+            continue
+        cut = _cut(kept, p, budget_tokens, count)
+        if cut is not None:
+            kept.append(cut)
+        break
+    return kept
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Tokens left for the passages block, and the history turns that were kept."""
+
+    passages: int
+    history: list[Message]
+
+
+def plan_budget(
+    question: str,
+    history: Sequence[Message],
+    lang: Lang,
+    count: Count,
+    *,
+    max_model_len: int,
+    answer_tokens: int,
+    min_passage_tokens: int = 0,
+    margin: int = MARGIN_TOKENS,
+) -> Budget:
+    """What the passages may use once the answer, the rules, the question, the history and the
+    chat template have theirs; the oldest turns (user + assistant pairs) go first while fewer
+    than `min_passage_tokens` are left. Raises PromptTooLong when nothing is left.
+
+    plan_budget("年假几天？", [], "zh", len, max_model_len=4096, answer_tokens=512).passages
+        -> 3402
+    """
+    kept = list(history)
+    while True:
+        fixed = count(render_chat(build_messages(question, "", kept, lang)))
+        left = max_model_len - answer_tokens - fixed - margin
+        if left >= max(min_passage_tokens, 1) or not kept:
+            break
+        drop = 2 if len(kept) >= 2 and kept[0]["role"] == "user" else 1
+        kept = kept[drop:]
+    if left <= 0:
+        raise PromptTooLong(
+            f"the question and rules take {fixed} tokens of {max_model_len} "
+            f"(answer reserve {answer_tokens}): no room for passages; shorten the question"
+        )
+    return Budget(passages=left, history=kept)

@@ -1,0 +1,135 @@
+"""What the model is told, in the question's language, and the texts sent without a model.
+
+The system prompt holds the rules (answer only from the numbered passages, [n] after each
+claim, say so when they don't cover it, keep it short); the last user message holds the
+passages block and the question; earlier turns sit between. `render_chat` reproduces the served
+model's chat template (ERNIE-4.5) so the packer can count the whole prompt as the server will.
+
+    build_messages("年假几天？", "[1] …", [], "zh")[0]["role"] -> "system"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from assistant.lang import Lang
+from assistant.types import Passage
+
+Message = dict[str, str]
+
+SYSTEM: dict[str, str] = {
+    "zh": (
+        "你是公司内部制度问答助手。只根据用户消息中编号的资料回答，不要使用资料以外的知识。"
+        "每个事实陈述后用方括号标注资料编号，如[1]或[1][2]。"
+        "如果资料没有涉及这个问题，直接回答“资料中没有相关规定”，不要猜测。"
+        "用中文简短回答，不超过五句话。"
+    ),
+    "en": (
+        "You answer employees' questions about company policy. Answer only from the numbered "
+        "passages in the user's message, never from other knowledge. Put the passage number in "
+        "square brackets after each claim, like [1] or [1][2]. If the passages do not cover the "
+        "question, say plainly that the documents do not cover it; do not guess. "
+        "Answer in English, briefly, in at most five sentences."
+    ),
+}
+
+USER: dict[str, str] = {
+    "zh": "资料：\n{passages}\n\n问题：{question}",
+    "en": "Passages:\n{passages}\n\nQuestion: {question}",
+}
+
+ABSTAIN: dict[str, str] = {
+    "zh": "抱歉，现有文件中没有找到能回答这个问题的内容。",
+    "en": "Sorry, the documents available to you don't cover this question.",
+}
+
+POINTERS: dict[str, str] = {
+    "zh": "可能相关的文件：",
+    "en": "The nearest documents:",
+}
+
+RETRIEVAL_ONLY: dict[str, str] = {
+    "zh": "回答生成服务暂时不可用，以下是与问题最相关的原文摘录：",
+    "en": "Answer generation is unavailable right now; these are the most relevant passages:",
+}
+
+# The ERNIE-4.5 template (shared/model/chat_template.jinja), as plain strings.
+BOS = "<|begin_of_sentence|>"
+EOS = "<|end_of_sentence|>"
+
+
+def build_messages(
+    question: str, passages_block: str, history: Sequence[Message], lang: Lang
+) -> list[Message]:
+    """OpenAI-style chat messages: system rules, past turns, then passages + question.
+
+    build_messages("Q?", "[1] x", [], "en")[-1]["content"] -> "Passages:\\n[1] x\\n\\nQuestion: Q?"
+    """
+    user = USER[lang].format(passages=passages_block, question=question)
+    return [
+        {"role": "system", "content": SYSTEM[lang]},
+        *({"role": m["role"], "content": m["content"]} for m in history),
+        {"role": "user", "content": user},
+    ]
+
+
+def render_chat(messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+    """The prompt text the server builds from `messages` with the model's chat template.
+
+    render_chat([{"role": "user", "content": "hi"}])
+        -> "<|begin_of_sentence|>User: hi\\nAssistant: "
+    """
+    parts = [BOS]
+    for m in messages:
+        role, content = m["role"], m["content"]
+        if role == "user":
+            parts.append(f"User: {content}\n")
+        elif role == "assistant":
+            parts.append(f"Assistant: {content}{EOS}")
+        elif role == "system":
+            parts.append(f"{content}\n")
+    if add_generation_prompt:
+        parts.append("Assistant: ")
+    return "".join(parts)
+
+
+def source_label(p: Passage) -> str:
+    """Where a passage comes from, as shown to the model and the user.
+
+    source_label(Passage("c", "d", "leave.pdf", "…", ("3 假期", "3.2 年假"), 3, 3, title="Leave"))
+        -> "《Leave》 p.3 | 3 假期 › 3.2 年假"
+    """
+    label = f"《{p.title or p.file}》"
+    if p.page is not None:
+        same = p.page_end in (None, p.page)
+        label += f" p.{p.page}" if same else f" p.{p.page}-{p.page_end}"
+    if p.section:
+        label += f" | {p.section_path}"
+    return label
+
+
+def abstention_text(lang: Lang, nearest: Sequence[Passage] = (), max_pointers: int = 3) -> str:
+    """The canned "not covered" answer, with the nearest documents as pointers.
+
+    abstention_text("en") -> "Sorry, the documents available to you don't cover this question."
+    """
+    text = ABSTAIN[lang]
+    pointers = list(dict.fromkeys(source_label(p) for p in nearest))[:max_pointers]
+    if pointers:
+        text += "\n" + POINTERS[lang] + "\n" + "\n".join(f"- {w}" for w in pointers)
+    return text
+
+
+def retrieval_only_text(lang: Lang, passages: Sequence[Passage], max_chars: int = 300) -> str:
+    """The answer when the model is unreachable: a notice, then the best passages quoted and
+    numbered like a generated answer's citations.
+
+    retrieval_only_text("en", [p]) -> "Answer generation is unavailable …\\n[1] 《Leave》 p.2: …"
+    """
+    lines = [RETRIEVAL_ONLY[lang]]
+    for n, p in enumerate(passages, start=1):
+        quote = " ".join(p.text.split())
+        if len(quote) > max_chars:
+            quote = quote[:max_chars].rstrip() + "…"
+        lines.append(f"[{n}] {source_label(p)}: {quote}")
+    return "\n".join(lines)

@@ -1,0 +1,141 @@
+"""Query commands: `kb ask`, `kb retrieve`, `kb eval`. Output formats are stable: other tools
+read them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from assistant.cli_common import with_settings
+from assistant.config import Settings
+from assistant.types import Answer
+
+
+def _groups(value: str | None, settings: Settings) -> list[str]:
+    if value:
+        return [g.strip() for g in value.split(",") if g.strip()]
+    return list(settings.ingest.default_groups)
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+@click.command("ask")
+@click.argument("question")
+@click.option("--groups", help="The asker's access groups, comma-separated (default: config).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object when done.")
+@with_settings
+def ask_command(settings: Settings, question: str, groups: str | None, as_json: bool) -> None:
+    """Answer a question with citations; streams the answer, then the sources.
+
+    \b
+    kb ask "How many days of annual leave can I carry over?"
+    kb ask "出差住宿标准是多少？" --groups all,hr --json
+    """
+    from assistant.answer import Assistant, answer_to_json
+
+    assistant = Assistant(settings)
+    try:
+        final: Answer | None = None
+        for item in assistant.ask_stream(question, _groups(groups, settings)):
+            if isinstance(item, Answer):
+                final = item
+            elif not as_json:
+                click.echo(item, nl=False)
+    finally:
+        assistant.close()
+    if final is None:
+        raise click.ClickException("no answer was produced")
+    if as_json:
+        click.echo(_dump(answer_to_json(final)))
+        return
+    click.echo("")
+    if final.mode == "generated" and final.answer != "":
+        click.echo("")
+    for c in final.citations:
+        where = f"p.{c.page}" if c.page is not None else c.section
+        click.echo(f"[{c.n}] {c.file} {where}" + ("" if c.supported else " (unsupported)"))
+    t = final.timings_ms
+    click.echo(f"({final.mode}; " + ", ".join(f"{k} {v:.0f} ms" for k, v in t.items()) + ")")
+
+
+@click.command("retrieve")
+@click.argument("question", required=False)
+@click.option("--questions", "questions_file", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), help="A JSONL file of {id, question}: one output line each.")
+@click.option("--groups", help="The asker's access groups, comma-separated (default: config).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@with_settings
+def retrieve_command(settings: Settings, question: str | None, questions_file: Path | None,
+                     groups: str | None, as_json: bool) -> None:
+    """Show the passages a question retrieves, in packing order.
+
+    \b
+    kb retrieve "年假可以结转吗？" --json
+    kb retrieve --questions qa.jsonl --json
+    """
+    from assistant.answer import passage_to_json, should_abstain
+    from assistant.retrieve import Retriever
+    from ingest.pipeline import Store
+
+    if (question is None) == (questions_file is None):
+        raise click.UsageError("give a QUESTION or --questions FILE")
+    items: list[dict[str, Any]]
+    if questions_file is not None:
+        items = [json.loads(line) for line in questions_file.read_text("utf-8").splitlines()
+                 if line.strip()]
+    else:
+        items = [{"id": None, "question": question}]
+    store = Store(settings)
+    retriever = Retriever(settings, store)
+    try:
+        for item in items:
+            retrieval = retriever.retrieve(item["question"], _groups(groups, settings))
+            abstain = should_abstain(retrieval, settings)
+            passages = [passage_to_json(p, n) for n, p in enumerate(retrieval.passages, 1)]
+            if as_json:
+                line: dict[str, Any] = {"abstain": abstain, "passages": passages}
+                if questions_file is not None:
+                    line = {"id": item.get("id"), **line}
+                click.echo(_dump(line))
+                continue
+            click.echo(f"{item['question']}" + ("  (would abstain)" if abstain else ""))
+            for p in passages:
+                where = f"p.{p['page']}" if p["page"] is not None else p["section"]
+                click.echo(f"  {p['rank']}. {p['file']} {where}  {p['score']:.4f}")
+                click.echo(f"     {p['text'][:160]!r}")
+    finally:
+        store.close()
+
+
+@click.command("eval")
+@click.argument("set_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.option("--no-baseline", is_flag=True, help="Skip the LlamaIndex starter comparison.")
+@with_settings
+def eval_command(settings: Settings, set_dir: Path, as_json: bool, no_baseline: bool) -> None:
+    """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter.
+
+    \b
+    kb eval ../shared/eval/public
+    """
+    from assistant.evaluate import METRICS, run_eval
+
+    report = run_eval(settings, set_dir, baseline=not no_baseline)
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    for system in ("ours", "llamaindex_starter"):
+        if system not in report:
+            continue
+        click.echo(system)
+        for lang, metrics in report[system].items():
+            values = "  ".join(f"{m} {metrics[m]:.3f}" for m in METRICS)
+            click.echo(f"  {lang:<4} {values}  (n={metrics['questions']})")
+
+
+COMMANDS = [ask_command, retrieve_command, eval_command]

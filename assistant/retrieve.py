@@ -1,0 +1,184 @@
+"""Hybrid retrieval with access control: dense (Chroma) + lexical (BM25), fused by RRF.
+
+Access control and liveness are one boolean mask over the live chunks (the ledger's `chunks`
+table), built per set of groups and cached per ledger generation. Both retrievers apply it
+before anything leaves this module: BM25 zeroes masked rows before its top-k; the dense side
+over-fetches from Chroma unfiltered (fast) and keeps allowed live rows, falling back to Chroma's
+metadata filter only when too few survive (a user who may see a small share of the corpus).
+
+    retriever = Retriever(settings, store)
+    retriever.retrieve("年假可以结转吗？", groups=["all"]).passages[0].file -> "员工手册.pdf"
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.config import Settings
+from assistant.fuse import DENSE, LEXICAL, rrf, weights_for_lang
+from assistant.lang import detect_lang
+from assistant.lexical import BM25Index, tokenize_query
+from assistant.types import Passage
+
+if TYPE_CHECKING:
+    from ingest.ledger import DocRecord
+    from ingest.pipeline import Store
+
+logger = logging.getLogger(__name__)
+
+Mask = npt.NDArray[np.bool_]
+OVERFETCH = 4
+
+
+@dataclass
+class Retrieval:
+    """Fused passages, best first, and what the retrievers saw (for abstention)."""
+
+    passages: list[Passage]
+    lang: str
+    dense_top: float = 0.0
+    lexical_top: float = 0.0
+    coverage: float = 0.0  # share of the question's terms found in the best lexical passage
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class Snapshot:
+    """The live chunks as of one ledger generation, with their BM25 index and group masks."""
+
+    def __init__(self, store: Store) -> None:
+        ledger = store.ledger
+        self.generation = ledger.generation()
+        self.collection = store.collection
+        self.docs: dict[str, DocRecord] = {r.meta.id: r for r in ledger.documents()}
+        rows = ledger.db.execute(
+            "SELECT id, doc_id, ordinal, text, section, page, page_end, tokens FROM chunks "
+            "ORDER BY doc_id, ordinal").fetchall()
+        self.ids = [r[0] for r in rows]
+        self.row_of = {cid: i for i, cid in enumerate(self.ids)}
+        self.doc_ids = [r[1] for r in rows]
+        self.ordinals = [r[2] for r in rows]
+        self.texts = [r[3] for r in rows]
+        self.sections = [tuple(json.loads(r[4])) for r in rows]
+        self.pages = [(r[5], r[6]) for r in rows]
+        self.tokens = [r[7] for r in rows]
+        self.bm25 = BM25Index.build((r[0], r[7].split()) for r in rows)
+        self.superseded = self._superseded()
+        self._masks: dict[frozenset[str], Mask] = {}
+
+    def _superseded(self) -> dict[str, str]:
+        """doc id -> version string, for documents that a newer one of their series replaces."""
+        newest: dict[str, tuple[str, str]] = {}
+        for record in self.docs.values():
+            meta = record.meta
+            if meta.series:
+                key = (meta.effective_date, meta.version)
+                if meta.series not in newest or key > newest[meta.series]:
+                    newest[meta.series] = key
+        return {
+            r.meta.id: r.meta.version or r.meta.effective_date
+            for r in self.docs.values()
+            if r.meta.series and (r.meta.effective_date, r.meta.version) < newest[r.meta.series]
+        }
+
+    def allowed(self, groups: Sequence[str]) -> Mask:
+        key = frozenset(groups)
+        if key not in self._masks:
+            visible = {doc_id for doc_id, r in self.docs.items()
+                       if r.status == "ok" and key & set(r.meta.groups)}
+            self._masks[key] = np.fromiter((d in visible for d in self.doc_ids), dtype=bool,
+                                           count=len(self.doc_ids))
+        return self._masks[key]
+
+    def bm25_tokens(self, chunk_id: str) -> list[str]:
+        return self.tokens[self.row_of[chunk_id]].split()
+
+    def passage(self, row: int, score: float = 0.0) -> Passage:
+        record = self.docs[self.doc_ids[row]]
+        page, page_end = self.pages[row]
+        return Passage(
+            chunk_id=self.ids[row], doc_id=record.meta.id, file=record.meta.path,
+            text=self.texts[row], section=self.sections[row], page=page, page_end=page_end,
+            score=score, title=record.meta.title, superseded=record.meta.id in self.superseded,
+            groups=record.meta.groups, ordinal=self.ordinals[row],
+        )
+
+
+def _coverage(query_tokens: Sequence[str], text_tokens: set[str]) -> float:
+    unique = set(query_tokens)
+    return len(unique & text_tokens) / len(unique) if unique else 0.0
+
+
+class Retriever:
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self._snapshot: Snapshot | None = None
+
+    def snapshot(self) -> Snapshot:
+        """The current snapshot, rebuilt when the ledger's generation has moved."""
+        if self._snapshot is None or self._snapshot.generation != self.store.ledger.generation():
+            started = time.perf_counter()
+            self._snapshot = Snapshot(self.store)
+            logger.info("retrieval snapshot: %d chunks in %.2f s", len(self._snapshot.ids),
+                        time.perf_counter() - started)
+        return self._snapshot
+
+    def _dense(self, snap: Snapshot, question: str, groups: Sequence[str], allowed: Mask,
+               n: int) -> list[tuple[str, float]]:
+        vector = self.store.embedder.embed_batch([question])[0]
+        hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH)
+        kept = [(cid, s) for cid, s in hits if cid in snap.row_of and allowed[snap.row_of[cid]]]
+        if len(kept) < n and int(allowed.sum()) > len(kept) and len(hits) >= n * OVERFETCH:
+            flags = [{f"g_{g}": True} for g in sorted(set(groups))]
+            where = flags[0] if len(flags) == 1 else {"$or": flags}
+            hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH, where=where)
+            kept = [(cid, s) for cid, s in hits if cid in snap.row_of and allowed[snap.row_of[cid]]]
+        return kept[:n]
+
+    def retrieve(self, question: str, groups: Sequence[str], k: int | None = None) -> Retrieval:
+        """The best `k` passages the groups may see, fused and version-aware."""
+        cfg = self.settings.retrieve
+        k = k or cfg.top_k
+        t0 = time.perf_counter()
+        snap = self.snapshot()
+        allowed = snap.allowed(groups)
+        lang = detect_lang(question)
+        query_tokens = tokenize_query(question)
+        lexical = snap.bm25.search(query_tokens, cfg.candidates, allowed)
+        t1 = time.perf_counter()
+        weights = weights_for_lang(lang, cfg.dense_weight, cfg.lexical_weight,
+                                   {"zh": cfg.dense_weight_zh})
+        dense = self._dense(snap, question, groups, allowed, cfg.candidates) if weights[DENSE] > 0 else []
+        t2 = time.perf_counter()
+        fused = rrf({LEXICAL: [c for c, _ in lexical], DENSE: [c for c, _ in dense]}, weights,
+                    cfg.rrf_k)
+        passages = [snap.passage(snap.row_of[cid], score) for cid, score in fused[: k * 3]]
+        passages = self._prefer_newest(passages, question, snap)[:k]
+        best_tokens = set(snap.bm25_tokens(lexical[0][0])) if lexical else set()
+        return Retrieval(
+            passages=passages,
+            lang=lang,
+            dense_top=dense[0][1] if dense else 0.0,
+            lexical_top=lexical[0][1] if lexical else 0.0,
+            coverage=_coverage(query_tokens, best_tokens),
+            timings_ms={"lexical": (t1 - t0) * 1000, "dense": (t2 - t1) * 1000,
+                        "retrieve": (time.perf_counter() - t0) * 1000},
+        )
+
+    @staticmethod
+    def _prefer_newest(passages: list[Passage], question: str, snap: Snapshot) -> list[Passage]:
+        """Superseded passages sink below current ones unless the question names their version."""
+        ranked: list[tuple[float, int, Passage]] = []
+        for i, p in enumerate(passages):
+            named = p.superseded and snap.superseded.get(p.doc_id, "") in question
+            score = p.score * (0.5 if p.superseded and not named else 1.0)
+            ranked.append((-score, i, replace(p, score=score)))
+        return [p for _, _, p in sorted(ranked)]

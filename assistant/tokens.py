@@ -1,0 +1,166 @@
+"""Exact token counts with the served model's own tokenizer.
+
+The count of a rendered conversation equals the `usage.prompt_tokens` vLLM reports for it: the
+local counter renders the model folder's chat template with `add_generation_prompt=True` and
+tokenizes without adding special tokens, exactly as vLLM's chat endpoint does; the remote one
+asks the server's own `/tokenize`.
+
+    counter = load_token_counter(settings.llm, settings.base_dir)
+    counter.count("年假最多可结转5天。")                   -> 9   (depends on the tokenizer)
+    counter.count_messages([{"role": "user", "content": "Hi"}]) -> prompt tokens of the chat
+
+Counts of pieces do not add up exactly to the count of their concatenation (merges cross the
+seams): pack with `count`/`count_many`, then check the whole prompt with `count_messages`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from assistant.config import LlmSettings
+from assistant.errors import GenerationError, GenerationUnavailable
+
+logger = logging.getLogger(__name__)
+
+Message = Mapping[str, str]
+
+
+class TokenCounter(Protocol):
+    """Counts tokens the way the served model does."""
+
+    def count(self, text: str) -> int:
+        """Tokens of `text` alone, no special tokens added."""
+        ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """`count` of each text, in one batch."""
+        ...
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        """Prompt tokens of the conversation rendered with the chat template, ready for the
+        assistant's answer (what vLLM reports as `usage.prompt_tokens`)."""
+        ...
+
+
+def local_model_dir(model: str, base_dir: Path) -> Path | None:
+    """The folder with `model`'s files: a local path (relative ones start at `base_dir`) or a
+    hub name already in the local Hugging Face cache. None when neither has it."""
+    path = Path(model).expanduser()
+    if not path.is_absolute():
+        path = base_dir / path
+    if (path / "config.json").is_file():
+        return path.resolve()
+    if model.count("/") != 1 or Path(model).expanduser().exists():
+        return None
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, local_files_only=True))
+    except Exception:  # not cached, or the hub library refuses the name: either way absent
+        return None
+
+
+class LocalTokenCounter:
+    """Counts with the model folder's tokenizer and chat template (fast: no network)."""
+
+    def __init__(self, model_dir: Path, *, trust_remote_code: bool = False) -> None:
+        from transformers import AutoTokenizer
+
+        self.model_dir = model_dir
+        self._tokenizer: Any = AutoTokenizer.from_pretrained(
+            str(model_dir), trust_remote_code=trust_remote_code
+        )
+        backend = getattr(self._tokenizer, "backend_tokenizer", None)
+        self._backend: Any = backend if getattr(self._tokenizer, "is_fast", False) else None
+        self._count_cached = lru_cache(maxsize=65536)(self._count)
+
+    def count(self, text: str) -> int:
+        return self._count_cached(text)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        if self._backend is not None:
+            encodings = self._backend.encode_batch(list(texts), add_special_tokens=False)
+            return [len(e.ids) for e in encodings]
+        return [self.count(t) for t in texts]
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        return self.count(self.render(messages))
+
+    def render(self, messages: Sequence[Message]) -> str:
+        """The prompt text vLLM builds from `messages`."""
+        rendered = self._tokenizer.apply_chat_template(
+            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
+        )
+        return str(rendered)
+
+    def _count(self, text: str) -> int:
+        if self._backend is not None:
+            return len(self._backend.encode(text, add_special_tokens=False).ids)
+        return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+class RemoteTokenCounter:
+    """Counts with the server's `/tokenize` (for a model whose files are not on this machine).
+    Results are cached; each uncached count is one HTTP call."""
+
+    def __init__(
+        self, url: str, served_name: str, *, timeout_s: float = 10.0,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.tokenize_url = self.url.removesuffix("/v1") + "/tokenize"
+        self.served_name = served_name
+        self._http = http or httpx.Client(timeout=timeout_s)
+        self._cache: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        key = "p" + text
+        if key not in self._cache:
+            body = {"model": self.served_name, "prompt": text, "add_special_tokens": False}
+            self._cache[key] = self._tokenize(body)
+        return self._cache[key]
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        plain = [dict(m) for m in messages]
+        key = "m" + json.dumps(plain, ensure_ascii=False, sort_keys=True)
+        if key not in self._cache:
+            body = {"model": self.served_name, "messages": plain, "add_generation_prompt": True}
+            self._cache[key] = self._tokenize(body)
+        return self._cache[key]
+
+    def _tokenize(self, body: dict[str, Any]) -> int:
+        try:
+            response = self._http.post(self.tokenize_url, json=body)
+        except httpx.HTTPError as exc:
+            raise GenerationUnavailable(
+                f"vLLM at {self.url} did not answer /tokenize ({exc}); start it with "
+                "`kb llm serve` or set llm.model to a local model folder"
+            ) from exc
+        if response.status_code != 200:
+            raise GenerationError(
+                f"vLLM at {self.url} refused /tokenize: HTTP {response.status_code} "
+                f"{response.text[:200]} (check llm.served_name)"
+            )
+        count = int(response.json()["count"])
+        logger.info("POST %s: %d tokens", self.tokenize_url, count)
+        return count
+
+
+def load_token_counter(llm: LlmSettings, base_dir: Path) -> TokenCounter:
+    """The local counter when the model's folder is on this machine, else the server's."""
+    from assistant.llm import endpoint_url
+
+    model_dir = local_model_dir(llm.model, base_dir)
+    if model_dir is not None:
+        return LocalTokenCounter(model_dir, trust_remote_code=llm.trust_remote_code)
+    return RemoteTokenCounter(endpoint_url(llm), llm.served_name)

@@ -1,0 +1,262 @@
+"""Parsing entry point: sniff the type by content, check the size, parse within a time limit.
+
+    parse_file(Path("policy.pdf"), settings.ingest) -> ParsedDoc(blocks=[...], pages=12)
+
+    with ParsePool(settings.ingest, workers=2) as pool:
+        for path, result in pool.imap(paths):   # result: ParsedDoc or an IngestError
+            ...
+
+`parse_file` raises only `IngestError` subclasses for files it cannot use. `ParsePool` parses
+in worker processes ("spawn": the parent may hold torch and threads), kills and replaces a
+worker whose file takes longer than `file_timeout_s` (ParseTimeout), and gives the file of a
+worker that died (segfault, out of memory) a BrokenFile; the batch always goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import time
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from types import TracebackType
+
+from assistant.config import IngestSettings
+from assistant.errors import (
+    BrokenFile,
+    EncryptedFile,
+    IngestError,
+    NoText,
+    ParseTimeout,
+    TooLarge,
+    UnsupportedFile,
+)
+from assistant.types import ParsedDoc
+from ingest.parse_docx import parse_docx
+from ingest.parse_pdf import parse_pdf
+
+logger = logging.getLogger(__name__)
+
+Parser = Callable[[Path, IngestSettings], ParsedDoc]
+Result = ParsedDoc | IngestError
+
+_OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ZIP = b"PK\x03\x04"
+_OLE_ENCRYPTED = "EncryptionInfo".encode("utf-16-le")
+WORKER_START_S = 60.0  # a worker that is not ready by then is a broken installation
+
+
+def sniff(path: Path) -> str:
+    """"pdf" or "docx" by content (not by name); UnsupportedFile or EncryptedFile otherwise."""
+    with path.open("rb") as handle:
+        head = handle.read(1024)
+    if b"%PDF-" in head:
+        return "pdf"
+    if head.startswith(_ZIP):
+        try:
+            with zipfile.ZipFile(path) as package:
+                names = set(package.namelist())
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise BrokenFile(
+                f"{path.name}: a damaged zip file ({exc}); re-save it as .docx or remove it"
+            ) from exc
+        if "word/document.xml" in names:
+            return "docx"
+        raise UnsupportedFile(
+            f"{path.name}: a zip file that is not a Word document (only PDF and .docx are "
+            "ingested; export it to PDF or .docx, or remove it)"
+        )
+    if head.startswith(_OLE2):
+        if _OLE_ENCRYPTED in path.read_bytes():
+            raise EncryptedFile(
+                f"{path.name}: a password-protected Office file (remove the password in Word "
+                "and save as .docx, or remove the file)"
+            )
+        raise UnsupportedFile(
+            f"{path.name}: legacy Word .doc (or another old Office format): convert to .docx "
+            "(Word: Save As .docx; or `soffice --headless --convert-to docx`) and ingest that"
+        )
+    if head.lstrip().startswith(b"{\\rtf"):
+        raise UnsupportedFile(f"{path.name}: RTF is not ingested: save it as .docx or PDF")
+    raise UnsupportedFile(
+        f"{path.name}: not a PDF or .docx by its content (only those are ingested); "
+        "export it to PDF or .docx, or remove it"
+    )
+
+
+def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
+    """Parse one file in this process; raises only IngestError subclasses for bad files."""
+    try:
+        size = path.stat().st_size
+        if size > settings.max_file_mb * 1024 * 1024:
+            raise TooLarge(
+                f"{path.name}: {size / 1024 / 1024:.1f} MB is over ingest.max_file_mb = "
+                f"{settings.max_file_mb:g} (raise the limit or split the file)"
+            )
+        if size == 0:
+            raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
+        kind = sniff(path)
+        if kind == "pdf":
+            return parse_pdf(path, settings.pdf_passwords)
+        return parse_docx(path)
+    except IngestError:
+        raise
+    except OSError as exc:
+        raise BrokenFile(f"{path.name}: cannot be read ({exc}); check the file") from exc
+    except Exception as exc:  # MemoryError, RecursionError, a parser bug on a strange file
+        logger.warning("%s: unexpected parser failure", path.name, exc_info=True)
+        raise BrokenFile(
+            f"{path.name}: the parser failed ({type(exc).__name__}: {exc}); "
+            "re-save or re-export the file, or remove it"
+        ) from exc
+
+
+def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
+    """Worker loop: receive a path, send back a ParsedDoc or an IngestError; None stops."""
+    conn.send("ready")
+    while True:
+        try:
+            path = conn.recv()
+        except EOFError:
+            return
+        if path is None:
+            return
+        result: Result
+        try:
+            result = parser(path, settings)
+        except IngestError as exc:
+            result = exc
+        except Exception as exc:
+            result = BrokenFile(f"{path.name}: the parser failed ({type(exc).__name__}: {exc})")
+        conn.send(result)
+
+
+class _Worker:
+    """One worker process and its pipe; `job` (input index, path) and `deadline` while busy."""
+
+    def __init__(self, settings: IngestSettings, parser: Parser) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process: BaseProcess = context.Process(
+            target=_worker, args=(child, settings, parser), daemon=True, name="kb-parse"
+        )
+        self.process.start()
+        child.close()
+        self.ready = False
+        self.job: tuple[int, Path] | None = None
+        self.deadline = 0.0
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
+        if not self.conn.poll(WORKER_START_S) or self.conn.recv() != "ready":
+            raise RuntimeError("parse worker did not start; check the installation")
+        self.ready = True
+
+    def give(self, index: int, path: Path, timeout_s: float) -> None:
+        self.wait_ready()
+        self.job = (index, path)
+        self.deadline = time.monotonic() + timeout_s
+        self.conn.send(path)
+
+    def stop(self, force: bool = False) -> None:
+        if not force and self.process.is_alive():
+            try:
+                self.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            self.process.join(timeout=2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5)
+        self.conn.close()
+
+
+class ParsePool:
+    """Parse files in worker processes with a per-file time limit; see the module docstring."""
+
+    def __init__(
+        self, settings: IngestSettings, workers: int = 1, *, parser: Parser = parse_file
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self._settings = settings
+        self._parser = parser
+        self._workers = [_Worker(settings, parser) for _ in range(workers)]
+
+    def imap(self, paths: Iterable[Path]) -> Iterator[tuple[Path, Result]]:
+        """Yield (path, ParsedDoc or IngestError) for each path, in input order."""
+        todo = list(enumerate(Path(p) for p in paths))
+        todo.reverse()
+        done: dict[int, tuple[Path, Result]] = {}
+        next_out = 0
+        while todo or any(w.job is not None for w in self._workers):
+            for worker in self._workers:
+                if worker.job is None and todo:
+                    index, path = todo.pop()
+                    worker.give(index, path, self._settings.file_timeout_s)
+            for index, path, result in self._collect():
+                done[index] = (path, result)
+            while next_out in done:
+                yield done.pop(next_out)
+                next_out += 1
+
+    def _collect(self) -> list[tuple[int, Path, Result]]:
+        """Wait for a result, a dead worker or the nearest deadline; replace lost workers."""
+        busy = [(w, w.job) for w in self._workers if w.job is not None]
+        timeout = max(0.0, min(w.deadline for w, _ in busy) - time.monotonic())
+        wait([w.conn for w, _ in busy] + [w.process.sentinel for w, _ in busy], timeout)
+        out: list[tuple[int, Path, Result]] = []
+        for worker, (index, path) in busy:
+            result: Result | None = None
+            lost = False
+            try:
+                if worker.conn.poll():
+                    result = worker.conn.recv()
+            except (EOFError, OSError):
+                pass
+            if result is None and not worker.process.is_alive():
+                result, lost = self._crashed(path, worker.process.exitcode), True
+            elif result is None and time.monotonic() >= worker.deadline:
+                result, lost = self._timed_out(path), True
+            if result is None:
+                continue
+            out.append((index, path, result))
+            worker.job = None
+            if lost:
+                worker.stop(force=True)
+                self._workers[self._workers.index(worker)] = _Worker(self._settings, self._parser)
+        return out
+
+    def _crashed(self, path: Path, code: int | None) -> IngestError:
+        logger.warning("%s: parse worker died (exit code %s)", path.name, code)
+        return BrokenFile(
+            f"{path.name}: the parser process died (exit code {code}: a crash or out of "
+            "memory); the file is probably malformed: re-save or re-export it, or remove it"
+        )
+
+    def _timed_out(self, path: Path) -> IngestError:
+        limit = self._settings.file_timeout_s
+        logger.warning("%s: parse took longer than %gs, worker killed", path.name, limit)
+        return ParseTimeout(
+            f"{path.name}: parsing took longer than {limit:g}s (raise "
+            "ingest.file_timeout_s, or split or simplify the file)"
+        )
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.stop()
+
+    def __enter__(self) -> ParsePool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,238 @@
+"""DOCX -> blocks with python-docx: body paragraphs and tables in document order.
+
+Each paragraph is a block under the heading path in effect (Title is level 0, Heading 1-9 /
+标题 1-9 / outline-level paragraphs are levels 1-9); each heading is also a block of its own
+(kind "heading"). A table is one block of rows `| a | b |`, standing where it stands; a merged
+cell is written once. Text boxes, headers, footers, comments and footnotes are left out.
+
+Before python-docx sees the file, every XML part is checked: a part that declares a DOCTYPE
+(the door to external and recursive entities) makes the file refused, whatever the parser's
+entity settings are.
+
+    parse_docx(Path("leave.docx")).blocks[0] -> Block(text="请假制度", section=("请假制度",), kind="heading")
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import logging
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docx
+from docx.document import Document
+from docx.text.paragraph import Paragraph
+
+from assistant.errors import BrokenFile, NoText, UnsupportedFile
+from assistant.types import Block, ParsedDoc
+from ingest.clean import clean_text
+
+logger = logging.getLogger(__name__)
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+MAX_UNPACKED_BYTES = 1 << 30  # larger when unpacked: refused as a zip bomb
+_HEADING_NAME = re.compile(
+    r"(?:heading|标题|標題|titre|überschrift|encabezado|título|titolo|kop|заголовок|見出し|제목)"
+    r"\s*([1-9])",
+    re.IGNORECASE,
+)
+_TITLE_NAMES = {"title", "标题", "標題", "titre", "titel", "título", "titolo", "заголовок"}
+_DOCTYPE = (b"<!DOCTYPE", b"<!ENTITY")
+_STRICT_OOXML = b"purl.oclc.org/ooxml/officeDocument"
+
+
+def parse_docx(path: Path) -> ParsedDoc:
+    """Parse a .docx; raises BrokenFile or NoText for files it cannot use."""
+    _check_package(path)
+    try:
+        document = docx.Document(str(path))
+    except Exception as exc:
+        raise BrokenFile(
+            f"{path.name}: python-docx cannot open it ({type(exc).__name__}: {exc}); "
+            "open and re-save it in Word, or remove the file"
+        ) from exc
+    levels = _style_levels(document)
+    blocks: list[Block] = []
+    stack: list[tuple[int, str]] = []
+    first_heading = ""
+    for element in _body_elements(document.element.body):
+        section = tuple(text for _, text in stack)
+        if element.tag == f"{W}tbl":
+            rows = _table_rows(element, document)
+            if rows:
+                blocks.append(Block("\n".join(rows), section, kind="table"))
+            continue
+        text = clean_text(Paragraph(element, document).text)
+        if not text:
+            continue
+        level = _paragraph_level(element, levels)
+        if level is None:
+            blocks.append(Block(text, section))
+            continue
+        text = " ".join(text.split())
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, text))
+        blocks.append(Block(text, tuple(t for _, t in stack), kind="heading"))
+        if not first_heading and level <= 1:
+            first_heading = text
+    if not blocks:
+        raise NoText(f"{path.name}: the document body has no text")
+    return ParsedDoc(blocks=blocks, title=_core_title(document) or first_heading or path.stem)
+
+
+def _check_package(path: Path) -> None:
+    """Refuse packages that are not Word documents, unpack too large, or declare a DOCTYPE."""
+    try:
+        with zipfile.ZipFile(path) as package:
+            infos = package.infolist()
+            names = {info.filename for info in infos}
+            if "word/document.xml" not in names:
+                raise BrokenFile(
+                    f"{path.name}: a zip file without word/document.xml, not a Word document "
+                    "(re-save it as .docx or remove it)"
+                )
+            rels = package.read("_rels/.rels") if "_rels/.rels" in names else b""
+            if _STRICT_OOXML in rels:
+                raise UnsupportedFile(
+                    f"{path.name}: a Strict Open XML document, which python-docx cannot read "
+                    "(in Word: Save As > Word Document (.docx), then ingest that)"
+                )
+            if sum(info.file_size for info in infos) > MAX_UNPACKED_BYTES:
+                raise BrokenFile(
+                    f"{path.name}: unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB "
+                    "(a zip bomb?); remove the file"
+                )
+            for info in infos:
+                if info.filename.endswith((".xml", ".rels")) and _declares_doctype(
+                    package.read(info)
+                ):
+                    raise BrokenFile(
+                        f"{path.name}: part {info.filename} declares a DOCTYPE or entities, "
+                        "refused for safety (re-save the file in Word, or remove it)"
+                    )
+    except (BrokenFile, UnsupportedFile):
+        raise
+    except Exception as exc:  # BadZipFile, truncated members, bad compression, ...
+        raise BrokenFile(
+            f"{path.name}: the .docx package is damaged ({type(exc).__name__}: {exc}); "
+            "open and re-save it in Word, or remove the file"
+        ) from exc
+
+
+def _declares_doctype(data: bytes) -> bool:
+    """Whether an XML part holds a DOCTYPE or ENTITY declaration (UTF-8 or UTF-16).
+
+    _declares_doctype(b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///">]>') -> True
+    """  # noqa: E501
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:4]:
+        data = data.decode("utf-16", errors="replace").encode("utf-8")
+    return any(marker in data for marker in _DOCTYPE)
+
+
+def _body_elements(body: Any) -> Iterator[Any]:
+    """The body's paragraphs and tables in order, looking inside content controls (w:sdt)."""
+    for child in body.iterchildren():
+        if child.tag in (f"{W}p", f"{W}tbl"):
+            yield child
+        elif child.tag in (f"{W}sdt", f"{W}customXml"):
+            content = child.find(f"{W}sdtContent") if child.tag == f"{W}sdt" else child
+            if content is not None:
+                yield from _body_elements(content)
+
+
+def _name_level(name: str) -> int | None:
+    """Heading level a style name stands for: Title 0, Heading n / 标题 n n.
+
+    _name_level("标题 2") -> 2
+    """
+    name = name.strip().lower()
+    if name in _TITLE_NAMES:
+        return 0
+    match = _HEADING_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def _outline_level(ppr: Any) -> int | None:
+    """Level (1-9) from a w:pPr's w:outlineLvl (0-8); 9 means body text."""
+    if ppr is None:
+        return None
+    found = ppr.find(f"{W}outlineLvl")
+    value = found.get(f"{W}val") if found is not None else None
+    if value is None or not value.isdigit() or int(value) > 8:
+        return None
+    return int(value) + 1
+
+
+def _style_levels(document: Document) -> dict[str, int]:
+    """Paragraph style id -> heading level, following basedOn for outline levels."""
+    try:
+        styles = document.styles.element
+    except Exception as exc:
+        logger.warning("styles unreadable, no headings from styles: %s", exc)
+        return {}
+    own: dict[str, int | None] = {}
+    based_on: dict[str, str] = {}
+    for style in styles.iterchildren(f"{W}style"):
+        if style.get(f"{W}type") != "paragraph" or style.get(f"{W}styleId") is None:
+            continue
+        style_id = style.get(f"{W}styleId")
+        name = style.find(f"{W}name")
+        level = _name_level(name.get(f"{W}val", "") if name is not None else "")
+        own[style_id] = level if level is not None else _outline_level(style.find(f"{W}pPr"))
+        parent = style.find(f"{W}basedOn")
+        if parent is not None and parent.get(f"{W}val"):
+            based_on[style_id] = parent.get(f"{W}val")
+    levels: dict[str, int] = {}
+    for style_id in own:
+        current: str | None = style_id
+        for _ in range(10):  # basedOn chains are short; a cycle stops here
+            if current is None or current not in own:
+                break
+            if own[current] is not None:
+                levels[style_id] = own[current]  # type: ignore[assignment]
+                break
+            current = based_on.get(current)
+    return levels
+
+
+def _paragraph_level(element: Any, levels: dict[str, int]) -> int | None:
+    ppr = element.find(f"{W}pPr")
+    own = _outline_level(ppr)
+    if own is not None:
+        return own
+    style = ppr.find(f"{W}pStyle") if ppr is not None else None
+    return levels.get(style.get(f"{W}val", "")) if style is not None else None
+
+
+def _cell_text(tc: Any, document: Document) -> str:
+    parts: list[str] = []
+    for child in tc.iterchildren():
+        if child.tag == f"{W}p":
+            parts.append(Paragraph(child, document).text)
+        elif child.tag == f"{W}tbl":
+            parts.extend(_table_rows(child, document))
+    return clean_text(" ".join(parts).replace("\n", " "))
+
+
+def _table_rows(tbl: Any, document: Document) -> list[str]:
+    """Rows as `| a | b |`; the continuation of a vertically merged cell is left empty."""
+    rows: list[str] = []
+    for tr in tbl.iterchildren(f"{W}tr"):
+        cells: list[str] = []
+        for tc in tr.iterchildren(f"{W}tc"):
+            merge = tc.find(f"{W}tcPr/{W}vMerge")
+            continued = merge is not None and merge.get(f"{W}val", "continue") == "continue"
+            cells.append("" if continued else _cell_text(tc, document))
+        if any(cells):
+            rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def _core_title(document: Document) -> str:
+    try:
+        return clean_text(document.core_properties.title or "")
+    except Exception:
+        return ""

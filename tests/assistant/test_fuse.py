@@ -1,0 +1,53 @@
+"""Weighted reciprocal rank fusion."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.fuse import rrf, weights_for_lang
+
+
+def test_scores_are_weighted_reciprocal_ranks() -> None:
+    fused = dict(rrf({"lexical": ["a", "b"], "dense": ["b", "c"]}, {"dense": 0.5}, k=10))
+    assert fused["a"] == pytest.approx(1 / 11)
+    assert fused["b"] == pytest.approx(1 / 12 + 0.5 / 11)
+    assert fused["c"] == pytest.approx(0.5 / 12)
+
+
+def test_ties_go_to_the_lexical_rank_not_the_dense_side() -> None:
+    # a mirror image: every id has the same fused score
+    rankings = {"dense": ["d1", "l1", "d3", "l3"], "lexical": ["l1", "d1", "l3", "d3"]}
+    fused = rrf(rankings)
+    assert fused[0][1] == fused[1][1]
+    assert [c for c, _ in fused] == ["l1", "d1", "l3", "d3"]
+    # dict order of the retrievers does not matter
+    flipped = {"lexical": rankings["lexical"], "dense": rankings["dense"]}
+    assert rrf(flipped) == rrf(rankings)
+
+
+def test_ties_outside_the_lexical_ranking_break_by_id() -> None:
+    assert [c for c, _ in rrf({"dense": ["b", "a"], "other": ["a", "b"]})] == ["a", "b"]
+
+
+def test_zero_weight_contributes_nothing() -> None:
+    fused = rrf({"lexical": ["a"], "dense": ["b", "a"]}, {"dense": 0.0})
+    assert [c for c, _ in fused] == ["a"]
+
+
+def test_repeated_ids_count_once_at_their_best_rank() -> None:
+    assert dict(rrf({"lexical": ["a", "a", "b"]}, k=0)) == {"a": 1.0, "b": pytest.approx(1 / 3)}
+
+
+def test_negative_k_is_refused() -> None:
+    with pytest.raises(ValueError):
+        rrf({"lexical": ["a"]}, k=-1)
+
+
+def test_dense_weight_drops_for_chinese_questions() -> None:
+    assert weights_for_lang("zh", 1.0, 1.0, {"zh": 0.2}) == {"dense": 0.2, "lexical": 1.0}
+    assert weights_for_lang("en", 1.0, 1.0, {"zh": 0.2}) == {"dense": 1.0, "lexical": 1.0}
+    # with a small dense weight a lexical top hit stays on top
+    fused = rrf(
+        {"dense": ["x", "y"], "lexical": ["y", "x"]}, weights_for_lang("zh", 1, 1, {"zh": 0.2})
+    )
+    assert fused[0][0] == "y"

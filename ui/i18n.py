@@ -1,0 +1,99 @@
+"""Chinese and English labels of the web app.
+
+The language follows the browser's Accept-Language header at page load and can be switched on
+the page; server-made text (source cards, notices, timings) uses the same table.
+
+    t("send", "zh") -> "发送"
+    lang_from_header("zh-CN,zh;q=0.9,en;q=0.8") -> "zh"
+"""
+
+from __future__ import annotations
+
+LANGS = ("en", "zh")
+
+LABELS: dict[str, tuple[str, str]] = {
+    # key: (English, Chinese)
+    "title": ("Policy assistant", "制度问答助手"),
+    "chat_tab": ("Ask", "提问"),
+    "admin_tab": ("Admin", "管理"),
+    "question": ("Your question", "您的问题"),
+    "placeholder": ("e.g. How many days of annual leave can I carry over?",
+                    "例如：年假可以结转几天？"),
+    "send": ("Send", "发送"),
+    "new_chat": ("New conversation", "新对话"),
+    "language": ("Language", "语言"),
+    "signed_in": ("Signed in as {user} · groups: {groups}", "当前用户 {user} · 用户组：{groups}"),
+    "logout": ("Log out", "退出登录"),
+    "sources": ("Sources", "来源"),
+    "view_source": ("View source", "查看原文"),
+    "pick_source": ("Citation", "引用"),
+    "source_view": ("Source", "原文"),
+    "page": ("page", "第"),
+    "page_suffix": ("", "页"),
+    "section": ("section", "章节"),
+    "superseded": ("superseded by a newer version", "已被新版本取代"),
+    "unsupported": ("not clearly supported by this passage", "该段落未明确支持此说法"),
+    "details": ("Details", "详情"),
+    "timings": ("retrieve {retrieve} ms · pack {pack} ms · first token {first_token} ms · "
+                "total {total} ms",
+                "检索 {retrieve} 毫秒 · 组装 {pack} 毫秒 · 首字 {first_token} 毫秒 · "
+                "总计 {total} 毫秒"),
+    "retrieval_only": ("The language model is unavailable: these are the most relevant passages, "
+                       "not a generated answer.",
+                       "语言模型暂不可用：以下是最相关的原文段落，并非生成的回答。"),
+    "abstained": ("The documents don't cover this. Nearest documents:",
+                  "文档中没有涉及这个问题。最接近的文档："),
+    "unverified": ("Some statements could not be matched to a source; check the citations.",
+                   "部分内容未能与来源对应，请核对引用。"),
+    "feedback": ("Feedback on the last answer", "对上一个回答的反馈"),
+    "comment": ("Comment (optional)", "意见（可选）"),
+    "thumbs_up": ("👍 Helpful", "👍 有帮助"),
+    "thumbs_down": ("👎 Not helpful", "👎 没帮助"),
+    "feedback_saved": ("Thank you: feedback saved.", "谢谢，反馈已保存。"),
+    "no_answer_yet": ("Ask a question first.", "请先提问。"),
+    "thinking": ("Searching the documents…", "正在检索文档…"),
+    "empty_question": ("Type a question first.", "请先输入问题。"),
+    "upload": ("Upload PDF or DOCX files", "上传 PDF 或 DOCX 文件"),
+    "groups": ("Access groups", "访问组"),
+    "ingest": ("Ingest", "导入"),
+    "report": ("Report", "导入结果"),
+    "documents": ("Documents", "文档"),
+    "refresh": ("Refresh", "刷新"),
+    "delete_doc": ("Document to delete (id or path)", "要删除的文档（ID 或路径）"),
+    "delete": ("Delete", "删除"),
+    "reindex_mode": ("Re-index", "重建索引"),
+    "incremental": ("incremental", "增量"),
+    "full": ("full", "全量"),
+    "reindex": ("Run re-index", "开始重建索引"),
+    "stats": ("Store", "存储状态"),
+    "feedback_list": ("Feedback", "用户反馈"),
+    "admin_only": ("Administrators only.", "仅限管理员。"),
+    "not_signed_in": ("Please sign in.", "请先登录。"),
+    "denied": ("That source is outside your groups.", "该来源不在您的访问范围内。"),
+    "no_pdftoppm": ("(page image unavailable: install poppler-utils; showing the page text)",
+                    "（无法渲染页面图像：请安装 poppler-utils；显示页面文本）"),
+}
+
+
+def t(key: str, lang: str = "en", **values: object) -> str:
+    """The label `key` in `lang` (English when unknown), formatted with `values`."""
+    en, zh = LABELS.get(key, (key, key))
+    text = zh if lang == "zh" else en
+    return text.format(**values) if values else text
+
+
+def lang_from_header(accept_language: str | None) -> str:
+    """The first of our languages the browser prefers; English otherwise."""
+    best, best_q = "en", -1.0
+    for i, part in enumerate((accept_language or "").split(",")):
+        tag, _, params = part.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                q = 0.0
+        code = tag.strip().lower()[:2]
+        if code in LANGS and q - i * 1e-6 > best_q:
+            best, best_q = code, q - i * 1e-6
+    return best

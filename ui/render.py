@@ -1,0 +1,174 @@
+"""What the chat shows, as HTML/Markdown strings: answers with [n] links, source cards, the
+timings line, and a cited PDF page as an image. Every piece of text from a document, the model
+or the user is HTML-escaped here before it reaches the page.
+
+    link_citations("5 days [1].", "q7", {1}) -> '5 days <a href="#kb-q7-1" ...>[1]</a>.'
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+import shutil
+import subprocess
+from collections.abc import Collection
+from pathlib import Path
+
+from assistant.types import Answer, Citation, Passage
+from ui.i18n import t
+
+logger = logging.getLogger(__name__)
+
+CITE_RE = re.compile(r"\[(\d{1,3})\]")
+
+CSS = """
+.kb-cite { font-weight: 600; text-decoration: none; padding: 0 1px; }
+.kb-card { border-left: 3px solid var(--color-accent, #f97316); padding: 4px 10px; margin: 6px 0; }
+.kb-card mark { background: #fde68a; color: inherit; }
+.kb-badge { background: #fee2e2; color: #991b1b; border-radius: 4px; padding: 0 6px;
+            font-size: 85%; }
+.kb-where { color: var(--body-text-color-subdued, #666); font-size: 90%; }
+.kb-notice { color: #92400e; }
+.kb-timings { font-size: 85%; color: var(--body-text-color-subdued, #666); }
+"""
+
+
+def escape(text: str) -> str:
+    r"""HTML-escape, newlines as <br>: the chat's Markdown sees one HTML block and leaves it be.
+
+    escape("a < b\n\nc") -> "a &lt; b<br><br>c"
+    """
+    return html.escape(text, quote=True).replace("\r", "").replace("\n", "<br>")
+
+
+def link_citations(text: str, key: str, numbers: Collection[int]) -> str:
+    """Escape `text` and turn each [n] that has a citation into a link to its source card."""
+    parts: list[str] = []
+    last = 0
+    for match in CITE_RE.finditer(text):
+        n = int(match.group(1))
+        if n not in numbers:
+            continue
+        parts.append(escape(text[last:match.start()]))
+        parts.append(f'<a href="#kb-{key}-{n}" class="kb-cite" data-n="{n}">[{n}]</a>')
+        last = match.end()
+    parts.append(escape(text[last:]))
+    return "".join(parts)
+
+
+def highlight(text: str, quote: str) -> str:
+    """Escape `text` with `quote` (when it occurs) wrapped in <mark>."""
+    quote = quote.strip()
+    at = text.find(quote) if quote else -1
+    if at < 0:
+        return escape(text)
+    end = at + len(quote)
+    return escape(text[:at]) + "<mark>" + escape(text[at:end]) + "</mark>" + escape(text[end:])
+
+
+def where(file: str, page: int | None, section: str, lang: str) -> str:
+    """`where("leave.pdf", 3, "", "en")` -> "leave.pdf · page 3"."""
+    bits = [file]
+    if page:
+        bits.append(f"{t('page', lang)} {page}{t('page_suffix', lang)}" if lang == "zh"
+                    else f"{t('page', lang)} {page}")
+    if section:
+        bits.append(f"{t('section', lang)}: {section}")
+    return " · ".join(bits)
+
+
+def source_card(citation: Citation, passage: Passage | None, key: str, lang: str) -> str:
+    """One card: file, page or section path, the passage with the quote marked, badges."""
+    text = passage.text if passage else citation.quote
+    section = citation.section or (passage.section_path if passage else "")
+    badges = ""
+    if passage is not None and passage.superseded:
+        badges += f' <span class="kb-badge">{html.escape(t("superseded", lang))}</span>'
+    if not citation.supported:
+        badges += f' <span class="kb-badge">{html.escape(t("unsupported", lang))}</span>'
+    return (
+        f'<div class="kb-card" id="kb-{key}-{citation.n}">'
+        f"<b>[{citation.n}] {html.escape(citation.file)}</b>{badges}<br>"
+        f'<span class="kb-where">{html.escape(where(citation.file, citation.page, section, lang))}'
+        f"</span><br>{highlight(text, citation.quote)}</div>"
+    )
+
+
+def timings_line(timings: dict[str, float], lang: str) -> str:
+    values = {k: (f"{timings[k]:.0f}" if k in timings else "–")
+              for k in ("retrieve", "pack", "first_token", "total")}
+    return t("timings", lang, **values)
+
+
+def answer_html(answer: Answer, key: str, lang: str) -> str:
+    """The finished answer as the chat shows it."""
+    by_chunk = {p.chunk_id: p for p in answer.passages}
+    lines: list[str] = []
+    if answer.mode == "retrieval_only":
+        lines.append(f'<p class="kb-notice">{html.escape(t("retrieval_only", lang))}</p>')
+    if answer.notice and answer.mode == "generated":
+        lines.append(f'<p class="kb-notice">{escape(answer.notice)}</p>')
+    if answer.abstained or answer.mode == "abstained":
+        lines.append(f"<p>{escape(answer.answer)}</p>" if answer.answer else "")
+        lines.append(f'<p class="kb-notice">{html.escape(t("abstained", lang))}</p><ul>')
+        seen: set[str] = set()
+        for passage in answer.passages:
+            if passage.file in seen:
+                continue
+            seen.add(passage.file)
+            label = where(passage.file, passage.page, passage.section_path, lang)
+            lines.append(f"<li>{html.escape(label)}</li>")
+        lines.append("</ul>")
+    else:
+        numbers = {c.n for c in answer.citations}
+        body = link_citations(answer.answer, key, numbers)
+        lines.append(f"<p>{body}</p>")
+        if answer.unverified:
+            lines.append(f'<p class="kb-notice">{html.escape(t("unverified", lang))}</p>')
+    if answer.citations:
+        cards = "".join(source_card(c, by_chunk.get(c.chunk_id), key, lang)
+                        for c in answer.citations)
+        lines.append(f'<details open><summary>{html.escape(t("sources", lang))}</summary>'
+                     f"{cards}</details>")
+    if answer.timings_ms or answer.notice:
+        why = f"<br>{escape(answer.notice)}" if answer.notice and answer.mode != "generated" else ""
+        lines.append(f'<details class="kb-timings"><summary>{html.escape(t("details", lang))}'
+                     f"</summary>{html.escape(timings_line(answer.timings_ms, lang))}{why}</details>")
+    return "\n".join(line for line in lines if line)
+
+
+def streaming_html(text: str) -> str:
+    """Answer text while it streams (citation links come with the finished answer)."""
+    return f"<p>{escape(text)}</p>"
+
+
+def passage_html(passage: Passage, quote: str, lang: str, note: str = "") -> str:
+    """The "view source" text: where the passage is, then the passage with the quote marked."""
+    head = html.escape(where(passage.file, passage.page, passage.section_path, lang))
+    badge = (f' <span class="kb-badge">{html.escape(t("superseded", lang))}</span>'
+             if passage.superseded else "")
+    extra = f'<p class="kb-notice">{html.escape(note)}</p>' if note else ""
+    return (f'<div class="kb-card" id="kb-view"><b>{head}</b>{badge}{extra}'
+            f"<p>{highlight(passage.text, quote)}</p></div>")
+
+
+def render_pdf_page(pdf: Path, page: int, out_dir: Path, dpi: int = 80) -> Path | None:
+    """The page as a PNG through poppler's `pdftoppm`; None when it is not installed or fails."""
+    exe = shutil.which("pdftoppm")
+    if exe is None:
+        return None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{abs(hash((str(pdf), pdf.stat().st_mtime))):x}-p{page}"
+    target = stem.with_suffix(".png")
+    if target.exists():
+        return target
+    cmd = [exe, "-f", str(page), "-l", str(page), "-r", str(dpi), "-png", "-singlefile",
+           str(pdf), str(stem)]
+    try:
+        subprocess.run(cmd, check=True, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        logger.warning("pdftoppm could not render %s page %d (%s)", pdf.name, page, exc)
+        return None
+    logger.info("rendered %s page %d", pdf.name, page)
+    return target if target.exists() else None
