@@ -41,15 +41,15 @@ MIDWAY_FAILURE = {
 
 
 def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
-    """Too little evidence to answer: no passage, or the calibrated signal of the question's
-    language is below its threshold (dense similarity for English, the share of the question's
-    terms that the best lexical passage holds for Chinese)."""
+    """Too little evidence to answer: no passage, or the question's language's calibrated
+    signals are below their floors (dense similarity and BM25 for English, BM25 for Chinese,
+    which the bundled embedder cannot read)."""
     cfg = settings.retrieve
     if not retrieval.passages:
         return True
     if retrieval.lang == "zh":
-        return retrieval.coverage < cfg.abstain_coverage_zh
-    return retrieval.dense_top < cfg.abstain_dense_en
+        return retrieval.lexical_top < cfg.abstain_lexical_zh
+    return retrieval.dense_top < cfg.abstain_dense_en or retrieval.lexical_top < cfg.abstain_lexical_en
 
 
 def answer_to_json(answer: Answer) -> dict[str, Any]:

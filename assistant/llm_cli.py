@@ -28,7 +28,8 @@ def llm() -> None:
 
 
 @llm.command()
-@click.option("--model", default=None, help="Model folder (or cached hub name); overrides llm.model.")
+@click.option("--model", default=None,
+              help="Model folder (or cached hub name); overrides llm.model.")
 @click.option("--port", type=int, default=None, help="Port to listen on; overrides llm.port.")
 @with_settings
 def serve(settings: Settings, model: str | None, port: int | None) -> None:

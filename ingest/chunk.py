@@ -46,6 +46,11 @@ def split_sentences(text: str) -> list[str]:
     return [p for p in pieces if p.strip()]
 
 
+# A numbered article or clause (第十二条, 第3条) opens a new passage: laws and Chinese policies
+# are written in self-contained articles, and one article per passage cites precisely.
+_ARTICLE = re.compile(r"^\s*第[一二三四五六七八九十百零〇两\d]+条")
+
+
 @dataclass(frozen=True)
 class _Sentence:
     text: str
@@ -53,6 +58,10 @@ class _Sentence:
     page: int | None
     page_end: int | None
     block_start: bool  # the first sentence of its block: joined with a line break
+
+    @property
+    def opens_article(self) -> bool:
+        return bool(_ARTICLE.match(self.text))
 
 
 def _is_cjk(char: str) -> bool:
@@ -106,6 +115,9 @@ def _pack(sentences: list[_Sentence], max_tokens: int, overlap: int) -> list[lis
     size = 0
     fresh = 0  # sentences in `current` not carried over from the previous chunk
     for sentence in sentences:
+        if current and fresh and sentence.opens_article and size >= max_tokens // 4:
+            groups.append(current)
+            current, size, fresh = [], 0, 0
         if current and size + sentence.tokens > max_tokens and fresh:
             groups.append(current)
             tail: list[_Sentence] = []

@@ -19,9 +19,7 @@ CJK = (
     "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
 )
-_CJK_SPACE = re.compile(
-    rf"(?<=[{CJK}])[^\S\n]+(?=[{CJK}0-9])|(?<=[0-9])[^\S\n]+(?=[{CJK}])"
-)
+_CJK_SPACE = re.compile(rf"(?<=[{CJK}])[^\S\n]+(?=[{CJK}0-9])|(?<=[0-9])[^\S\n]+(?=[{CJK}])")
 _SPACES = re.compile(r"[^\S\n]+")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 _HYPHEN_END = re.compile(r"([A-Za-z]+)-$")
@@ -190,4 +188,3 @@ def typical_width(lines: Sequence[str]) -> int:
     if not widths:
         return 0
     return widths[min(len(widths) - 1, int(len(widths) * 0.9))]
-

@@ -50,7 +50,7 @@ WORKER_START_S = 60.0  # a worker that is not ready by then is a broken installa
 
 
 def sniff(path: Path) -> str:
-    """"pdf" or "docx" by content (not by name); UnsupportedFile or EncryptedFile otherwise."""
+    """ "pdf" or "docx" by content (not by name); UnsupportedFile or EncryptedFile otherwise."""
     with path.open("rb") as handle:
         head = handle.read(1024)
     if b"%PDF-" in head:
@@ -116,6 +116,8 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
 
 def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
     """Worker loop: receive a path, send back a ParsedDoc or an IngestError; None stops."""
+    # The worker has no log handlers: keep pypdf's per-font warnings off stderr.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
     conn.send("ready")
     while True:
         try:

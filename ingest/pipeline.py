@@ -89,7 +89,9 @@ class Store:
     @property
     def embedder(self) -> CachedEmbedder:
         if self._embedder is None:
-            self._embedder = open_embedder(self.settings.embed, self.path / "embed_cache.sqlite")
+            cache = self.settings.embed.cache
+            cache_path = Path(cache).expanduser() if cache else self.path / "embed_cache.sqlite"
+            self._embedder = open_embedder(self.settings.embed, cache_path)
         return self._embedder
 
     def close(self) -> None:
@@ -195,7 +197,8 @@ class _Writer:
         sample = "".join(c.text for c in chunks[:20])
         meta = replace(meta, title=meta.title or parsed.title or Path(meta.path).stem,
                        lang=detect_lang(sample) if sample else "en")
-        tokens = [tokenize(c.embed_text()) for c in chunks]
+        title_tokens = tokenize(meta.title)
+        tokens = [title_tokens + tokenize(c.embed_text()) for c in chunks]
         return meta, chunks, tokens
 
     def upsert(self, meta: DocMeta, chunks: Sequence[Chunk], skip_existing: bool = True) -> None:

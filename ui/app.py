@@ -379,6 +379,7 @@ def create_server(settings: Settings, assistant: Any = None, demo: bool | None =
     blocks.queue(default_concurrency_limit=4)
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
     server.include_router(api_router(assistant, users))
+    server.state.kb_app = blocks.kb_app  # type: ignore[attr-defined]
 
     def check_login(name: str, password: str) -> bool:
         return users.authenticate(name, password) is not None

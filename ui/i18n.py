@@ -38,11 +38,8 @@ LABELS: dict[str, tuple[str, str]] = {
                 "total {total} ms",
                 "检索 {retrieve} 毫秒 · 组装 {pack} 毫秒 · 首字 {first_token} 毫秒 · "
                 "总计 {total} 毫秒"),
-    "retrieval_only": ("The language model is unavailable: these are the most relevant passages, "
-                       "not a generated answer.",
-                       "语言模型暂不可用：以下是最相关的原文段落，并非生成的回答。"),
-    "abstained": ("The documents don't cover this. Nearest documents:",
-                  "文档中没有涉及这个问题。最接近的文档："),
+    "retrieval_only": ("Retrieval only: the language model is unavailable",
+                       "仅检索：语言模型暂不可用"),
     "unverified": ("Some statements could not be matched to a source; check the citations.",
                    "部分内容未能与来源对应，请核对引用。"),
     "feedback": ("Feedback on the last answer", "对上一个回答的反馈"),

@@ -104,28 +104,17 @@ def timings_line(timings: dict[str, float], lang: str) -> str:
 def answer_html(answer: Answer, key: str, lang: str) -> str:
     """The finished answer as the chat shows it."""
     by_chunk = {p.chunk_id: p for p in answer.passages}
-    lines: list[str] = []
-    if answer.mode == "retrieval_only":
-        lines.append(f'<p class="kb-notice">{html.escape(t("retrieval_only", lang))}</p>')
-    if answer.notice and answer.mode == "generated":
+    mode = "abstained" if answer.abstained else answer.mode
+    lines: list[str] = [f'<div class="kb-answer" data-mode="{html.escape(mode)}">']
+    if mode == "retrieval_only":
+        lines.append(f'<p class="kb-badge">{html.escape(t("retrieval_only", lang))}</p>')
+    if answer.notice and mode == "generated":
         lines.append(f'<p class="kb-notice">{escape(answer.notice)}</p>')
-    if answer.abstained or answer.mode == "abstained":
-        lines.append(f"<p>{escape(answer.answer)}</p>" if answer.answer else "")
-        lines.append(f'<p class="kb-notice">{html.escape(t("abstained", lang))}</p><ul>')
-        seen: set[str] = set()
-        for passage in answer.passages:
-            if passage.file in seen:
-                continue
-            seen.add(passage.file)
-            label = where(passage.file, passage.page, passage.section_path, lang)
-            lines.append(f"<li>{html.escape(label)}</li>")
-        lines.append("</ul>")
-    else:
-        numbers = {c.n for c in answer.citations}
-        body = link_citations(answer.answer, key, numbers)
-        lines.append(f"<p>{body}</p>")
-        if answer.unverified:
-            lines.append(f'<p class="kb-notice">{html.escape(t("unverified", lang))}</p>')
+    # An abstention's text names the nearest documents itself; they open under "view source".
+    numbers = {c.n for c in answer.citations}
+    lines.append(f"<p>{link_citations(answer.answer, key, numbers)}</p>")
+    if answer.unverified and mode == "generated":
+        lines.append(f'<p class="kb-notice">{html.escape(t("unverified", lang))}</p>')
     if answer.citations:
         cards = "".join(source_card(c, by_chunk.get(c.chunk_id), key, lang)
                         for c in answer.citations)
@@ -135,7 +124,8 @@ def answer_html(answer: Answer, key: str, lang: str) -> str:
         why = f"<br>{escape(answer.notice)}" if answer.notice and answer.mode != "generated" else ""
         lines.append(f'<details class="kb-timings"><summary>{html.escape(t("details", lang))}'
                      f"</summary>{html.escape(timings_line(answer.timings_ms, lang))}{why}</details>")
-    return "\n".join(line for line in lines if line)
+    lines.append("</div>")
+    return "\n".join(lines)
 
 
 def streaming_html(text: str) -> str:

@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def shared_dir() -> Path | None:
-    """`KB_SHARED_DIR`, else `../shared` beside the repository; None when absent."""
-    found = Path(os.environ.get("KB_SHARED_DIR") or REPO / ".." / "shared").resolve()
-    return found if found.is_dir() else None
-
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    found = shared_dir()
-    if found is None:
-        pytest.skip("../shared (or KB_SHARED_DIR) is absent: no shared evaluation material")
-    return found
 
 
 @pytest.fixture(scope="session")

@@ -79,3 +79,9 @@ def test_parent_heading_without_body_leads_its_children():
     chunks = chunk_blocks("d", blocks, count_chars, 100, 0)
     assert [c.text for c in chunks] == ["一、住宿标准\n一线城市每晚不超过800元。", "第四章 附则"]
     assert chunks[0].embed_text().startswith("第三章 住宿费 › 一、住宿标准\n")
+
+
+def test_articles_open_new_chunks():
+    text = "第一条 为了规范管理，制定本办法。第二条 本办法适用于全体员工。第三条 员工每年享有年休假。"
+    chunks = chunk_blocks("d", [Block(text, ("总则",))], count_chars, max_tokens=60, overlap=20)
+    assert [c.text[:3] for c in chunks] == ["第一条", "第二条", "第三条"]

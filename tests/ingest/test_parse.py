@@ -40,10 +40,18 @@ def test_bad_inputs_get_actionable_errors(tmp_path: Path) -> None:
     cases: list[tuple[str, bytes, type[IngestError], str]] = [
         ("empty.pdf", b"", NoText, "empty.pdf: empty file"),
         ("readme.txt", b"hello world\n", UnsupportedFile, "readme.txt: not a PDF or .docx"),
-        ("old.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600), UnsupportedFile,
-         r"old.doc: legacy Word .doc.*convert to .docx"),
-        ("locked.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + "EncryptionInfo".encode("utf-16-le"),
-         EncryptedFile, "locked.docx: a password-protected Office file"),
+        (
+            "old.doc",
+            b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600),
+            UnsupportedFile,
+            r"old.doc: legacy Word .doc.*convert to .docx",
+        ),
+        (
+            "locked.docx",
+            b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + "EncryptionInfo".encode("utf-16-le"),
+            EncryptedFile,
+            "locked.docx: a password-protected Office file",
+        ),
         ("memo.rtf", b"{\\rtf1\\ansi hello}", UnsupportedFile, "memo.rtf: RTF"),
         ("broken.docx", b"PK\x03\x04" + bytes(100), BrokenFile, "broken.docx: a damaged zip"),
     ]
@@ -96,8 +104,15 @@ def test_pool_times_out_and_survives_crashes() -> None:
     assert [path.name for path, _ in results] == names  # input order
     outcome = {p.name: r.status if isinstance(r, IngestError) else "ok" for p, r in results}
     assert outcome == {
-        "a": "ok", "hang1": "timeout", "b": "ok", "crash1": "broken", "c": "ok",
-        "bad1": "broken", "memory1": "broken", "d": "ok", "e": "ok",
+        "a": "ok",
+        "hang1": "timeout",
+        "b": "ok",
+        "crash1": "broken",
+        "c": "ok",
+        "bad1": "broken",
+        "memory1": "broken",
+        "d": "ok",
+        "e": "ok",
     }
     errors = {p.name: str(r) for p, r in results if isinstance(r, IngestError)}
     assert isinstance(dict(results)[Path("hang1")], ParseTimeout)
@@ -132,7 +147,8 @@ def test_gold_quotes_survive_parsing(shared: Path) -> None:
             if name not in parsed:
                 parsed[name] = parse_file(public / "docs" / name, SETTINGS)
             blocks = [
-                b for b in parsed[name].blocks
+                b
+                for b in parsed[name].blocks
                 if page is None or (b.page or 0) <= page <= (b.page_end or b.page or 0)
             ]
             if _compact(gold["quote"]) in "".join(_compact(b.text) for b in blocks):

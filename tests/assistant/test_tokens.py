@@ -1,0 +1,148 @@
+"""Token counting: the test model's tokenizer, then agreement with the real vLLM server."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from assistant.config import LlmSettings
+from assistant.llm import LlmClient
+from assistant.testmodel import build_test_model
+from assistant.tokens import (
+    LocalTokenCounter,
+    RemoteTokenCounter,
+    load_token_counter,
+    local_model_dir,
+)
+from tests.vllm_server import MODEL_DIR
+
+
+@pytest.fixture(scope="module")
+def counter() -> LocalTokenCounter:
+    return LocalTokenCounter(build_test_model(MODEL_DIR))
+
+
+def test_the_chat_template_is_ernies_conversation_format(counter: LocalTokenCounter) -> None:
+    messages = [
+        {"role": "system", "content": "你是知识助手。"},
+        {"role": "user", "content": "年假?"},
+        {"role": "assistant", "content": "五天。"},
+        {"role": "user", "content": "病假?"},
+    ]
+    assert counter.render(messages) == (
+        "<|begin_of_sentence|>你是知识助手。\nUser: 年假?\nAssistant: 五天。<|end_of_sentence|>"
+        "User: 病假?\nAssistant: "
+    )
+
+
+def test_special_tokens_count_as_one(counter: LocalTokenCounter) -> None:
+    assert counter.count("<|begin_of_sentence|>") == 1
+    assert counter.count("<|end_of_sentence|>") == 1
+    assert counter.count("") == 0
+
+
+def test_count_many_equals_count(counter: LocalTokenCounter) -> None:
+    texts = ["年假最多可结转5天。", "Annual leave carries over.", "", "混合 mixed 文本 text"]
+    assert counter.count_many(texts) == [counter.count(t) for t in texts]
+
+
+def test_count_messages_counts_the_rendered_prompt(counter: LocalTokenCounter) -> None:
+    messages = [{"role": "user", "content": "How many days?"}]
+    assert counter.count_messages(messages) == counter.count(counter.render(messages))
+
+
+def test_local_model_dir_finds_folders_not_hub_names(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    assert local_model_dir("m", tmp_path) == (tmp_path / "m").resolve()
+    assert local_model_dir("nowhere/at-all-kb-test", tmp_path) is None
+    assert local_model_dir("missing-folder", tmp_path) is None
+
+
+def test_without_local_weights_the_server_counts(tmp_path: Path) -> None:
+    llm = LlmSettings(model="nowhere/at-all-kb-test", url="http://fake:1/v1")
+    assert isinstance(load_token_counter(llm, tmp_path), RemoteTokenCounter)
+
+
+def test_remote_counter_asks_tokenize_once_per_text() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/tokenize"
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json={"count": 5, "tokens": [1, 2, 3, 4, 5]})
+
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    remote = RemoteTokenCounter("http://fake:8000/v1", "ernie", http=http)
+    assert remote.count("年假") == 5 and remote.count("年假") == 5
+    messages = [{"role": "user", "content": "hi"}]
+    assert remote.count_messages(messages) == 5 and remote.count_messages(messages) == 5
+    assert bodies == [
+        {"model": "ernie", "prompt": "年假", "add_special_tokens": False},
+        {"model": "ernie", "messages": messages, "add_generation_prompt": True},
+    ]
+
+
+# --- agreement with the real server --------------------------------------------------------
+
+LONG_ZH = "根据公司《员工休假管理制度》第三章第十二条，员工每年可享受带薪年假，" * 40
+LONG_EN = "Employees may carry over at most five days of unused annual leave to next year. " * 40
+PASSAGES = "\n".join(f"[{i}] policy.pdf p.{i}: 报销须在30天内提交 (claims within 30 days)."
+                     for i in range(1, 9))
+
+CONVERSATIONS: list[list[dict[str, str]]] = [
+    [{"role": "user", "content": "hi"}],
+    [{"role": "user", "content": "年假有几天？"}],
+    [{"role": "user", "content": "How many days of annual leave can I carry over?"}],
+    [{"role": "user", "content": ""}],
+    [{"role": "user", "content": "a"}],
+    [{"role": "user", "content": "？！。，、；：“”‘’（）《》【】"}],
+    [{"role": "user", "content": "emoji 😀 and tabs\tand\nnewlines\n\n"}],
+    [{"role": "user", "content": "  leading and trailing spaces  "}],
+    [{"role": "user", "content": LONG_ZH}],
+    [{"role": "user", "content": LONG_EN}],
+    [{"role": "user", "content": LONG_ZH + LONG_EN}],
+    [{"role": "system", "content": "你是公司的知识助手，只根据资料回答并标注引用。"},
+     {"role": "user", "content": "差旅报销的时限是多久？"}],
+    [{"role": "system", "content": "You answer only from the passages and cite them as [n]."},
+     {"role": "user", "content": f"Passages:\n{PASSAGES}\n\nQuestion: when must claims be filed?"}],
+    [{"role": "system", "content": "Cite sources."},
+     {"role": "user", "content": "年假?"},
+     {"role": "assistant", "content": "五天 [1]。"},
+     {"role": "user", "content": "病假呢?"}],
+    [{"role": "user", "content": "first"},
+     {"role": "assistant", "content": "second"},
+     {"role": "user", "content": "third"},
+     {"role": "assistant", "content": "fourth"},
+     {"role": "user", "content": "fifth"}],
+    [{"role": "user", "content": "<|begin_of_sentence|> literal special tokens </s> <s>"}],
+    [{"role": "user", "content": "User: Assistant: role words inside content"}],
+    [{"role": "user", "content": "数字 1234567890 and code `x = f(y) + 1;`"}],
+    [{"role": "user", "content": "日本語とハングル 한국어 mixed with 中文"}],
+    [{"role": "system", "content": LONG_EN},
+     {"role": "user", "content": LONG_ZH}],
+    [{"role": "user", "content": "https://intranet.example.com/policies?id=42&lang=zh"}],
+    [{"role": "user", "content": "全角ＡＢＣ１２３ and half-width ABC123"}],
+]
+
+
+@pytest.mark.vllm
+def test_our_count_equals_vllms_prompt_tokens(vllm_server: Any) -> None:
+    counter = LocalTokenCounter(vllm_server.model_dir)
+    client = LlmClient.from_settings(vllm_server.llm, None)
+    assert len(CONVERSATIONS) >= 20
+    with ThreadPoolExecutor(4) as pool:
+        usages = list(pool.map(
+            lambda m: client.complete(m, max_tokens=1).usage.prompt_tokens, CONVERSATIONS))
+    ours = [counter.count_messages(m) for m in CONVERSATIONS]
+    assert ours == usages
+
+    remote = RemoteTokenCounter(vllm_server.url, vllm_server.served_name)
+    assert [remote.count_messages(m) for m in CONVERSATIONS[:6]] == usages[:6]
+    texts = [LONG_ZH, LONG_EN, PASSAGES, "年假"]
+    assert [remote.count(t) for t in texts] == counter.count_many(texts)

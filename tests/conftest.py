@@ -1,0 +1,57 @@
+"""Fixtures every test folder may use: the shared evaluation material, a session-wide
+embedding cache, settings for a fresh store, and the real vLLM CPU server."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from assistant.config import Settings, load_settings
+from tests.vllm_server import vllm_server  # noqa: F401  (the fixture, for every test folder)
+
+REPO = Path(__file__).resolve().parents[1]
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+
+def shared_dir() -> Path | None:
+    """`KB_SHARED_DIR`, else `../shared` beside the repository; None when absent."""
+    found = Path(os.environ.get("KB_SHARED_DIR") or REPO / ".." / "shared").resolve()
+    return found if found.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    found = shared_dir()
+    if found is None:
+        pytest.skip("../shared (or KB_SHARED_DIR) is absent: no shared evaluation material")
+    return found
+
+
+@pytest.fixture(scope="session")
+def embed_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding cache for the whole run: a text is embedded once, whatever the store."""
+    return tmp_path_factory.mktemp("embed") / "cache.sqlite"
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, embed_cache: Path):  # type: ignore[no-untyped-def]
+    """Settings of config.toml with a fresh store under tmp_path and the shared cache."""
+
+    def make(store: Path | None = None, **sections: object) -> Settings:
+        base = load_settings(REPO / "config.toml", environ={})
+        settings = base.with_store(store or tmp_path / "store")
+        settings = dataclasses.replace(
+            settings, embed=dataclasses.replace(settings.embed, cache=str(embed_cache)))
+        for name, values in sections.items():
+            current = getattr(settings, name)
+            settings = dataclasses.replace(settings, **{name: dataclasses.replace(current, **values)})  # type: ignore[arg-type]
+        return settings
+
+    return make

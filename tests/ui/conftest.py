@@ -1,0 +1,136 @@
+"""Fixtures for the app tests: a real store ingested from data/samples, users, and the real app
+served by uvicorn in a thread on a free port (one backed by the vLLM test server, one in demo
+mode with the model unreachable)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.config import Settings, load_settings
+from assistant.users import Users
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data" / "samples" / "docs"
+# A few sample files (English and Chinese, PDF and DOCX) and hr-only/ keep ingestion short.
+SUBSET = ["Employee-Leave-Policy.pdf", "IT-Security-Policy.docx", "差旅费管理办法-2023.pdf",
+          "差旅费管理办法-2024.pdf",
+          "hr-only"]
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Store:
+    settings: Settings
+    docs: Path
+    tokens: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """data/samples (a subset) ingested with the repository's config: hr-only/ is group hr.
+    Users: alice (all, hr, admin) and bob (all)."""
+    from ingest.pipeline import ingest_paths
+
+    if not SAMPLES.is_dir():
+        pytest.skip(f"{SAMPLES} is missing (run scripts/make_samples.py)")
+    root = tmp_path_factory.mktemp("ui-store")
+    docs = root / "docs"
+    docs.mkdir()
+    for name in SUBSET:
+        src = SAMPLES / name
+        if src.is_dir():
+            shutil.copytree(src, docs / name)
+        elif src.exists():
+            shutil.copy2(src, docs / name)
+            for sidecar in SAMPLES.glob(Path(name).stem + "*.meta.toml"):
+                shutil.copy2(sidecar, docs / sidecar.name)
+    settings = load_settings(REPO / "config.toml", environ={}).with_store(root / "store")
+    assert settings.ingest.folder_groups.get("hr-only") == ("hr",), "config.toml maps hr-only"
+    report = ingest_paths(settings, [docs])
+    assert report.counts["failed"] == 0, report.outcomes
+    users = Users.for_store(settings.store_path())
+    users.add("alice", PASSWORDS["alice"], ["all", "hr"], is_admin=True)
+    users.add("bob", PASSWORDS["bob"], ["all"])
+    tokens = {name: users.new_token(name) for name in PASSWORDS}
+    users.close()
+    return Store(settings, docs, tokens)
+
+
+@dataclass
+class Running:
+    url: str
+    settings: Settings
+    tokens: dict[str, str]
+    assistant: Any
+    app: Any  # ui.app.App: the handlers, for calls a browser cannot make
+
+    def client(self, user: str | None) -> Any:
+        from gradio_client import Client
+
+        auth = (user, PASSWORDS[user]) if user else None
+        return Client(self.url, auth=auth, verbose=False, download_files=False)
+
+
+def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
+    import uvicorn
+
+    from assistant.answer import Assistant
+    from ui.app import create_server
+
+    assistant = Assistant(settings)
+    app = create_server(settings, assistant, demo=demo)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the app did not start within 60 s", pytrace=False)
+        time.sleep(0.05)
+    try:
+        yield Running(f"http://127.0.0.1:{port}/", settings, {}, assistant, app.state.kb_app)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        assistant.close()
+
+
+@pytest.fixture(scope="session")
+def app_server(sample_store: Store, vllm_server: Any) -> Iterator[Running]:
+    """The app with login, answering through the vLLM test server."""
+    settings = dataclasses.replace(sample_store.settings, llm=vllm_server.llm)
+    for running in _serve(settings, demo=False):
+        running.tokens = sample_store.tokens
+        yield running
+
+
+@pytest.fixture(scope="session")
+def demo_server(sample_store: Store) -> Iterator[Running]:
+    """The app in demo mode (no login) with the model unreachable: retrieval-only answers."""
+    llm = dataclasses.replace(sample_store.settings.llm, url=f"http://127.0.0.1:{free_port()}/v1",
+                              connect_timeout_s=1.0, retries=0)
+    settings = dataclasses.replace(sample_store.settings, llm=llm)
+    yield from _serve(settings, demo=True)
