@@ -178,7 +178,8 @@ class Assistant:
         checked = verify("".join(pieces), packed, min_support=self.settings.answer.min_support)
         text = checked.text + (("\n" + notice) if notice else "")
         answer = Answer(text, citations=checked.citations, passages=packed,
-                        unverified=checked.unverified or bool(notice), notice=notice)
+                        unverified=checked.unverified or bool(notice), notice=notice,
+                        raw_answer="".join(pieces))
         yield from self._finish(answer, question, user, started, timings)
 
     def _token_counter(self) -> TokenCounter:

@@ -134,11 +134,53 @@ def evaluate_llamaindex_starter(settings: Settings, docs: Path, questions: Seque
     return results
 
 
-def run_eval(settings: Settings, set_dir: Path, baseline: bool = True) -> dict[str, Any]:
+def citation_precision(settings: Settings, store_dir: Path, questions: Sequence[dict[str, Any]],
+                       lang: str | None = None) -> dict[str, float]:
+    """Ask every answerable question (of `lang`) through the model; the share of [n] markers
+    whose passage holds the gold fact (the gold quote, by the hit rule above)."""
+    from assistant.answer import Assistant
+    from assistant.cite import parse_markers
+
+    assistant = Assistant(settings.with_store(store_dir))
+    counts = dict.fromkeys(("answered", "raw_markers", "raw_correct", "markers", "correct"), 0)
+
+    def tally(text: str, passages: Sequence[Any], gold: Any, prefix: str) -> None:
+        for marker in parse_markers(text):
+            for n in marker.numbers:
+                counts[prefix + "markers"] += 1
+                if 1 <= n <= len(passages):
+                    p = passages[n - 1]
+                    counts[prefix + "correct"] += passage_hits(
+                        Hit(p.file, p.page, p.page_end, p.text), gold)
+
+    try:
+        for q in questions:
+            if not q["answerable"] or (lang and q["lang"] != lang):
+                continue
+            answer = assistant.ask(q["question"], settings.ingest.default_groups)
+            if answer.mode != "generated":
+                continue
+            counts["answered"] += 1
+            tally(answer.raw_answer, answer.passages, q["gold"], "raw_")
+            tally(answer.answer, answer.passages, q["gold"], "")
+    finally:
+        assistant.close()
+    ratio = lambda a, b: round(a / b, 3) if b else 0.0  # noqa: E731
+    return {"answered": counts["answered"], "markers": counts["raw_markers"],
+            "citation_precision": ratio(counts["raw_correct"], counts["raw_markers"]),
+            "markers_after_check": counts["markers"],
+            "citation_precision_after_check": ratio(counts["correct"], counts["markers"])}
+
+
+def run_eval(settings: Settings, set_dir: Path, baseline: bool = True, llm: bool = False,
+             llm_lang: str | None = None) -> dict[str, Any]:
     questions = load_questions(set_dir / "qa.jsonl")
+    report: dict[str, Any] = {"set": str(set_dir)}
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
         ours = score(questions, evaluate_ours(settings, set_dir / "docs", questions, Path(tmp)))
-    report: dict[str, Any] = {"set": str(set_dir), "ours": ours}
+        if llm:
+            report["citations"] = citation_precision(settings, Path(tmp), questions, llm_lang)
+    report["ours"] = ours
     if baseline:
         report["llamaindex_starter"] = score(
             questions, evaluate_llamaindex_starter(settings, set_dir / "docs", questions))

@@ -296,6 +296,9 @@ class BM25Index:
         self.vocab = vocab
         self._weights = weights
         self._row = {cid: i for i, cid in enumerate(ids)}
+        df = np.diff(weights.indptr).astype(np.float64)
+        # Lucene's idf of each term, for `coverage` (whatever idf variant the weights use).
+        self._idf = np.log1p((len(ids) - df + 0.5) / (df + 0.5)).astype(np.float32)
 
     @classmethod
     def build(
@@ -379,6 +382,20 @@ class BM25Index:
                 continue
             lo, hi = w.indptr[j], w.indptr[j + 1]
             out[w.indices[lo:hi]] += w.data[lo:hi]
+        return out
+
+    def coverage(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Per row, the summed idf of the distinct query terms it contains (how much of the
+        question a passage covers, however often it repeats a term).
+
+        index.coverage(["加班", "年假"]) -> array([0.69..., 0.69...], dtype=float32)
+        """
+        out = np.zeros(len(self.ids), dtype=np.float32)
+        w = self._weights
+        for t in set(query_tokens):
+            j = self.vocab.get(t)
+            if j is not None:
+                out[w.indices[w.indptr[j] : w.indptr[j + 1]]] += self._idf[j]
         return out
 
     def search(

@@ -116,8 +116,12 @@ def retrieve_command(settings: Settings, question: str | None, questions_file: P
 @click.argument("set_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 @click.option("--no-baseline", is_flag=True, help="Skip the LlamaIndex starter comparison.")
+@click.option("--llm", is_flag=True, help="Also ask the model: citation precision.")
+@click.option("--lang", "llm_lang", type=click.Choice(["en", "zh"]), default=None,
+              help="With --llm: only questions in this language.")
 @with_settings
-def eval_command(settings: Settings, set_dir: Path, as_json: bool, no_baseline: bool) -> None:
+def eval_command(settings: Settings, set_dir: Path, as_json: bool, no_baseline: bool, llm: bool,
+                 llm_lang: str | None) -> None:
     """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter.
 
     \b
@@ -125,7 +129,7 @@ def eval_command(settings: Settings, set_dir: Path, as_json: bool, no_baseline: 
     """
     from assistant.evaluate import METRICS, run_eval
 
-    report = run_eval(settings, set_dir, baseline=not no_baseline)
+    report = run_eval(settings, set_dir, baseline=not no_baseline, llm=llm, llm_lang=llm_lang)
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
@@ -136,6 +140,12 @@ def eval_command(settings: Settings, set_dir: Path, as_json: bool, no_baseline: 
         for lang, metrics in report[system].items():
             values = "  ".join(f"{m} {metrics[m]:.3f}" for m in METRICS)
             click.echo(f"  {lang:<4} {values}  (n={metrics['questions']})")
+    if "citations" in report:
+        c = report["citations"]
+        click.echo(f"citation precision {c['citation_precision']:.3f} "
+                   f"({c['markers']} markers in {c['answered']} generated answers); after the "
+                   f"support check {c['citation_precision_after_check']:.3f} "
+                   f"({c['markers_after_check']} markers)")
 
 
 COMMANDS = [ask_command, retrieve_command, eval_command]

@@ -36,6 +36,10 @@ logger = logging.getLogger(__name__)
 
 Mask = npt.NDArray[np.bool_]
 OVERFETCH = 4
+# A third ranking of the lexical candidates: by how many of the question's distinct terms (idf
+# weighted) each holds. It lifts the passage that answers the whole question over one that
+# repeats a single term.
+COVERAGE = "coverage"
 
 
 @dataclass
@@ -158,8 +162,11 @@ class Retriever:
                                    {"zh": cfg.dense_weight_zh})
         dense = self._dense(snap, question, groups, allowed, cfg.candidates) if weights[DENSE] > 0 else []
         t2 = time.perf_counter()
-        fused = rrf({LEXICAL: [c for c, _ in lexical], DENSE: [c for c, _ in dense]}, weights,
-                    cfg.rrf_k)
+        coverage = snap.bm25.coverage(query_tokens)
+        by_coverage = sorted((c for c, _ in lexical), key=lambda c: -coverage[snap.row_of[c]])
+        weights[COVERAGE] = cfg.coverage_weight_en if lang == "en" else cfg.coverage_weight
+        fused = rrf({LEXICAL: [c for c, _ in lexical], DENSE: [c for c, _ in dense],
+                     COVERAGE: by_coverage}, weights, cfg.rrf_k)
         passages = [snap.passage(snap.row_of[cid], score) for cid, score in fused[: k * 3]]
         passages = self._prefer_newest(passages, question, snap)[:k]
         best_tokens = set(snap.bm25_tokens(lexical[0][0])) if lexical else set()

@@ -276,7 +276,12 @@ def smollm2_gguf() -> Path:
 def build_smollm2(out: Path) -> Path:
     """Dequantize the packaged SmolLM2-135M-Instruct GGUF into a bf16 Hugging Face checkpoint
     that vLLM's CPU build serves (it cannot serve GGUF). A weak English instruct model for
-    answer-quality tests; ~45 s, ~270 MB."""
+    answer-quality tests; ~30 s, ~270 MB.
+
+    Serve it with `--dtype float32` (llm.extra_args): computing in bf16, vLLM's CPU build
+    makes it answer "What is the capital of France?" with nonsense. It copies facts from a
+    context when asked like this: system "You answer questions using the document given by
+    the user. Quote the relevant fact.", user "Document:\n...\n\nQuestion: ..."."""
     if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
         logger.info("SmolLM2 already built at %s", out)
         return out

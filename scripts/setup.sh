@@ -16,7 +16,8 @@ torch_source=(--extra-index-url https://download.pytorch.org/whl/cpu --index-str
 if [ -d /opt/wheels ] && ls /opt/wheels/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then
   torch_source=(--find-links /opt/wheels)
 fi
-# Byte-compiling matters: without .pyc files every vLLM start takes over a minute.
-.venv/bin/python -m uv pip install --python .venv/bin/python --compile-bytecode \
+# Byte-compiling matters: without .pyc files every vLLM start takes over a minute. Copies, not
+# hard links from uv's cache: NLTK (inside llama-index) refuses multiply-linked data files.
+.venv/bin/python -m uv pip install --python .venv/bin/python --compile-bytecode --link-mode copy \
   --overrides scripts/overrides.txt "${torch_source[@]}" -e ".[$extras]"
 echo "setup: .venv ready"

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gradio as gr
 from fastapi import FastAPI
@@ -329,42 +329,44 @@ def build_app(settings: Settings, assistant: Any = None, users: Users | None = N
                                             label=t("feedback_list"), interactive=False),
                                label="feedback_list")
 
-        blocks.load(app.on_load, None, [lang, who, admin_tab, logout], api_name=False)
+        blocks.load(app.on_load, None, [lang, who, admin_tab, logout], api_visibility="private")
         components = [c for c, _ in labels]
 
         def relabel(code: str, request: gr.Request) -> list[Any]:
             code = code if code in LANGS else "en"
             user = app.who(request)
-            out = []
+            out: list[Any] = []
             for _component, keys in labels:
-                out.append(gr.update(**{attr: t(key, code) for attr, key in keys.items()}))
+                out.append({"__type__": "update",
+                            **{attr: t(key, code) for attr, key in keys.items()}})
             out.append(f"## {t('title', code)}")
             out.append(t("signed_in", code, user=user.name, groups=", ".join(user.groups)))
             return out
 
-        lang.change(relabel, lang, [*components, title, who], api_name=False)
+        lang.change(relabel, lang, [*components, title, who], api_visibility="private")
         ask_inputs = [question, lang, conv]
         ask_outputs = [chatbot, conv, question, pick]
         send.click(app.ask, ask_inputs, ask_outputs, api_name="ask", concurrency_limit=8)
-        question.submit(app.ask, ask_inputs, ask_outputs, api_name=False, concurrency_limit=8)
+        question.submit(app.ask, ask_inputs, ask_outputs, api_visibility="private",
+                        concurrency_limit=8)
         new.click(app.new_conversation, None,
                   [chatbot, conv, question, pick, source_html, source_img, fb_status],
                   api_name="new_conversation")
         view.click(app.view_source, [pick, lang, conv], [source_html, source_img],
                    api_name="view_source")
         pick.input(app.view_source, [pick, lang, conv], [source_html, source_img],
-                   api_name=False)
+                   api_visibility="private")
         up.click(app.thumbs_up, [comment, lang, conv], fb_status, api_name="thumbs_up")
         down.click(app.thumbs_down, [comment, lang, conv], fb_status, api_name="thumbs_down")
-        chatbot.like(app.on_like, [lang, conv], fb_status, api_name=False)
+        chatbot.like(app.on_like, [lang, conv], fb_status, api_visibility="private")
 
         ingest.click(app.ingest_upload, [files, groups], [report, docs], api_name="ingest")
         refresh.click(app.admin_tables, None, [docs, stats, feedback], api_name="admin_tables")
-        admin_tab.select(app.admin_tables, None, [docs, stats, feedback], api_name=False)
+        admin_tab.select(app.admin_tables, None, [docs, stats, feedback], api_visibility="private")
         delete.click(app.delete, [doc_ref], [admin_msg, docs], api_name="delete")
         run_reindex.click(app.reindex, [mode], [report, docs], api_name="reindex")
-    blocks.kb_app = app  # type: ignore[attr-defined]
-    return blocks
+    blocks.kb_app = app
+    return cast(gr.Blocks, blocks)
 
 
 def create_server(settings: Settings, assistant: Any = None, demo: bool | None = None) -> FastAPI:
@@ -384,12 +386,12 @@ def create_server(settings: Settings, assistant: Any = None, demo: bool | None =
     def check_login(name: str, password: str) -> bool:
         return users.authenticate(name, password) is not None
 
-    return gr.mount_gradio_app(
+    return cast(FastAPI, gr.mount_gradio_app(
         server, blocks, path="/", auth=None if demo else check_login,
         auth_message=t("title") + " · " + t("title", "zh"),
         max_file_size=f"{int(settings.ui.upload_max_mb)}mb", css=render.CSS,
         footer_links=["api"], run_history=False, show_error=True,
-    )
+    ))
 
 
 def serve(settings: Settings, demo: bool | None = None, host: str | None = None,

@@ -16,7 +16,8 @@ from assistant.cli_common import with_settings
 from assistant.config import Settings
 from assistant.users import Users, parse_groups
 
-SAMPLES = Path("data/samples")
+# The sample documents (their hr-only/ folder maps to group hr through ingest.folder_groups).
+SAMPLES = (Path("data/samples/docs"), Path("data/samples"))
 
 
 def _users(settings: Settings) -> Users:
@@ -46,8 +47,9 @@ def serve_command(settings: Settings, host: str | None, port: int | None, demo: 
 
     demo = demo or settings.ui.demo
     if demo:
-        samples = settings.base_dir / SAMPLES
-        if not list_documents(settings) and samples.is_dir():
+        samples = next((settings.base_dir / p for p in SAMPLES
+                        if (settings.base_dir / p).is_dir()), None)
+        if not list_documents(settings) and samples is not None:
             click.echo(f"demo: the store is empty; ingesting {samples} first")
             ingest_paths(settings, [samples])
         click.echo(f"demo mode: no login; everyone is user '{DEMO_USER.name}' "

@@ -71,8 +71,7 @@ def where(file: str, page: int | None, section: str, lang: str) -> str:
     """`where("leave.pdf", 3, "", "en")` -> "leave.pdf · page 3"."""
     bits = [file]
     if page:
-        bits.append(f"{t('page', lang)} {page}{t('page_suffix', lang)}" if lang == "zh"
-                    else f"{t('page', lang)} {page}")
+        bits.append(t("page_n", lang, n=page))
     if section:
         bits.append(f"{t('section', lang)}: {section}")
     return " · ".join(bits)
@@ -122,8 +121,10 @@ def answer_html(answer: Answer, key: str, lang: str) -> str:
                      f"{cards}</details>")
     if answer.timings_ms or answer.notice:
         why = f"<br>{escape(answer.notice)}" if answer.notice and answer.mode != "generated" else ""
-        lines.append(f'<details class="kb-timings"><summary>{html.escape(t("details", lang))}'
-                     f"</summary>{html.escape(timings_line(answer.timings_ms, lang))}{why}</details>")
+        summary = html.escape(t("details", lang))
+        line = html.escape(timings_line(answer.timings_ms, lang))
+        lines.append(f'<details class="kb-timings"><summary>{summary}</summary>{line}{why}'
+                     "</details>")
     lines.append("</div>")
     return "\n".join(lines)
 

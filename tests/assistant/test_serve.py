@@ -77,6 +77,13 @@ def settings_for(model: Path | str, tmp_path: Path, **llm: Any) -> Settings:
     return Settings(llm=llm_settings, base_dir=tmp_path).with_store(tmp_path / "store")
 
 
+def empty_config(folder: Path) -> Path:
+    """A config of defaults only, so tests never read the working tree's config.toml."""
+    path = folder / "config.toml"
+    path.write_text("")
+    return path
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -150,7 +157,8 @@ def test_serve_without_weights_exits_non_zero_without_starting_vllm(tmp_path: Pa
 
 def test_status_of_a_closed_port_is_down(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    result = CliRunner().invoke(main, ["llm", "status", "--url", url, "--json"])
+    result = CliRunner().invoke(main, ["llm", "status", "--url", url, "--json",
+                                       "--config", str(empty_config(tmp_path))])
     assert result.exit_code == 1
     assert json.loads(result.output)["up"] is False
 
@@ -208,7 +216,8 @@ def test_kb_llm_serve_stops_on_sigterm_with_its_child(fake_vllm: Path, model_dir
 
 
 @pytest.mark.vllm
-def test_status_reports_the_served_model_and_its_length(vllm_server: Any) -> None:
-    result = CliRunner().invoke(main, ["llm", "status", "--url", vllm_server.url])
+def test_status_reports_the_served_model_and_its_length(vllm_server: Any, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["llm", "status", "--url", vllm_server.url,
+                                       "--config", str(empty_config(tmp_path))])
     assert result.exit_code == 0, result.output
     assert f"serves {vllm_server.served_name} (max_model_len 4096)" in result.output

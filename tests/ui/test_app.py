@@ -19,7 +19,8 @@ from ingest.pipeline import list_documents
 pytestmark = pytest.mark.slow
 
 HR_FILES = ("Compensation-Review-Guidelines.pdf", "薪酬等级表.docx")
-HR_QUESTIONS = ["What are the salary bands in the compensation review?", "薪酬等级表 工资 等级"]
+HR_QUESTIONS = ["What is the merit increase budget of the annual compensation review?",
+                "薪酬等级表 工资 等级"]
 
 
 class FakeRequest:
@@ -139,7 +140,7 @@ def test_user_never_receives_other_groups_passages(app_server: Any) -> None:
     # the positive control: alice is in hr and gets them
     reply = httpx.post(api, json={"question": HR_QUESTIONS[0]}, timeout=120,
                        headers={"Authorization": f"Bearer {app_server.tokens['alice']}"})
-    assert any(p["file"] in HR_FILES for p in reply.json()["passages"])
+    assert any(p["file"].endswith(HR_FILES) for p in reply.json()["passages"]), reply.json()
     html, _ = app_server.app.view_source(hr_ids[0], "en", None, FakeRequest("alice"))
     assert "kb-card" in html
 

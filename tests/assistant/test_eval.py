@@ -1,0 +1,38 @@
+"""`kb eval` on the public set, in CI: our retrieval must not fall more than 0.02 below the
+values recorded in bench/eval_public.json, and must stay ahead of the LlamaIndex starter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assistant.evaluate import METRICS, passage_hits, quote_hit, run_eval, Hit
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDED = REPO / "bench" / "eval_public.json"
+TOLERANCE = 0.02
+
+
+def test_quote_hit_rules() -> None:
+    assert quote_hit("年休假 5 天", "职工累计工作已满1年不满10年的，年休假5天；")
+    assert quote_hit("Carry Over  240 hours", "you can carry over 240 hours.")
+    assert quote_hit("abcdefghij", "xxabcdefghyy")  # 80% as one contiguous run
+    assert not quote_hit("abcdefghij", "abcdefgxxx")
+    gold = [{"file": "a.pdf", "page": 3, "quote": "carry over"}]
+    assert passage_hits(Hit("a.pdf", 2, 3, "Carry over"), gold)
+    assert not passage_hits(Hit("a.pdf", 4, 4, "Carry over"), gold)
+    assert not passage_hits(Hit("b.pdf", 3, 3, "Carry over"), gold)
+
+
+@pytest.mark.slow
+def test_public_eval_holds_the_recorded_values(make_settings, shared: Path) -> None:
+    report = run_eval(make_settings(), shared / "eval" / "public", baseline=True)
+    recorded = json.loads(RECORDED.read_text("utf-8"))["ours"]
+    ours, starter = report["ours"], report["llamaindex_starter"]
+    print(json.dumps(report, indent=1))
+    for lang in ("en", "zh"):
+        for metric in METRICS:
+            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (lang, metric, ours[lang])
+            assert ours[lang][metric] >= starter[lang][metric], (lang, metric, "behind the starter")

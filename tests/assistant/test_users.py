@@ -1,0 +1,82 @@
+"""Users, passwords, API tokens, questions and feedback on a real ledger in a temp folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assistant.errors import KbError
+from assistant.types import Answer, Citation
+from assistant.users import Users, hash_password, parse_groups, verify_password
+
+
+@pytest.fixture
+def users(tmp_path: Path) -> Users:
+    return Users.for_store(tmp_path)
+
+
+def test_password_hash_is_salted_scrypt_and_verifies() -> None:
+    first, second = hash_password("correct horse"), hash_password("correct horse")
+    assert first.startswith("scrypt$") and first != second  # per-user salt
+    assert "correct horse" not in first
+    assert verify_password("correct horse", first)
+    assert not verify_password("wrong horse", first)
+    assert not verify_password("x", "garbage") and not verify_password("x", "md5$1$2$3$4$5")
+
+
+def test_add_authenticate_and_change_password(users: Users) -> None:
+    alice = users.add("alice", "password-1", ["hr", "all"], is_admin=True)
+    assert alice.groups == ("all", "hr") and alice.is_admin
+    assert users.authenticate("alice", "password-1") == users.get("alice")
+    assert users.authenticate("alice", "password-2") is None
+    assert users.authenticate("nobody", "password-1") is None
+    users.set_password("alice", "password-2")
+    assert users.authenticate("alice", "password-2") is not None
+    assert users.authenticate("alice", "password-1") is None
+    stored = users.ledger.db.execute("SELECT password_hash FROM users").fetchone()[0]
+    assert "password-2" not in stored
+
+
+def test_bad_input_is_refused_with_a_reason(users: Users) -> None:
+    with pytest.raises(KbError, match="too short"):
+        users.add("bob", "short")
+    with pytest.raises(KbError, match="user name"):
+        users.add("bob smith", "long-enough")
+    with pytest.raises(KbError, match="group"):
+        users.add("bob", "long-enough", ["../etc"])
+    users.add("bob", "long-enough")
+    with pytest.raises(KbError, match="exists"):
+        users.add("bob", "long-enough")
+    assert parse_groups(" hr, all,hr ") == ("all", "hr")
+
+
+def test_tokens_are_shown_once_and_stored_hashed(users: Users) -> None:
+    users.add("bob", "long-enough", ["all"])
+    token = users.new_token("bob")
+    assert token.startswith("kb_") and len(token) > 40
+    found = users.by_token(token)
+    assert found is not None and found.name == "bob" and found.has_token
+    stored = users.ledger.db.execute("SELECT api_token_hash FROM users").fetchone()[0]
+    assert token not in stored
+    assert users.by_token(token + "x") is None and users.by_token("") is None
+    newer = users.new_token("bob")
+    assert users.by_token(token) is None and users.by_token(newer) is not None
+
+
+def test_feedback_only_on_own_questions_and_listed_with_the_question(users: Users) -> None:
+    answer = Answer("Five days [1].", citations=[Citation(1, "leave.pdf", 2, "", "5 days", "c1")],
+                    timings_ms={"retrieve": 12.0, "total": 80.0})
+    qid = users.record_question("bob", "How many days?", answer)
+    with pytest.raises(KbError, match="not one of"):
+        users.record_feedback(qid, "mallory", -1)
+    with pytest.raises(KbError, match="rating"):
+        users.record_feedback(qid, "bob", 5)
+    users.record_feedback(qid, "bob", 1)
+    users.record_feedback(qid, "bob", -1, "too vague")  # replaces the first rating
+    items = users.feedback()
+    assert len(items) == 1
+    item = items[0]
+    assert (item["rating"], item["comment"]) == (-1, "too vague")
+    assert item["question"] == "How many days?"
+    assert '"c1"' in item["chunk_ids"] and '"retrieve"' in item["timings"]

@@ -1,0 +1,93 @@
+"""The pure parts of the app: HTML of answers and cards, upload checks, labels."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from assistant.config import Settings
+from assistant.types import Answer, Citation, Passage
+from ui import admin, render
+from ui.i18n import lang_from_header, t
+
+
+def passage(chunk_id: str = "c1", superseded: bool = False) -> Passage:
+    return Passage(chunk_id, "d1", "leave.pdf", "Staff may carry over 5 days.\nAsk HR.",
+                   section=("2 Leave", "2.4 Carry-over"), page=3, superseded=superseded)
+
+
+def test_citation_markers_become_links_to_their_cards() -> None:
+    answer = Answer("You may carry over 5 days [1]. <b>x</b> [7]",
+                    citations=[Citation(1, "leave.pdf", 3, "2 Leave › 2.4", "carry over 5 days",
+                                        "c1")],
+                    passages=[passage(superseded=True)], timings_ms={"retrieve": 5, "total": 90})
+    out = render.answer_html(answer, "q4", "en")
+    assert '<a href="#kb-q4-1" class="kb-cite" data-n="1">[1]</a>' in out
+    assert 'id="kb-q4-1"' in out and "[7]</p>" in out  # no card, no link
+    assert "<b>x</b>" not in out and "&lt;b&gt;x&lt;/b&gt;" in out  # model text is escaped
+    assert "<mark>carry over 5 days</mark>" in out
+    assert "superseded" in out and "page 3" in out and "2.4" in out
+    assert "retrieve 5 ms" in out and "first token – ms" in out
+    assert "\n\n" not in out  # one HTML block: Markdown leaves it alone
+
+
+def test_retrieval_only_and_abstained_say_so_in_the_chosen_language() -> None:
+    only = Answer("Passages [1]", citations=[Citation(1, "leave.pdf", 3, "", "5 days", "c1")],
+                  passages=[passage()], mode="retrieval_only", notice="vLLM down")
+    assert 'data-mode="retrieval_only"' in render.answer_html(only, "q1", "en")
+    assert "仅检索" in render.answer_html(only, "q1", "zh")
+    gone = Answer("The documents don't cover this.", abstained=True, mode="abstained")
+    assert 'data-mode="abstained"' in render.answer_html(gone, "q2", "en")
+
+
+def test_highlight_and_escape() -> None:
+    assert render.highlight("a <b> c", "<b>") == "a <mark>&lt;b&gt;</mark> c"
+    assert render.highlight("abc", "zzz") == "abc"
+    assert render.escape("x\n\ny") == "x<br><br>y"
+    assert render.where("差旅.pdf", 2, "", "zh") == "差旅.pdf · 第 2 页"
+
+
+def test_sniff_type_checks_content_not_the_name(tmp_path: Path) -> None:
+    pdf = tmp_path / "a.docx"
+    pdf.write_bytes(b"%PDF-1.7\n...")
+    assert admin.sniff_type(pdf) == "pdf"
+    docx = tmp_path / "b.pdf"
+    with zipfile.ZipFile(docx, "w") as zf:
+        zf.writestr("[Content_Types].xml", "<x/>")
+        zf.writestr("word/document.xml", "<x/>")
+    assert admin.sniff_type(docx) == "docx"
+    other_zip = tmp_path / "c.docx"
+    with zipfile.ZipFile(other_zip, "w") as zf:
+        zf.writestr("hello.txt", "hi")
+    assert admin.sniff_type(other_zip) is None
+    text = tmp_path / "d.pdf"
+    text.write_text("hello")
+    assert admin.sniff_type(text) is None
+
+
+def test_safe_names_and_stored_uploads(tmp_path: Path) -> None:
+    assert admin.safe_name("../../etc/差旅 费 (2024).PDF", "pdf") == "差旅_费_2024.pdf"
+    assert admin.safe_name("..\\..\\x.docx", "docx") == "x.docx"
+    assert admin.safe_name(".pdf", "pdf") == "upload.pdf"
+    assert admin.safe_name("$(rm -rf).pdf", "pdf") == "rm_-rf.pdf"
+    settings = Settings().with_store(tmp_path / "store")
+    good = tmp_path / "tmp1"
+    good.write_bytes(b"%PDF-1.4 tiny")
+    bad = tmp_path / "tmp2"
+    bad.write_text("not a pdf")
+    big = tmp_path / "tmp3"
+    big.write_bytes(b"%PDF-" + b"0" * (51 * 1024 * 1024))
+    stored, rejected = admin.store_uploads(
+        settings, [(good, "../Leave policy.pdf"), (bad, "x.pdf"), (big, "big.pdf")], ["hr", "all"])
+    assert stored == [tmp_path / "store" / "uploads" / "all+hr" / "Leave_policy.pdf"]
+    assert [r.name for r in rejected] == ["x.pdf", "big.pdf"]
+    assert "upload limit" in rejected[1].reason
+
+
+def test_labels_follow_the_browser() -> None:
+    assert lang_from_header("zh-CN,zh;q=0.9,en;q=0.8") == "zh"
+    assert lang_from_header("en-US,en;q=0.9,zh;q=0.8") == "en"
+    assert lang_from_header("fr-FR, zh;q=0.5") == "zh"
+    assert lang_from_header(None) == "en"
+    assert t("send", "zh") == "发送" and t("send", "en") == "Send"
+    assert t("signed_in", "en", user="bob", groups="all") == "Signed in as bob · groups: all"
