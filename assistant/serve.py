@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import importlib.util
 import logging
 import os
 import signal
@@ -128,6 +129,11 @@ class VllmServer:
         """A server for `settings.llm`, `model` and `port` overriding the config for one run.
 
         Raises ConfigError (one line) when the weights are not on this machine."""
+        if importlib.util.find_spec("vllm") is None:
+            raise ConfigError(
+                "vLLM is not installed in this environment (pip install -e '.[serve-cpu]' on "
+                "machines without a GPU; docs/gpu.md for GPUs), or set llm.url to a running one"
+            )
         llm = settings.llm
         if model is None:
             model_dir = resolve_model(llm, settings.base_dir)
@@ -206,6 +212,7 @@ class VllmServer:
             logger.warning("vLLM did not stop within %.0fs; killing it", grace_s)
         _signal_group(self.process.pid, signal.SIGKILL)  # engine processes left behind, if any
         self.process.wait()
+        self.process = None  # never signal that process group id again: it may be reused
 
     def kill(self) -> None:
         """SIGKILL the whole group at once, the way a crash would."""
@@ -213,6 +220,7 @@ class VllmServer:
             return
         _signal_group(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        self.process = None
 
     def log_tail(self, lines: int = 40) -> str:
         try:

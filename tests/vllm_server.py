@@ -1,12 +1,15 @@
 """The real vLLM server for tests: one per session, serving the tiny random ERNIE test model.
 
-tests/conftest.py imports the fixture (`from tests.vllm_server import vllm_server`). The
-fixture builds the test model into `.cache/test-model` (reused when present), starts vLLM on
-127.0.0.1 at a free port and waits for `/v1/models`; if vLLM is not ready in time the test
-fails with the tail of the server log. Tests that use it are marked `@pytest.mark.vllm`.
+tests/conftest.py loads it as a plugin (`pytest_plugins = ["tests.vllm_server"]`; the repo root
+must be on sys.path, e.g. `pythonpath = ["."]` in pytest's settings). The fixture builds the
+test model into `.cache/test-model` (reused when present), starts vLLM on 127.0.0.1 at a free
+port and waits for `/v1/models`; if vLLM is not ready in time the test fails with the tail of
+the server log. Tests that use it are marked `@pytest.mark.vllm`.
 
+    @pytest.mark.vllm
     def test_chat(vllm_server):
-        client = LlmClient(vllm_server.url, vllm_server.served_name, counter=...)
+        counter = LocalTokenCounter(vllm_server.model_dir)
+        client = LlmClient.from_settings(vllm_server.llm, counter)   # .settings: whole Settings
 
 Environment: KB_TEST_MODEL_DIR (default .cache/test-model), KB_VLLM_READY_TIMEOUT_S (240),
 KB_VLLM_CACHE_DIR (default .cache/vllm).

@@ -266,9 +266,8 @@ def build_app(settings: Settings, assistant: Any = None, users: Users | None = N
         with gr.Row(equal_height=True):
             title = gr.Markdown(f"## {t('title')}")
             who = gr.Markdown(elem_id="kb-who")
-            lang = gr.Radio(LANG_CHOICES, value="en", label=t("language"), elem_id="kb-lang",
-                            scale=0, min_width=160)
-            labels.append((lang, {"label": "language"}))
+            lang = gr.Radio(LANG_CHOICES, value="en", label=t("language"), show_label=False,
+                            container=False, elem_id="kb-lang", scale=0, min_width=180)
             logout = lab(gr.Button(t("logout"), link="/logout", size="sm", scale=0,
                                    visible=not app.demo), value="logout")
         with gr.Tabs():

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1280,1000", "--remote-debugging-port=0"]
+         "--window-size=1280,1250", "--remote-debugging-port=0"]
 
 
 class Page:
@@ -124,6 +124,9 @@ def test_chat_page_shows_answer_with_citation_link(demo_server: Any, browser: Pa
     browser.wait_for("document.querySelector('#kb-source')?.innerText.includes('page')")
     if shutil.which("pdftoppm"):
         browser.wait_for("!!document.querySelector('#kb-page img')")
+    # the answer's first lines (not the end of its source cards) in the picture
+    browser.eval("document.querySelector('#kb-chat .kb-answer').scrollIntoView({block: 'start'});"
+                 "window.scrollTo(0, 0); true")
     time.sleep(1.0)
     shot = base64.b64decode(browser.send("Page.captureScreenshot", format="png")["data"])
     path = tmp_path / "chat.png"
