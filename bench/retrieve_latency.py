@@ -1,0 +1,140 @@
+"""Retrieve + pack latency at N chunks with access control on.
+
+Builds (once, cached in --store) a store of N chunks: the sample handbook's real passages,
+repeated with words dropped so no two are equal, in 1,000-chunk documents whose access groups
+are 70% "all", 20% "hr", 10% "finance"; vectors are the real passage vectors plus noise.
+Then times `Retriever.retrieve` + `pack` for the sample questions as a user of "all" (sees 70%)
+and of "finance" (sees 10%), and, as the baseline in the same run, Chroma's own metadata
+`where` filter for the same groups.
+
+    .venv/bin/python bench/retrieve_latency.py --chunks 100000 --store /tmp/kb-bench-100k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from assistant.cli_common import offline_environment  # noqa: E402
+from assistant.config import load_settings  # noqa: E402
+from assistant.pack import pack  # noqa: E402
+from assistant.retrieve import Retriever  # noqa: E402
+from ingest.ledger import Ledger, chunk_row  # noqa: E402
+from ingest.pipeline import Store, ingest_paths  # noqa: E402
+from ingest.store import group_metadata  # noqa: E402
+from assistant.types import Chunk, DocMeta  # noqa: E402
+
+
+QUESTION_FILES = [REPO / "data" / "samples" / "qa.jsonl",
+                  REPO.parent / "shared" / "eval" / "public" / "qa.jsonl"]
+
+
+def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
+    seed_store = Path(tempfile.mkdtemp(prefix="kb-seed-"))
+    seed = settings.with_store(seed_store)
+    ingest_paths(seed, [REPO / "data" / "samples" / "docs"])
+    source = Store(seed)
+    rows = source.ledger.db.execute("SELECT id, text, section, tokens FROM chunks").fetchall()
+    vectors = source.vectors._collection(source.collection).get(ids=[r[0] for r in rows],
+                                                                include=["embeddings"])
+    by_id = dict(zip(vectors["ids"], np.asarray(vectors["embeddings"], dtype=np.float32), strict=True))
+    source.close()
+    rng = random.Random(7)
+    nrng = np.random.default_rng(7)
+    store = Store(settings)
+    per_doc = 1000
+    for d in range(n_chunks // per_doc):
+        groups = ("all",) if d % 10 < 7 else ("hr",) if d % 10 < 9 else ("finance",)
+        meta = DocMeta(id=f"doc{d:05d}", path=f"synthetic/doc{d:05d}.pdf", root="/bench",
+                       sha256=str(d), size=1, mtime=0.0, title=f"Synthetic {d}", groups=groups)
+        chunks, tokens, vecs = [], [], []
+        for i in range(per_doc):
+            cid, text, section, toks = rows[rng.randrange(len(rows))]
+            words = text.split(" ")
+            kept = [w for w in words if rng.random() > 0.15] or words
+            chunks.append(Chunk(f"d{d}c{i}", meta.id, i, " ".join(kept), tuple(json.loads(section)), i // 3 + 1, i // 3 + 1))
+            tokens.append([t for t in toks.split() if rng.random() > 0.15])
+            v = by_id[cid] + nrng.normal(0, 0.03, by_id[cid].shape).astype(np.float32)
+            vecs.append(v / np.linalg.norm(v))
+        store.vectors.upsert(store.collection, [c.id for c in chunks], np.stack(vecs),
+                             [group_metadata(meta.id, groups)] * len(chunks))
+        store.ledger.replace_document(meta, chunks, tokens)
+        print(f"\rbuilt {(d + 1) * per_doc} chunks", end="", flush=True)
+    print()
+    store.close()
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--store", type=Path, default=Path("/tmp/kb-bench-100k"))
+    args = parser.parse_args()
+    offline_environment()
+    settings = load_settings(REPO / "config.toml").with_store(args.store)
+    settings = replace(settings, embed=replace(settings.embed, cache=str(args.store / "bench-cache.sqlite")))
+    ledger = Ledger(settings.store_path() / "ledger.sqlite")
+    have = ledger.chunk_count()
+    ledger.close()
+    if have < args.chunks:
+        build(settings, args.chunks)
+    questions = [json.loads(line)["question"] for path in QUESTION_FILES if path.exists()
+                 for line in path.read_text("utf-8").splitlines()]
+    # a fresh question-vector cache each run: every question is embedded as it would be live
+    fresh_cache = Path(tempfile.mkdtemp(prefix="kb-qcache-")) / "cache.sqlite"
+    settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
+    store = Store(settings)
+    retriever = Retriever(settings, store)
+    t = time.perf_counter()
+    snap = retriever.snapshot()
+    load_s = time.perf_counter() - t
+
+    def count(text: str) -> int:  # the embedder's tokenizer stands in for the served model's
+        return store.embedder.count_tokens_many([text])[0]
+
+    retriever.retrieve("warm up", ["all"])
+    report: dict[str, object] = {"chunks": len(snap.ids), "snapshot_load_s": round(load_s, 2)}
+    for groups in (["all"], ["finance"]):
+        ours: list[float] = []
+        chroma: list[float] = []
+        flags = {f"g_{g}": True for g in groups}
+        for q in questions:
+            q = f"{q} ({groups[0]})"  # a new text per group: no cached question vector
+            t0 = time.perf_counter()
+            retrieval = retriever.retrieve(q, groups)
+            pack(retrieval.passages, 3000, count)
+            ours.append((time.perf_counter() - t0) * 1000)
+            vector = store.embedder.embed_batch([q])[0]
+            t1 = time.perf_counter()
+            store.vectors.query(store.collection, vector, 50, where=flags)
+            chroma.append((time.perf_counter() - t1) * 1000)
+        visible = int(snap.allowed(groups).sum())
+        report[",".join(groups)] = {
+            "visible_chunks": visible,
+            "retrieve_pack_p50_ms": round(percentile(ours, 50), 1),
+            "retrieve_pack_p95_ms": round(percentile(ours, 95), 1),
+            "chroma_where_only_p50_ms": round(percentile(chroma, 50), 1),
+            "chroma_where_only_p95_ms": round(percentile(chroma, 95), 1),
+            "queries": len(ours),
+        }
+    store.close()
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

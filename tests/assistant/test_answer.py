@@ -1,0 +1,124 @@
+"""The query pipeline end to end: the sample store (real Chroma, real files), the real vLLM CPU
+server with the tiny random ERNIE (it talks nonsense: these tests check protocol, budget,
+streaming and records, not content), and the fallbacks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from assistant.answer import Assistant, answer_to_json, should_abstain
+from assistant.cli import main
+from assistant.types import Answer, Turn
+from ingest.pipeline import ingest_paths
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data" / "samples" / "docs"
+
+
+@pytest.fixture
+def sample_settings(make_settings, tmp_path: Path):  # type: ignore[no-untyped-def]
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLES, docs)
+    settings = make_settings()
+    ingest_paths(settings, [docs])
+    return settings
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def with_llm(settings, llm):  # type: ignore[no-untyped-def]
+    return dataclasses.replace(settings, llm=llm, base_dir=REPO)
+
+
+@pytest.mark.vllm
+def test_streamed_answer_against_the_real_server(sample_settings, vllm_server) -> None:
+    settings = with_llm(sample_settings, vllm_server.llm)
+    assistant = Assistant(settings)
+    try:
+        items = list(assistant.ask_stream("How many days of unused annual leave can be carried over?",
+                                          ["all"]))
+        pieces = [i for i in items if isinstance(i, str)]
+        answer = items[-1]
+        assert isinstance(answer, Answer) and answer.mode == "generated", answer.notice
+        assert len(pieces) > 1  # streamed, not one block
+        assert answer.raw_answer == "".join(pieces)
+        assert answer.passages and answer.passages[0].file == "Employee-Leave-Policy.pdf"
+        assert set(answer.timings_ms) >= {"retrieve", "pack", "first_token", "total"}
+        assert answer.question_id > 0
+        row = assistant.store.ledger.db.execute(
+            "SELECT question, mode FROM questions WHERE id = ?", (answer.question_id,)).fetchone()
+        assert tuple(row) == ("How many days of unused annual leave can be carried over?", "generated")
+        # a long conversation still fits: the oldest turns give way, vLLM never refuses the prompt
+        history = [Turn("What is the policy? " * 150, "It says many things. " * 150)] * 6
+        followup = assistant.ask("And the sick leave?", ["all"], history=history)
+        assert followup.mode == "generated", followup.notice
+    finally:
+        assistant.close()
+
+
+@pytest.mark.vllm
+def test_kb_ask_json_shape(sample_settings, vllm_server) -> None:
+    env = {"KB_LLM_URL": vllm_server.url, "KB_LLM_MODEL": str(vllm_server.model_dir),
+           "KB_LLM_SERVED_NAME": vllm_server.served_name, "KB_EMBED_CACHE": sample_settings.embed.cache}
+    result = CliRunner().invoke(main, ["ask", "出差住宿标准是多少？", "--json", "--store",
+                                       str(sample_settings.store_path())], env=env)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output.strip().splitlines()[-1])
+    assert set(data) >= {"answer", "abstained", "citations", "passages", "timings_ms"}
+    assert data["abstained"] is False and data["mode"] == "generated"
+    assert data["passages"][0]["file"].startswith("差旅费管理办法-2024")
+    assert set(data["timings_ms"]) >= {"retrieve", "pack", "first_token", "total"}
+
+
+def test_retrieval_only_when_the_model_server_is_down(sample_settings) -> None:
+    llm = dataclasses.replace(sample_settings.llm, url=f"http://127.0.0.1:{closed_port()}/v1",
+                              model="baidu/ERNIE-4.5-0.3B-PT", connect_timeout_s=1.0, retries=0)
+    assistant = Assistant(with_llm(sample_settings, llm))
+    try:
+        answer = assistant.ask("How many days of paid sick leave do employees get?", ["all"])
+    finally:
+        assistant.close()
+    assert answer.mode == "retrieval_only"
+    assert "unavailable" in answer.answer
+    assert answer.citations and answer.citations[0].file == "Employee-Leave-Policy.pdf"
+    assert answer_to_json(answer)["citations"][0]["page"] is not None
+
+
+def test_abstains_when_the_documents_do_not_cover_it(sample_settings) -> None:
+    assistant = Assistant(sample_settings)
+    try:
+        answer = assistant.ask("量子色动力学中的渐近自由是什么意思？", ["all"])
+        assert answer.abstained and answer.mode == "abstained"
+        assert "没有找到" in answer.answer
+        covered = assistant.retriever.retrieve("一线城市住宿标准是多少？", ["all"])
+        assert not should_abstain(covered, sample_settings)
+    finally:
+        assistant.close()
+
+
+def test_access_control_on_answers_and_sources(sample_settings) -> None:
+    assistant = Assistant(sample_settings)
+    try:
+        hr_passages = assistant.retrieve("薪酬等级 工资范围 薪资带宽", ["hr"])
+        hr_chunk = next(p for p in hr_passages if p.file.startswith("hr-only/"))
+        for groups in (["all"], ["finance"], []):
+            seen = assistant.retrieve("薪酬等级 工资范围 薪资带宽", groups)
+            assert not any(p.file.startswith("hr-only/") for p in seen)
+            with pytest.raises(Exception, match="not visible"):
+                assistant.source(hr_chunk.chunk_id, groups)
+            with pytest.raises(Exception, match="not visible"):
+                assistant.document_path(hr_chunk.doc_id, groups)
+        assert assistant.source(hr_chunk.chunk_id, ["hr"]).text == hr_chunk.text
+    finally:
+        assistant.close()
