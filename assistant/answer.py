@@ -49,7 +49,9 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
         return True
     if retrieval.lang == "zh":
         return retrieval.lexical_top < cfg.abstain_lexical_zh
-    return retrieval.dense_top < cfg.abstain_dense_en or retrieval.lexical_top < cfg.abstain_lexical_en
+    return (
+        retrieval.dense_top < cfg.abstain_dense_en or retrieval.lexical_top < cfg.abstain_lexical_en
+    )
 
 
 def answer_to_json(answer: Answer) -> dict[str, Any]:
@@ -59,17 +61,28 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
         "abstained": answer.abstained,
         "mode": answer.mode,
         "unverified": answer.unverified,
-        "citations": [{"n": c.n, "file": c.file, "page": c.page, "section": c.section,
-                       "quote": c.quote} for c in answer.citations],
+        "citations": [
+            {"n": c.n, "file": c.file, "page": c.page, "section": c.section, "quote": c.quote}
+            for c in answer.citations
+        ],
         "passages": [passage_to_json(p, n) for n, p in enumerate(answer.passages, 1)],
         "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()},
     }
 
 
 def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:
-    return {"rank": rank, "file": p.file, "page": p.page, "page_end": p.page_end,
-            "section": p.section_path, "text": p.text, "score": round(p.score, 6),
-            "title": p.title, "superseded": p.superseded, "chunk_id": p.chunk_id}
+    return {
+        "rank": rank,
+        "file": p.file,
+        "page": p.page,
+        "page_end": p.page_end,
+        "section": p.section_path,
+        "text": p.text,
+        "score": round(p.score, 6),
+        "title": p.title,
+        "superseded": p.superseded,
+        "chunk_id": p.chunk_id,
+    }
 
 
 class Assistant:
@@ -110,8 +123,9 @@ class Assistant:
         return Path(record.meta.root) / record.meta.path
 
     # --- answering ------------------------------------------------------------------------
-    def ask(self, question: str, groups: Sequence[str], history: Sequence[Turn] = (),
-            user: str = "") -> Answer:
+    def ask(
+        self, question: str, groups: Sequence[str], history: Sequence[Turn] = (), user: str = ""
+    ) -> Answer:
         final: Answer | None = None
         for item in self.ask_stream(question, groups, history, user):
             if isinstance(item, Answer):
@@ -119,8 +133,9 @@ class Assistant:
         assert final is not None  # ask_stream always ends with an Answer
         return final
 
-    def ask_stream(self, question: str, groups: Sequence[str], history: Sequence[Turn] = (),
-                   user: str = "") -> Iterator[str | Answer]:
+    def ask_stream(
+        self, question: str, groups: Sequence[str], history: Sequence[Turn] = (), user: str = ""
+    ) -> Iterator[str | Answer]:
         started = time.perf_counter()
         question = question.strip()
         if not question:
@@ -130,30 +145,51 @@ class Assistant:
         timings = {"retrieve": retrieval.timings_ms["retrieve"]}
         lang: Lang = "zh" if retrieval.lang == "zh" else "en"
         if should_abstain(retrieval, self.settings):
-            answer = Answer(abstention_text(lang, retrieval.passages[:3]), abstained=True,
-                            passages=retrieval.passages[:3], mode="abstained")
+            answer = Answer(
+                abstention_text(lang, retrieval.passages[:3]),
+                abstained=True,
+                passages=retrieval.passages[:3],
+                mode="abstained",
+            )
             yield from self._finish(answer, question, user, started, timings)
             return
         try:
             counter = self._token_counter()
             client = LlmClient.from_settings(self.settings.llm, counter)
         except GenerationError as exc:
-            yield from self._retrieval_only(retrieval.passages, lang, str(exc), question, user,
-                                            started, timings)
+            yield from self._retrieval_only(
+                retrieval.passages, lang, str(exc), question, user, started, timings
+            )
             return
         t_pack = time.perf_counter()
-        turns = list(history)[-self.settings.answer.history_turns:] if self.settings.answer.history_turns else []
-        past = [m for t in turns for m in ({"role": "user", "content": t.question},
-                                            {"role": "assistant", "content": t.answer})]
+        turns = (
+            list(history)[-self.settings.answer.history_turns :]
+            if self.settings.answer.history_turns
+            else []
+        )
+        past = [
+            m
+            for t in turns
+            for m in (
+                {"role": "user", "content": t.question},
+                {"role": "assistant", "content": t.answer},
+            )
+        ]
         try:
-            budget = plan_budget(question, past, lang, counter.count,
-                                 max_model_len=self.settings.llm.max_model_len,
-                                 answer_tokens=self.settings.llm.answer_tokens)
+            budget = plan_budget(
+                question,
+                past,
+                lang,
+                counter.count,
+                max_model_len=self.settings.llm.max_model_len,
+                answer_tokens=self.settings.llm.answer_tokens,
+            )
             packed = pack(retrieval.passages, budget.passages, counter.count)
         except GenerationError as exc:
             client.close()
-            yield from self._retrieval_only(retrieval.passages, lang, str(exc), question, user,
-                                            started, timings)
+            yield from self._retrieval_only(
+                retrieval.passages, lang, str(exc), question, user, started, timings
+            )
             return
         messages = build_messages(question, render_passages(packed), budget.history, lang)
         timings["pack"] = (time.perf_counter() - t_pack) * 1000
@@ -168,8 +204,9 @@ class Assistant:
                     yield piece
         except GenerationError as exc:
             if not pieces:
-                yield from self._retrieval_only(packed, lang, str(exc), question, user,
-                                                started, timings)
+                yield from self._retrieval_only(
+                    packed, lang, str(exc), question, user, started, timings
+                )
                 return
             logger.warning("generation failed mid-answer: %s", exc)
             notice = MIDWAY_FAILURE[lang]
@@ -177,9 +214,14 @@ class Assistant:
             client.close()
         checked = verify("".join(pieces), packed, min_support=self.settings.answer.min_support)
         text = checked.text + (("\n" + notice) if notice else "")
-        answer = Answer(text, citations=checked.citations, passages=packed,
-                        unverified=checked.unverified or bool(notice), notice=notice,
-                        raw_answer="".join(pieces))
+        answer = Answer(
+            text,
+            citations=checked.citations,
+            passages=packed,
+            unverified=checked.unverified or bool(notice),
+            notice=notice,
+            raw_answer="".join(pieces),
+        )
         yield from self._finish(answer, question, user, started, timings)
 
     def _token_counter(self) -> TokenCounter:
@@ -187,19 +229,34 @@ class Assistant:
             self._counter = load_token_counter(self.settings.llm, self.settings.base_dir)
         return self._counter
 
-    def _retrieval_only(self, passages: Sequence[Passage], lang: Lang, reason: str,
-                        question: str, user: str, started: float,
-                        timings: dict[str, float]) -> Iterator[str | Answer]:
+    def _retrieval_only(
+        self,
+        passages: Sequence[Passage],
+        lang: Lang,
+        reason: str,
+        question: str,
+        user: str,
+        started: float,
+        timings: dict[str, float],
+    ) -> Iterator[str | Answer]:
         logger.warning("retrieval-only answer: %s", reason)
         shown = list(passages[:3])
-        citations = [Citation(n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id)
-                     for n, p in enumerate(shown, 1)]
-        answer = Answer(retrieval_only_text(lang, shown), citations=citations, passages=shown,
-                        mode="retrieval_only", notice=reason)
+        citations = [
+            Citation(n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id)
+            for n, p in enumerate(shown, 1)
+        ]
+        answer = Answer(
+            retrieval_only_text(lang, shown),
+            citations=citations,
+            passages=shown,
+            mode="retrieval_only",
+            notice=reason,
+        )
         yield from self._finish(answer, question, user, started, timings)
 
-    def _finish(self, answer: Answer, question: str, user: str, started: float,
-                timings: dict[str, float]) -> Iterator[str | Answer]:
+    def _finish(
+        self, answer: Answer, question: str, user: str, started: float, timings: dict[str, float]
+    ) -> Iterator[str | Answer]:
         timings["total"] = (time.perf_counter() - started) * 1000
         answer.timings_ms = timings
         answer.question_id = self._record(answer, question, user)
@@ -213,9 +270,16 @@ class Assistant:
                 cursor = db.execute(
                     "INSERT INTO questions (user, question, answer, mode, chunk_ids, timings, "
                     "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (user, question, answer.answer, answer.mode,
-                     json.dumps([c.chunk_id for c in answer.citations]),
-                     json.dumps(answer.timings_ms), time.time()))
+                    (
+                        user,
+                        question,
+                        answer.answer,
+                        answer.mode,
+                        json.dumps([c.chunk_id for c in answer.citations]),
+                        json.dumps(answer.timings_ms),
+                        time.time(),
+                    ),
+                )
                 return int(cursor.lastrowid or 0)
         except Exception:  # a record that fails to write must not cost the user the answer
             logger.exception("could not record the question")

@@ -27,8 +27,11 @@ def starter_documents(folder: Path) -> list[Any]:
         meta = {"file_name": path.name, "file_path": str(path)}
         if path.suffix.lower() == ".pdf":
             for i, page in enumerate(PdfReader(path).pages, 1):
-                documents.append(Document(text=page.extract_text() or "",
-                                          metadata={**meta, "page_label": str(i)}))
+                documents.append(
+                    Document(
+                        text=page.extract_text() or "", metadata={**meta, "page_label": str(i)}
+                    )
+                )
         elif path.suffix.lower() == ".docx":
             text = "\n".join(p.text for p in docx.Document(str(path)).paragraphs)
             documents.append(Document(text=text, metadata=meta))
@@ -39,6 +42,7 @@ def build_starter_index(settings: Settings, folder: Path) -> Any:
     from llama_index.core import VectorStoreIndex
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
-    embed = HuggingFaceEmbedding(model_name=resolve_model_path(settings.embed.model),
-                                 device=settings.embed.device)
+    embed = HuggingFaceEmbedding(
+        model_name=resolve_model_path(settings.embed.model), device=settings.embed.device
+    )
     return VectorStoreIndex.from_documents(starter_documents(folder), embed_model=embed)

@@ -43,10 +43,20 @@ def settings_for(config: str | None, store: str | None) -> Settings:
 def with_settings(func: F) -> F:
     """Adds --config and --store to a command and passes `settings` in their place."""
 
-    @click.option("--store", "store", type=click.Path(file_okay=False), default=None,
-                  help="Store folder (Chroma, ledger); overrides store.path.")
-    @click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
-                  help="Config file (default: ./config.toml when present).")
+    @click.option(
+        "--store",
+        "store",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Store folder (Chroma, ledger); overrides store.path.",
+    )
+    @click.option(
+        "--config",
+        "config",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Config file (default: ./config.toml when present).",
+    )
     @functools.wraps(func)
     def wrapper(*args: Any, config: str | None, store: str | None, **kwargs: Any) -> Any:
         offline_environment()

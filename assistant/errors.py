@@ -1,20 +1,20 @@
 """The project's exceptions: one small tree, each message naming the thing and the next step.
 
-    KbError
-    ├── ConfigError              a config file or a setting is wrong
-    ├── StoreError               the store (Chroma, ledger) cannot be opened or written
-    ├── IngestError              one file could not be ingested (the batch goes on)
-    │   ├── UnsupportedFile      not a PDF or DOCX (or a legacy .doc)
-    │   ├── EncryptedFile        encrypted and no configured password opens it
-    │   ├── BrokenFile           the parser could not read it
-    │   ├── NoText               it has no text layer / no text at all
-    │   ├── TooLarge             over ingest.max_file_mb
-    │   └── ParseTimeout         parsing took longer than ingest.file_timeout_s
-    ├── AccessDenied             a user asked for something outside their groups
-    └── GenerationError          the model server failed
-        ├── GenerationUnavailable    cannot connect / not serving
-        ├── GenerationTimeout        connect, first-token or total time limit passed
-        └── PromptTooLong            the prompt does not fit the model's window
+KbError
+├── ConfigError              a config file or a setting is wrong
+├── StoreError               the store (Chroma, ledger) cannot be opened or written
+├── IngestError              one file could not be ingested (the batch goes on)
+│   ├── UnsupportedFile      not a PDF or DOCX (or a legacy .doc)
+│   ├── EncryptedFile        encrypted and no configured password opens it
+│   ├── BrokenFile           the parser could not read it
+│   ├── NoText               it has no text layer / no text at all
+│   ├── TooLarge             over ingest.max_file_mb
+│   └── ParseTimeout         parsing took longer than ingest.file_timeout_s
+├── AccessDenied             a user asked for something outside their groups
+└── GenerationError          the model server failed
+    ├── GenerationUnavailable    cannot connect / not serving
+    ├── GenerationTimeout        connect, first-token or total time limit passed
+    └── PromptTooLong            the prompt does not fit the model's window
 """
 
 from __future__ import annotations

@@ -66,8 +66,9 @@ def passage_hits(passage: Hit, gold: Iterable[dict[str, Any]]) -> bool:
     return False
 
 
-def score(questions: Sequence[dict[str, Any]], results: dict[str, tuple[bool, list[Hit]]]
-          ) -> dict[str, dict[str, float]]:
+def score(
+    questions: Sequence[dict[str, Any]], results: dict[str, tuple[bool, list[Hit]]]
+) -> dict[str, dict[str, float]]:
     """Per-language metrics (plus "all") from `id -> (abstained, ranked passages)`."""
     out: dict[str, dict[str, float]] = {}
     for lang in sorted({q["lang"] for q in questions}) + ["all"]:
@@ -88,12 +89,18 @@ def score(questions: Sequence[dict[str, Any]], results: dict[str, tuple[bool, li
 
 
 def load_questions(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
-def evaluate_ours(settings: Settings, docs: Path, questions: Sequence[dict[str, Any]],
-                  store_dir: Path, on_result: Callable[[str, Any], None] | None = None
-                  ) -> dict[str, tuple[bool, list[Hit]]]:
+def evaluate_ours(
+    settings: Settings,
+    docs: Path,
+    questions: Sequence[dict[str, Any]],
+    store_dir: Path,
+    on_result: Callable[[str, Any], None] | None = None,
+) -> dict[str, tuple[bool, list[Hit]]]:
     from assistant.answer import should_abstain
     from assistant.retrieve import Retriever
     from ingest.pipeline import Store, ingest_paths
@@ -106,7 +113,9 @@ def evaluate_ours(settings: Settings, docs: Path, questions: Sequence[dict[str, 
     results: dict[str, tuple[bool, list[Hit]]] = {}
     try:
         for q in questions:
-            retrieval = retriever.retrieve(q["question"], groups=settings.ingest.default_groups, k=10)
+            retrieval = retriever.retrieve(
+                q["question"], groups=settings.ingest.default_groups, k=10
+            )
             hits = [Hit(p.file, p.page, p.page_end, p.text) for p in retrieval.passages]
             results[q["id"]] = (should_abstain(retrieval, settings), hits)
             if on_result:
@@ -116,8 +125,9 @@ def evaluate_ours(settings: Settings, docs: Path, questions: Sequence[dict[str, 
     return results
 
 
-def evaluate_llamaindex_starter(settings: Settings, docs: Path, questions: Sequence[dict[str, Any]]
-                                ) -> dict[str, tuple[bool, list[Hit]]]:
+def evaluate_llamaindex_starter(
+    settings: Settings, docs: Path, questions: Sequence[dict[str, Any]]
+) -> dict[str, tuple[bool, list[Hit]]]:
     """The LlamaIndex starter pipeline (defaults, same embedder): the baseline."""
     from assistant.baseline import build_starter_index
 
@@ -134,8 +144,12 @@ def evaluate_llamaindex_starter(settings: Settings, docs: Path, questions: Seque
     return results
 
 
-def citation_precision(settings: Settings, store_dir: Path, questions: Sequence[dict[str, Any]],
-                       lang: str | None = None) -> dict[str, float]:
+def citation_precision(
+    settings: Settings,
+    store_dir: Path,
+    questions: Sequence[dict[str, Any]],
+    lang: str | None = None,
+) -> dict[str, float]:
     """Ask every answerable question (of `lang`) through the model; the share of [n] markers
     whose passage holds the gold fact (the gold quote, by the hit rule above)."""
     from assistant.answer import Assistant
@@ -151,7 +165,8 @@ def citation_precision(settings: Settings, store_dir: Path, questions: Sequence[
                 if 1 <= n <= len(passages):
                     p = passages[n - 1]
                     counts[prefix + "correct"] += passage_hits(
-                        Hit(p.file, p.page, p.page_end, p.text), gold)
+                        Hit(p.file, p.page, p.page_end, p.text), gold
+                    )
 
     try:
         for q in questions:
@@ -165,15 +180,26 @@ def citation_precision(settings: Settings, store_dir: Path, questions: Sequence[
             tally(answer.answer, answer.passages, q["gold"], "")
     finally:
         assistant.close()
-    ratio = lambda a, b: round(a / b, 3) if b else 0.0  # noqa: E731
-    return {"answered": counts["answered"], "markers": counts["raw_markers"],
-            "citation_precision": ratio(counts["raw_correct"], counts["raw_markers"]),
-            "markers_after_check": counts["markers"],
-            "citation_precision_after_check": ratio(counts["correct"], counts["markers"])}
+
+    def ratio(part: int, whole: int) -> float:
+        return round(part / whole, 3) if whole else 0.0
+
+    return {
+        "answered": counts["answered"],
+        "markers": counts["raw_markers"],
+        "citation_precision": ratio(counts["raw_correct"], counts["raw_markers"]),
+        "markers_after_check": counts["markers"],
+        "citation_precision_after_check": ratio(counts["correct"], counts["markers"]),
+    }
 
 
-def run_eval(settings: Settings, set_dir: Path, baseline: bool = True, llm: bool = False,
-             llm_lang: str | None = None) -> dict[str, Any]:
+def run_eval(
+    settings: Settings,
+    set_dir: Path,
+    baseline: bool = True,
+    llm: bool = False,
+    llm_lang: str | None = None,
+) -> dict[str, Any]:
     questions = load_questions(set_dir / "qa.jsonl")
     report: dict[str, Any] = {"set": str(set_dir)}
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
@@ -183,5 +209,6 @@ def run_eval(settings: Settings, set_dir: Path, baseline: bool = True, llm: bool
     report["ours"] = ours
     if baseline:
         report["llamaindex_starter"] = score(
-            questions, evaluate_llamaindex_starter(settings, set_dir / "docs", questions))
+            questions, evaluate_llamaindex_starter(settings, set_dir / "docs", questions)
+        )
     return report

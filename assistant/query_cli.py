@@ -65,13 +65,22 @@ def ask_command(settings: Settings, question: str, groups: str | None, as_json: 
 
 @click.command("retrieve")
 @click.argument("question", required=False)
-@click.option("--questions", "questions_file", type=click.Path(exists=True, dir_okay=False,
-              path_type=Path), help="A JSONL file of {id, question}: one output line each.")
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A JSONL file of {id, question}: one output line each.",
+)
 @click.option("--groups", help="The asker's access groups, comma-separated (default: config).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @with_settings
-def retrieve_command(settings: Settings, question: str | None, questions_file: Path | None,
-                     groups: str | None, as_json: bool) -> None:
+def retrieve_command(
+    settings: Settings,
+    question: str | None,
+    questions_file: Path | None,
+    groups: str | None,
+    as_json: bool,
+) -> None:
     """Show the passages a question retrieves, in packing order.
 
     \b
@@ -86,8 +95,11 @@ def retrieve_command(settings: Settings, question: str | None, questions_file: P
         raise click.UsageError("give a QUESTION or --questions FILE")
     items: list[dict[str, Any]]
     if questions_file is not None:
-        items = [json.loads(line) for line in questions_file.read_text("utf-8").splitlines()
-                 if line.strip()]
+        items = [
+            json.loads(line)
+            for line in questions_file.read_text("utf-8").splitlines()
+            if line.strip()
+        ]
     else:
         items = [{"id": None, "question": question}]
     store = Store(settings)
@@ -117,11 +129,22 @@ def retrieve_command(settings: Settings, question: str | None, questions_file: P
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 @click.option("--no-baseline", is_flag=True, help="Skip the LlamaIndex starter comparison.")
 @click.option("--llm", is_flag=True, help="Also ask the model: citation precision.")
-@click.option("--lang", "llm_lang", type=click.Choice(["en", "zh"]), default=None,
-              help="With --llm: only questions in this language.")
+@click.option(
+    "--lang",
+    "llm_lang",
+    type=click.Choice(["en", "zh"]),
+    default=None,
+    help="With --llm: only questions in this language.",
+)
 @with_settings
-def eval_command(settings: Settings, set_dir: Path, as_json: bool, no_baseline: bool, llm: bool,
-                 llm_lang: str | None) -> None:
+def eval_command(
+    settings: Settings,
+    set_dir: Path,
+    as_json: bool,
+    no_baseline: bool,
+    llm: bool,
+    llm_lang: str | None,
+) -> None:
     """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter.
 
     \b
@@ -142,10 +165,12 @@ def eval_command(settings: Settings, set_dir: Path, as_json: bool, no_baseline: 
             click.echo(f"  {lang:<4} {values}  (n={metrics['questions']})")
     if "citations" in report:
         c = report["citations"]
-        click.echo(f"citation precision {c['citation_precision']:.3f} "
-                   f"({c['markers']} markers in {c['answered']} generated answers); after the "
-                   f"support check {c['citation_precision_after_check']:.3f} "
-                   f"({c['markers_after_check']} markers)")
+        click.echo(
+            f"citation precision {c['citation_precision']:.3f} "
+            f"({c['markers']} markers in {c['answered']} generated answers); after the "
+            f"support check {c['citation_precision_after_check']:.3f} "
+            f"({c['markers_after_check']} markers)"
+        )
 
 
 COMMANDS = [ask_command, retrieve_command, eval_command]

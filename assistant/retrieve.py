@@ -64,7 +64,8 @@ class Snapshot:
         self.docs: dict[str, DocRecord] = {r.meta.id: r for r in ledger.documents()}
         rows = ledger.db.execute(
             "SELECT id, doc_id, ordinal, text, section, page, page_end, tokens FROM chunks "
-            "ORDER BY doc_id, ordinal").fetchall()
+            "ORDER BY doc_id, ordinal"
+        ).fetchall()
         self.ids = [r[0] for r in rows]
         self.row_of = {cid: i for i, cid in enumerate(self.ids)}
         self.doc_ids = [r[1] for r in rows]
@@ -95,23 +96,36 @@ class Snapshot:
     def allowed(self, groups: Sequence[str]) -> Mask:
         key = frozenset(groups)
         if key not in self._masks:
-            visible = {doc_id for doc_id, r in self.docs.items()
-                       if r.status == "ok" and key & set(r.meta.groups)}
-            self._masks[key] = np.fromiter((d in visible for d in self.doc_ids), dtype=bool,
-                                           count=len(self.doc_ids))
+            visible = {
+                doc_id
+                for doc_id, r in self.docs.items()
+                if r.status == "ok" and key & set(r.meta.groups)
+            }
+            self._masks[key] = np.fromiter(
+                (d in visible for d in self.doc_ids), dtype=bool, count=len(self.doc_ids)
+            )
         return self._masks[key]
 
     def bm25_tokens(self, chunk_id: str) -> list[str]:
-        return self.tokens[self.row_of[chunk_id]].split()
+        tokens: str = self.tokens[self.row_of[chunk_id]]
+        return tokens.split()
 
     def passage(self, row: int, score: float = 0.0) -> Passage:
         record = self.docs[self.doc_ids[row]]
         page, page_end = self.pages[row]
         return Passage(
-            chunk_id=self.ids[row], doc_id=record.meta.id, file=record.meta.path,
-            text=self.texts[row], section=self.sections[row], page=page, page_end=page_end,
-            score=score, title=record.meta.title, superseded=record.meta.id in self.superseded,
-            groups=record.meta.groups, ordinal=self.ordinals[row],
+            chunk_id=self.ids[row],
+            doc_id=record.meta.id,
+            file=record.meta.path,
+            text=self.texts[row],
+            section=self.sections[row],
+            page=page,
+            page_end=page_end,
+            score=score,
+            title=record.meta.title,
+            superseded=record.meta.id in self.superseded,
+            groups=record.meta.groups,
+            ordinal=self.ordinals[row],
         )
 
 
@@ -131,12 +145,16 @@ class Retriever:
         if self._snapshot is None or self._snapshot.generation != self.store.ledger.generation():
             started = time.perf_counter()
             self._snapshot = Snapshot(self.store)
-            logger.info("retrieval snapshot: %d chunks in %.2f s", len(self._snapshot.ids),
-                        time.perf_counter() - started)
+            logger.info(
+                "retrieval snapshot: %d chunks in %.2f s",
+                len(self._snapshot.ids),
+                time.perf_counter() - started,
+            )
         return self._snapshot
 
-    def _dense(self, snap: Snapshot, question: str, groups: Sequence[str], allowed: Mask,
-               n: int) -> list[tuple[str, float]]:
+    def _dense(
+        self, snap: Snapshot, question: str, groups: Sequence[str], allowed: Mask, n: int
+    ) -> list[tuple[str, float]]:
         vector = self.store.embedder.embed_batch([question])[0]
         hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH)
         kept = [(cid, s) for cid, s in hits if cid in snap.row_of and allowed[snap.row_of[cid]]]
@@ -158,15 +176,23 @@ class Retriever:
         query_tokens = tokenize_query(question)
         lexical = snap.bm25.search(query_tokens, cfg.candidates, allowed)
         t1 = time.perf_counter()
-        weights = weights_for_lang(lang, cfg.dense_weight, cfg.lexical_weight,
-                                   {"zh": cfg.dense_weight_zh})
-        dense = self._dense(snap, question, groups, allowed, cfg.candidates) if weights[DENSE] > 0 else []
+        weights = weights_for_lang(
+            lang, cfg.dense_weight, cfg.lexical_weight, {"zh": cfg.dense_weight_zh}
+        )
+        dense = (
+            self._dense(snap, question, groups, allowed, cfg.candidates)
+            if weights[DENSE] > 0
+            else []
+        )
         t2 = time.perf_counter()
         coverage = snap.bm25.coverage(query_tokens)
         by_coverage = sorted((c for c, _ in lexical), key=lambda c: -coverage[snap.row_of[c]])
         weights[COVERAGE] = cfg.coverage_weight_en if lang == "en" else cfg.coverage_weight
-        fused = rrf({LEXICAL: [c for c, _ in lexical], DENSE: [c for c, _ in dense],
-                     COVERAGE: by_coverage}, weights, cfg.rrf_k)
+        fused = rrf(
+            {LEXICAL: [c for c, _ in lexical], DENSE: [c for c, _ in dense], COVERAGE: by_coverage},
+            weights,
+            cfg.rrf_k,
+        )
         passages = [snap.passage(snap.row_of[cid], score) for cid, score in fused[: k * 3]]
         passages = self._prefer_newest(passages, question, snap)[:k]
         best_tokens = set(snap.bm25_tokens(lexical[0][0])) if lexical else set()
@@ -176,8 +202,11 @@ class Retriever:
             dense_top=dense[0][1] if dense else 0.0,
             lexical_top=lexical[0][1] if lexical else 0.0,
             coverage=_coverage(query_tokens, best_tokens),
-            timings_ms={"lexical": (t1 - t0) * 1000, "dense": (t2 - t1) * 1000,
-                        "retrieve": (time.perf_counter() - t0) * 1000},
+            timings_ms={
+                "lexical": (t1 - t0) * 1000,
+                "dense": (t2 - t1) * 1000,
+                "retrieve": (time.perf_counter() - t0) * 1000,
+            },
         )
 
     @staticmethod

@@ -46,8 +46,11 @@ def main() -> None:
     pages = count_pages(args.folder)
     tmp = Path(tempfile.mkdtemp(prefix="kb-bench-ingest-"))
     settings = load_settings(REPO / "config.toml").with_store(tmp / "store")
-    settings = replace(settings, embed=replace(settings.embed, cache=str(tmp / "cache.sqlite")),
-                       ingest=replace(settings.ingest, folder_groups={}))
+    settings = replace(
+        settings,
+        embed=replace(settings.embed, cache=str(tmp / "cache.sqlite")),
+        ingest=replace(settings.ingest, folder_groups={}),
+    )
 
     t0 = time.perf_counter()
     report = ingest_paths(settings, [args.folder], workers=args.workers)
@@ -59,16 +62,30 @@ def main() -> None:
     build_starter_index(settings, args.folder)
     starter_s = time.perf_counter() - t2
 
-    print(json.dumps({
-        "folder": str(args.folder), "pages": round(pages, 1),
-        "ours": {"seconds": round(ours_s, 1), "pages_per_s": round(pages / ours_s, 2),
-                 "chunks_embedded": report.embedded},
-        "reindex_unchanged": {"seconds": round(reindex_s, 2), "embedded": again.embedded,
-                              "speedup_vs_fresh": round(ours_s / reindex_s, 1)},
-        "llamaindex_starter": {"seconds": round(starter_s, 1),
-                               "pages_per_s": round(pages / starter_s, 2)},
-        "ratio_ours_to_starter": round(starter_s / ours_s, 2),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "folder": str(args.folder),
+                "pages": round(pages, 1),
+                "ours": {
+                    "seconds": round(ours_s, 1),
+                    "pages_per_s": round(pages / ours_s, 2),
+                    "chunks_embedded": report.embedded,
+                },
+                "reindex_unchanged": {
+                    "seconds": round(reindex_s, 2),
+                    "embedded": again.embedded,
+                    "speedup_vs_fresh": round(ours_s / reindex_s, 1),
+                },
+                "llamaindex_starter": {
+                    "seconds": round(starter_s, 1),
+                    "pages_per_s": round(pages / starter_s, 2),
+                },
+                "ratio_ours_to_starter": round(starter_s / ours_s, 2),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -31,14 +30,15 @@ from assistant.cli_common import offline_environment  # noqa: E402
 from assistant.config import load_settings  # noqa: E402
 from assistant.pack import pack  # noqa: E402
 from assistant.retrieve import Retriever  # noqa: E402
-from ingest.ledger import Ledger, chunk_row  # noqa: E402
+from assistant.types import Chunk, DocMeta  # noqa: E402
+from ingest.ledger import Ledger  # noqa: E402
 from ingest.pipeline import Store, ingest_paths  # noqa: E402
 from ingest.store import group_metadata  # noqa: E402
-from assistant.types import Chunk, DocMeta  # noqa: E402
 
-
-QUESTION_FILES = [REPO / "data" / "samples" / "qa.jsonl",
-                  REPO.parent / "shared" / "eval" / "public" / "qa.jsonl"]
+QUESTION_FILES = [
+    REPO / "data" / "samples" / "qa.jsonl",
+    REPO.parent / "shared" / "eval" / "public" / "qa.jsonl",
+]
 
 
 def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
@@ -47,9 +47,12 @@ def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
     ingest_paths(seed, [REPO / "data" / "samples" / "docs"])
     source = Store(seed)
     rows = source.ledger.db.execute("SELECT id, text, section, tokens FROM chunks").fetchall()
-    vectors = source.vectors._collection(source.collection).get(ids=[r[0] for r in rows],
-                                                                include=["embeddings"])
-    by_id = dict(zip(vectors["ids"], np.asarray(vectors["embeddings"], dtype=np.float32), strict=True))
+    vectors = source.vectors._collection(source.collection).get(
+        ids=[r[0] for r in rows], include=["embeddings"]
+    )
+    by_id = dict(
+        zip(vectors["ids"], np.asarray(vectors["embeddings"], dtype=np.float32), strict=True)
+    )
     source.close()
     rng = random.Random(7)
     nrng = np.random.default_rng(7)
@@ -57,19 +60,41 @@ def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
     per_doc = 1000
     for d in range(n_chunks // per_doc):
         groups = ("all",) if d % 10 < 7 else ("hr",) if d % 10 < 9 else ("finance",)
-        meta = DocMeta(id=f"doc{d:05d}", path=f"synthetic/doc{d:05d}.pdf", root="/bench",
-                       sha256=str(d), size=1, mtime=0.0, title=f"Synthetic {d}", groups=groups)
+        meta = DocMeta(
+            id=f"doc{d:05d}",
+            path=f"synthetic/doc{d:05d}.pdf",
+            root="/bench",
+            sha256=str(d),
+            size=1,
+            mtime=0.0,
+            title=f"Synthetic {d}",
+            groups=groups,
+        )
         chunks, tokens, vecs = [], [], []
         for i in range(per_doc):
             cid, text, section, toks = rows[rng.randrange(len(rows))]
             words = text.split(" ")
             kept = [w for w in words if rng.random() > 0.15] or words
-            chunks.append(Chunk(f"d{d}c{i}", meta.id, i, " ".join(kept), tuple(json.loads(section)), i // 3 + 1, i // 3 + 1))
+            chunks.append(
+                Chunk(
+                    f"d{d}c{i}",
+                    meta.id,
+                    i,
+                    " ".join(kept),
+                    tuple(json.loads(section)),
+                    i // 3 + 1,
+                    i // 3 + 1,
+                )
+            )
             tokens.append([t for t in toks.split() if rng.random() > 0.15])
             v = by_id[cid] + nrng.normal(0, 0.03, by_id[cid].shape).astype(np.float32)
             vecs.append(v / np.linalg.norm(v))
-        store.vectors.upsert(store.collection, [c.id for c in chunks], np.stack(vecs),
-                             [group_metadata(meta.id, groups)] * len(chunks))
+        store.vectors.upsert(
+            store.collection,
+            [c.id for c in chunks],
+            np.stack(vecs),
+            [group_metadata(meta.id, groups)] * len(chunks),
+        )
         store.ledger.replace_document(meta, chunks, tokens)
         print(f"\rbuilt {(d + 1) * per_doc} chunks", end="", flush=True)
     print()
@@ -87,14 +112,20 @@ def main() -> None:
     args = parser.parse_args()
     offline_environment()
     settings = load_settings(REPO / "config.toml").with_store(args.store)
-    settings = replace(settings, embed=replace(settings.embed, cache=str(args.store / "bench-cache.sqlite")))
+    settings = replace(
+        settings, embed=replace(settings.embed, cache=str(args.store / "bench-cache.sqlite"))
+    )
     ledger = Ledger(settings.store_path() / "ledger.sqlite")
     have = ledger.chunk_count()
     ledger.close()
     if have < args.chunks:
         build(settings, args.chunks)
-    questions = [json.loads(line)["question"] for path in QUESTION_FILES if path.exists()
-                 for line in path.read_text("utf-8").splitlines()]
+    questions = [
+        json.loads(line)["question"]
+        for path in QUESTION_FILES
+        if path.exists()
+        for line in path.read_text("utf-8").splitlines()
+    ]
     # a fresh question-vector cache each run: every question is embedded as it would be live
     fresh_cache = Path(tempfile.mkdtemp(prefix="kb-qcache-")) / "cache.sqlite"
     settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))

@@ -99,7 +99,9 @@ def _sentences(blocks: Sequence[Block], count_many: CountMany, max_tokens: int) 
         pieces = [piece] if tokens <= max_tokens else _windows(piece, tokens, max_tokens)
         sub_counts = [tokens] if len(pieces) == 1 else count_many(pieces)
         for j, (sub, n) in enumerate(zip(pieces, sub_counts, strict=True)):
-            out.append(_Sentence(sub, n, block.page, block.page_end or block.page, first and j == 0))
+            out.append(
+                _Sentence(sub, n, block.page, block.page_end or block.page, first and j == 0)
+            )
     return out
 
 
@@ -123,7 +125,10 @@ def _pack(sentences: list[_Sentence], max_tokens: int, overlap: int) -> list[lis
             tail: list[_Sentence] = []
             tail_size = 0
             for prev in reversed(current):
-                if tail_size + prev.tokens > overlap or tail_size + prev.tokens + sentence.tokens > max_tokens:
+                if (
+                    tail_size + prev.tokens > overlap
+                    or tail_size + prev.tokens + sentence.tokens > max_tokens
+                ):
                     break
                 tail.insert(0, prev)
                 tail_size += prev.tokens

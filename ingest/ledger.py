@@ -133,24 +133,42 @@ class DocRecord:
 
 def _doc_from_row(row: sqlite3.Row) -> DocRecord:
     meta = DocMeta(
-        id=row["id"], path=row["path"], root=row["root"], sha256=row["sha256"], size=row["size"],
-        mtime=row["mtime"], title=row["title"], lang=row["lang"],
-        groups=tuple(json.loads(row["groups"])), version=row["version"],
-        effective_date=row["effective_date"], series=row["series"],
+        id=row["id"],
+        path=row["path"],
+        root=row["root"],
+        sha256=row["sha256"],
+        size=row["size"],
+        mtime=row["mtime"],
+        title=row["title"],
+        lang=row["lang"],
+        groups=tuple(json.loads(row["groups"])),
+        version=row["version"],
+        effective_date=row["effective_date"],
+        series=row["series"],
     )
     return DocRecord(meta, row["status"], row["reason"], row["chunk_count"], row["updated_at"])
 
 
 def chunk_row(chunk: Chunk, tokens: Sequence[str]) -> tuple[Any, ...]:
-    return (chunk.id, chunk.doc_id, chunk.ordinal, chunk.text, json.dumps(chunk.section,
-            ensure_ascii=False), chunk.page, chunk.page_end, " ".join(tokens))
+    return (
+        chunk.id,
+        chunk.doc_id,
+        chunk.ordinal,
+        chunk.text,
+        json.dumps(chunk.section, ensure_ascii=False),
+        chunk.page,
+        chunk.page_end,
+        " ".join(tokens),
+    )
 
 
 class Ledger:
     def __init__(self, path: Path) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+            self.db = sqlite3.connect(
+                path, timeout=30, check_same_thread=False, isolation_level=None
+            )
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"ledger {path} could not be opened ({exc})") from exc
         self.path = path
@@ -161,7 +179,9 @@ class Ledger:
         self._migrate()
 
     def _migrate(self) -> None:
-        self.db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+        )
         done = {r[0] for r in self.db.execute("SELECT name FROM migrations")}
         for name, sql in MIGRATIONS:
             if name in done:
@@ -214,7 +234,9 @@ class Ledger:
         return _doc_from_row(row) if row else None
 
     def documents(self) -> list[DocRecord]:
-        return [_doc_from_row(r) for r in self.db.execute("SELECT * FROM documents ORDER BY root, path")]
+        return [
+            _doc_from_row(r) for r in self.db.execute("SELECT * FROM documents ORDER BY root, path")
+        ]
 
     def _upsert_document(
         self, db: sqlite3.Connection, meta: DocMeta, status: str, reason: str, chunk_count: int
@@ -231,9 +253,25 @@ class Ledger:
                    effective_date = excluded.effective_date, series = excluded.series,
                    status = excluded.status, reason = excluded.reason,
                    chunk_count = excluded.chunk_count, updated_at = excluded.updated_at""",
-            (meta.id, meta.root, meta.path, meta.sha256, meta.size, meta.mtime, meta.title,
-             meta.lang, json.dumps(list(meta.groups)), meta.version, meta.effective_date,
-             meta.series, status, reason, chunk_count, now, now),
+            (
+                meta.id,
+                meta.root,
+                meta.path,
+                meta.sha256,
+                meta.size,
+                meta.mtime,
+                meta.title,
+                meta.lang,
+                json.dumps(list(meta.groups)),
+                meta.version,
+                meta.effective_date,
+                meta.series,
+                status,
+                reason,
+                chunk_count,
+                now,
+                now,
+            ),
         )
 
     def replace_document(
@@ -256,21 +294,27 @@ class Ledger:
     def update_document_meta(self, meta: DocMeta) -> None:
         """Metadata changed (groups, sidecar, mtime) but the text did not."""
         with self.transaction() as db:
-            row = db.execute("SELECT status, reason, chunk_count FROM documents WHERE id = ?",
-                             (meta.id,)).fetchone()
+            row = db.execute(
+                "SELECT status, reason, chunk_count FROM documents WHERE id = ?", (meta.id,)
+            ).fetchone()
             self._upsert_document(db, meta, row["status"], row["reason"], row["chunk_count"])
             self._bump(db)
 
     def mark_failed(self, meta: DocMeta, status: str, reason: str) -> None:
         """Record a failure. A document that had a live version keeps it (and says so)."""
         with self.transaction() as db:
-            row = db.execute("SELECT chunk_count, status FROM documents WHERE id = ?",
-                             (meta.id,)).fetchone()
+            row = db.execute(
+                "SELECT chunk_count, status FROM documents WHERE id = ?", (meta.id,)
+            ).fetchone()
             if row is not None and row["chunk_count"] > 0:
                 db.execute(
                     "UPDATE documents SET status = ?, reason = ?, updated_at = ? WHERE id = ?",
-                    (status, f"{reason} (the previous version stays searchable)", time.time(),
-                     meta.id),
+                    (
+                        status,
+                        f"{reason} (the previous version stays searchable)",
+                        time.time(),
+                        meta.id,
+                    ),
                 )
             else:
                 self._upsert_document(db, meta, status, reason, 0)
@@ -319,7 +363,9 @@ class Ledger:
     def remember_source(self, path: str, groups: Sequence[str] | None) -> None:
         """An ingested path (file or folder) and its --groups, for `kb reindex`."""
         with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO sources VALUES (?, ?)", (path, ",".join(groups or ())))
+            db.execute(
+                "INSERT OR REPLACE INTO sources VALUES (?, ?)", (path, ",".join(groups or ()))
+            )
 
     def sources(self) -> list[tuple[str, tuple[str, ...] | None]]:
         rows = self.db.execute("SELECT path, groups FROM sources ORDER BY path")
@@ -327,21 +373,31 @@ class Ledger:
 
     def start_run(self, kind: str, args: str) -> int:
         with self.transaction() as db:
-            cur = db.execute("INSERT INTO runs (kind, args, started_at) VALUES (?, ?, ?)",
-                             (kind, args, time.time()))
+            cur = db.execute(
+                "INSERT INTO runs (kind, args, started_at) VALUES (?, ?, ?)",
+                (kind, args, time.time()),
+            )
             return int(cur.lastrowid or 0)
 
     def record_file(self, run_id: int, path: str, outcome: str, reason: str = "") -> None:
-        self.db.execute("INSERT INTO run_files VALUES (?, ?, ?, ?)", (run_id, path, outcome, reason))
+        self.db.execute(
+            "INSERT INTO run_files VALUES (?, ?, ?, ?)", (run_id, path, outcome, reason)
+        )
 
     def finish_run(self, run_id: int, counts: dict[str, int]) -> None:
         with self.transaction() as db:
             db.execute(
                 "UPDATE runs SET ended_at = ?, ingested = ?, unchanged = ?, updated = ?, "
                 "removed = ?, failed = ? WHERE id = ?",
-                (time.time(), counts.get("ingested", 0), counts.get("unchanged", 0),
-                 counts.get("updated", 0), counts.get("removed", 0), counts.get("failed", 0),
-                 run_id),
+                (
+                    time.time(),
+                    counts.get("ingested", 0),
+                    counts.get("unchanged", 0),
+                    counts.get("updated", 0),
+                    counts.get("removed", 0),
+                    counts.get("failed", 0),
+                    run_id,
+                ),
             )
 
     def last_run(self) -> dict[str, Any] | None:

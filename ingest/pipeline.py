@@ -69,7 +69,9 @@ class IngestReport:
     @property
     def counts(self) -> dict[str, int]:
         counts = Counter(o.outcome for o in self.outcomes)
-        return {k: counts.get(k, 0) for k in ("ingested", "updated", "unchanged", "removed", "failed")}
+        return {
+            k: counts.get(k, 0) for k in ("ingested", "updated", "unchanged", "removed", "failed")
+        }
 
 
 class Store:
@@ -114,23 +116,32 @@ def sha256_file(path: Path) -> str:
 
 def _sidecar(path: Path) -> dict[str, Any]:
     """`NAME.meta.toml` or `STEM.meta.toml` beside the file, if present."""
-    for candidate in (path.with_name(path.name + SIDECAR_SUFFIX), path.with_name(path.stem + SIDECAR_SUFFIX)):
+    for candidate in (
+        path.with_name(path.name + SIDECAR_SUFFIX),
+        path.with_name(path.stem + SIDECAR_SUFFIX),
+    ):
         if candidate.is_file():
             try:
                 data = tomllib.loads(candidate.read_text(encoding="utf-8"))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise IngestError(f"{candidate.name}: sidecar is not valid TOML ({exc}); fix or remove it") from exc
+                raise IngestError(
+                    f"{candidate.name}: sidecar is not valid TOML ({exc}); fix or remove it"
+                ) from exc
             unknown = set(data) - SIDECAR_KEYS
             if unknown:
-                raise IngestError(f"{candidate.name}: unknown sidecar key {sorted(unknown)[0]!r} "
-                                  f"(known: {', '.join(sorted(SIDECAR_KEYS))})")
+                raise IngestError(
+                    f"{candidate.name}: unknown sidecar key {sorted(unknown)[0]!r} "
+                    f"(known: {', '.join(sorted(SIDECAR_KEYS))})"
+                )
             return {k: (tuple(v) if isinstance(v, list) else str(v)) for k, v in data.items()}
     return {}
 
 
-def _groups_for(settings: Settings, rel: str, explicit: Sequence[str] | None,
-                sidecar: dict[str, Any]) -> tuple[str, ...]:
-    """--groups, else the sidecar's groups, else the longest matching folder mapping, else default."""
+def _groups_for(
+    settings: Settings, rel: str, explicit: Sequence[str] | None, sidecar: dict[str, Any]
+) -> tuple[str, ...]:
+    """--groups, else the sidecar's groups, else the longest matching folder mapping, else the
+    default groups."""
     if explicit:
         return tuple(sorted(set(explicit)))
     if sidecar.get("groups"):
@@ -166,10 +177,16 @@ def _describe(settings: Settings, root: Path, path: Path, groups: Sequence[str] 
     stat = path.stat()
     sidecar = _sidecar(path)
     return DocMeta(
-        id=doc_id_for(str(root), rel), path=rel, root=str(root), sha256="", size=stat.st_size,
-        mtime=stat.st_mtime, title=str(sidecar.get("title", "")),
+        id=doc_id_for(str(root), rel),
+        path=rel,
+        root=str(root),
+        sha256="",
+        size=stat.st_size,
+        mtime=stat.st_mtime,
+        title=str(sidecar.get("title", "")),
         groups=_groups_for(settings, rel, groups, sidecar),
-        version=str(sidecar.get("version", "")), effective_date=str(sidecar.get("effective_date", "")),
+        version=str(sidecar.get("version", "")),
+        effective_date=str(sidecar.get("effective_date", "")),
         series=str(sidecar.get("series", "")),
     )
 
@@ -188,15 +205,25 @@ class _Writer:
         self.collection = collection
         self.settings = store.settings
 
-    def prepare(self, meta: DocMeta, parsed: ParsedDoc) -> tuple[DocMeta, list[Chunk], list[list[str]]]:
+    def prepare(
+        self, meta: DocMeta, parsed: ParsedDoc
+    ) -> tuple[DocMeta, list[Chunk], list[list[str]]]:
         embedder = self.store.embedder
         prefix_room = 32  # tokens left for the heading path in front of each passage
         size = min(self.settings.ingest.chunk_tokens, embedder.max_tokens - prefix_room)
-        chunks = chunk_blocks(meta.id, parsed.blocks, embedder.count_tokens_many, size,
-                              self.settings.ingest.chunk_overlap)
+        chunks = chunk_blocks(
+            meta.id,
+            parsed.blocks,
+            embedder.count_tokens_many,
+            size,
+            self.settings.ingest.chunk_overlap,
+        )
         sample = "".join(c.text for c in chunks[:20])
-        meta = replace(meta, title=meta.title or parsed.title or Path(meta.path).stem,
-                       lang=detect_lang(sample) if sample else "en")
+        meta = replace(
+            meta,
+            title=meta.title or parsed.title or Path(meta.path).stem,
+            lang=detect_lang(sample) if sample else "en",
+        )
         title_tokens = tokenize(meta.title)
         tokens = [title_tokens + tokenize(c.embed_text()) for c in chunks]
         return meta, chunks, tokens
@@ -210,7 +237,9 @@ class _Writer:
         self.store.ledger.set_meta("dirty", "1")
         vectors = self.store.embedder.embed_batch([c.embed_text() for c in fresh])
         metadata = group_metadata(meta.id, meta.groups)
-        self.store.vectors.upsert(self.collection, [c.id for c in fresh], vectors, [metadata] * len(fresh))
+        self.store.vectors.upsert(
+            self.collection, [c.id for c in fresh], vectors, [metadata] * len(fresh)
+        )
 
     def write(self, meta: DocMeta, parsed: ParsedDoc) -> int:
         meta, chunks, tokens = self.prepare(meta, parsed)
@@ -248,9 +277,14 @@ def ingest_paths(
         found = list(discover(paths))
         for given in paths:
             store.ledger.remember_source(str(given.expanduser().resolve()), groups)
-        report = IngestReport(run_id=store.ledger.start_run(
-            "ingest", json.dumps({"paths": [str(p) for p in paths], "groups": list(groups or []),
-                                  "prune": prune})))
+        report = IngestReport(
+            run_id=store.ledger.start_run(
+                "ingest",
+                json.dumps(
+                    {"paths": [str(p) for p in paths], "groups": list(groups or []), "prune": prune}
+                ),
+            )
+        )
         fingerprint = _parse_fingerprint(settings)
         retry_failed = store.ledger.get_meta("parse_fingerprint") != fingerprint
         writer = _Writer(store, store.collection)
@@ -273,7 +307,10 @@ def ingest_paths(
                 finish(FileOutcome(label, "failed", "failed", str(exc)))
                 continue
             old = store.ledger.document(meta.id)
-            same_file = old is not None and (old.meta.size, old.meta.mtime) == (meta.size, meta.mtime)
+            same_file = old is not None and (old.meta.size, old.meta.mtime) == (
+                meta.size,
+                meta.mtime,
+            )
             if old and old.status != "ok" and same_file and not retry_failed:
                 finish(FileOutcome(label, "unchanged", old.status, old.reason))
                 continue
@@ -288,10 +325,15 @@ def ingest_paths(
                     continue
                 store.ledger.update_document_meta(meta)
                 ids = store.ledger.chunk_ids(meta.id)
-                store.vectors.update_metadata(store.collection, ids,
-                                              [group_metadata(meta.id, meta.groups)] * len(ids))
+                store.vectors.update_metadata(
+                    store.collection, ids, [group_metadata(meta.id, meta.groups)] * len(ids)
+                )
                 changed = not _same_meta(old.meta, meta)
-                finish(FileOutcome(label, "updated" if changed else "unchanged", chunks=old.chunk_count))
+                finish(
+                    FileOutcome(
+                        label, "updated" if changed else "unchanged", chunks=old.chunk_count
+                    )
+                )
                 continue
             todo.append((meta, path, old is not None and old.chunk_count > 0))
 
@@ -313,13 +355,23 @@ def ingest_paths(
                 finish(FileOutcome(label, "updated" if had_version else "ingested", chunks=count))
 
         if prune:
-            seen = {doc_id_for(str(root), path.relative_to(root).as_posix()) for root, path in found}
+            seen = {
+                doc_id_for(str(root), path.relative_to(root).as_posix()) for root, path in found
+            }
             roots = {str(p.expanduser().resolve()) for p in paths}
             for record in store.ledger.documents():
                 inside = record.meta.root in roots or any(
-                    str(Path(record.meta.root) / record.meta.path).startswith(r + os.sep) for r in roots)
-                if inside and record.meta.id not in seen and not (Path(record.meta.root) / record.meta.path).exists():
-                    store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
+                    str(Path(record.meta.root) / record.meta.path).startswith(r + os.sep)
+                    for r in roots
+                )
+                if (
+                    inside
+                    and record.meta.id not in seen
+                    and not (Path(record.meta.root) / record.meta.path).exists()
+                ):
+                    store.vectors.delete(
+                        store.collection, store.ledger.delete_document(record.meta.id)
+                    )
                     finish(FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed"))
 
         _recover(store)
@@ -340,8 +392,9 @@ def _parse_fingerprint(settings: Settings) -> str:
     return hashlib.sha1(key.encode()).hexdigest()
 
 
-def reindex(settings: Settings, full: bool = False, progress: Progress | None = None,
-            workers: int = 1) -> IngestReport:
+def reindex(
+    settings: Settings, full: bool = False, progress: Progress | None = None, workers: int = 1
+) -> IngestReport:
     """Incremental: ingest every remembered source again, pruning what disappeared.
     Full: rebuild every document into a fresh collection and switch over at the end."""
     if not full:
@@ -352,8 +405,9 @@ def reindex(settings: Settings, full: bool = False, progress: Progress | None = 
         for source, groups in sources:
             if not Path(source).exists():
                 continue
-            part = ingest_paths(settings, [Path(source)], groups, prune=True, progress=progress,
-                                workers=workers)
+            part = ingest_paths(
+                settings, [Path(source)], groups, prune=True, progress=progress, workers=workers
+            )
             report.outcomes += part.outcomes
             report.embedded += part.embedded
             report.run_id = part.run_id
@@ -381,29 +435,49 @@ def _full_reindex(settings: Settings, progress: Progress | None, workers: int) -
         with ParsePool(settings.ingest, workers=workers) as pool:
             for i, (path, result) in enumerate(pool.imap(existing), 1):
                 record = by_path[path]
-                meta = replace(record.meta, sha256=sha256_file(path), size=path.stat().st_size,
-                               mtime=path.stat().st_mtime)
+                meta = replace(
+                    record.meta,
+                    sha256=sha256_file(path),
+                    size=path.stat().st_size,
+                    mtime=path.stat().st_mtime,
+                )
                 if isinstance(result, IngestError):
                     kept = _carry_over(store, writer, record)
-                    finals.append((record.meta if kept else meta, result.status,
-                                   str(result) + (" (the previous version stays searchable)" if kept else ""), kept))
+                    finals.append(
+                        (
+                            record.meta if kept else meta,
+                            result.status,
+                            str(result)
+                            + (" (the previous version stays searchable)" if kept else ""),
+                            kept,
+                        )
+                    )
                     outcome = FileOutcome(str(path), "failed", result.status, str(result))
                 else:
                     meta, chunks, tokens = writer.prepare(meta, result)
                     writer.upsert(meta, chunks, skip_existing=False)
-                    store.ledger.stage_chunks(chunk_row(c, t) for c, t in zip(chunks, tokens, strict=True))
+                    store.ledger.stage_chunks(
+                        chunk_row(c, t) for c, t in zip(chunks, tokens, strict=True)
+                    )
                     finals.append((meta, "ok", "", len(chunks)))
-                    outcome = FileOutcome(str(path), "updated" if record.chunk_count else "ingested",
-                                          chunks=len(chunks))
+                    outcome = FileOutcome(
+                        str(path),
+                        "updated" if record.chunk_count else "ingested",
+                        chunks=len(chunks),
+                    )
                 report.outcomes.append(outcome)
-                store.ledger.record_file(report.run_id, outcome.path, outcome.outcome, outcome.reason)
+                store.ledger.record_file(
+                    report.run_id, outcome.path, outcome.outcome, outcome.reason
+                )
                 if progress:
                     progress(i, len(records), str(path))
         gone = [r for p, r in by_path.items() if not p.exists()]
         store.ledger.swap_in_staging(finals, new_collection)
         for record in gone:
             store.ledger.delete_document(record.meta.id)
-            report.outcomes.append(FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed"))
+            report.outcomes.append(
+                FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed")
+            )
         store.vectors.drop(old_collection)
         store.ledger.set_meta("dirty", "0")
         report.embedded = store.embedder.computed if store._embedder else 0
@@ -417,11 +491,22 @@ def _full_reindex(settings: Settings, progress: Progress | None, workers: int) -
 def _carry_over(store: Store, writer: _Writer, record: DocRecord) -> int:
     """Keep a document's live chunks through a full re-index when its file no longer parses."""
     rows = store.ledger.db.execute(
-        "SELECT * FROM chunks WHERE doc_id = ? ORDER BY ordinal", (record.meta.id,)).fetchall()
+        "SELECT * FROM chunks WHERE doc_id = ? ORDER BY ordinal", (record.meta.id,)
+    ).fetchall()
     if not rows:
         return 0
-    chunks = [Chunk(r["id"], r["doc_id"], r["ordinal"], r["text"], tuple(json.loads(r["section"])),
-                    r["page"], r["page_end"]) for r in rows]
+    chunks = [
+        Chunk(
+            r["id"],
+            r["doc_id"],
+            r["ordinal"],
+            r["text"],
+            tuple(json.loads(r["section"])),
+            r["page"],
+            r["page_end"],
+        )
+        for r in rows
+    ]
     writer.upsert(record.meta, chunks, skip_existing=False)
     store.ledger.stage_chunks(tuple(r) for r in rows)
     return len(chunks)
@@ -431,8 +516,11 @@ def _find(store: Store, ref: str) -> DocRecord:
     record = store.ledger.document(ref)
     if record:
         return record
-    matches = [r for r in store.ledger.documents()
-               if ref in (r.meta.path, str(Path(r.meta.root) / r.meta.path), Path(r.meta.path).name)]
+    matches = [
+        r
+        for r in store.ledger.documents()
+        if ref in (r.meta.path, str(Path(r.meta.root) / r.meta.path), Path(r.meta.path).name)
+    ]
     if len(matches) == 1:
         return matches[0]
     if not matches:

@@ -78,7 +78,9 @@ class VectorStore:
             )
         logger.info("chroma upsert %d vectors into %s", len(ids), collection)
 
-    def update_metadata(self, collection: str, ids: Sequence[str], metadatas: Sequence[Metadata]) -> None:
+    def update_metadata(
+        self, collection: str, ids: Sequence[str], metadatas: Sequence[Metadata]
+    ) -> None:
         target = self._collection(collection)
         for start in range(0, len(ids), self._max_batch):
             end = start + self._max_batch
@@ -108,7 +110,9 @@ class VectorStore:
         target = self._collection(collection)
         found: set[str] = set()
         for start in range(0, len(ids), self._max_batch):
-            found.update(target.get(ids=list(ids[start : start + self._max_batch]), include=[])["ids"])
+            found.update(
+                target.get(ids=list(ids[start : start + self._max_batch]), include=[])["ids"]
+            )
         return found
 
     def all_ids(self, collection: str) -> set[str]:

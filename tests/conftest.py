@@ -48,10 +48,13 @@ def make_settings(tmp_path: Path, embed_cache: Path):  # type: ignore[no-untyped
         base = load_settings(REPO / "config.toml", environ={})
         settings = base.with_store(store or tmp_path / "store")
         settings = dataclasses.replace(
-            settings, embed=dataclasses.replace(settings.embed, cache=str(embed_cache)))
+            settings, embed=dataclasses.replace(settings.embed, cache=str(embed_cache))
+        )
         for name, values in sections.items():
             current = getattr(settings, name)
-            settings = dataclasses.replace(settings, **{name: dataclasses.replace(current, **values)})  # type: ignore[arg-type]
+            settings = dataclasses.replace(
+                settings, **{name: dataclasses.replace(current, **values)}
+            )  # type: ignore[arg-type]
         return settings
 
     return make

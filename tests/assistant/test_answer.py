@@ -46,8 +46,11 @@ def test_streamed_answer_against_the_real_server(sample_settings, vllm_server) -
     settings = with_llm(sample_settings, vllm_server.llm)
     assistant = Assistant(settings)
     try:
-        items = list(assistant.ask_stream("How many days of unused annual leave can be carried over?",
-                                          ["all"]))
+        items = list(
+            assistant.ask_stream(
+                "How many days of unused annual leave can be carried over?", ["all"]
+            )
+        )
         pieces = [i for i in items if isinstance(i, str)]
         answer = items[-1]
         assert isinstance(answer, Answer) and answer.mode == "generated", answer.notice
@@ -57,8 +60,12 @@ def test_streamed_answer_against_the_real_server(sample_settings, vllm_server) -
         assert set(answer.timings_ms) >= {"retrieve", "pack", "first_token", "total"}
         assert answer.question_id > 0
         row = assistant.store.ledger.db.execute(
-            "SELECT question, mode FROM questions WHERE id = ?", (answer.question_id,)).fetchone()
-        assert tuple(row) == ("How many days of unused annual leave can be carried over?", "generated")
+            "SELECT question, mode FROM questions WHERE id = ?", (answer.question_id,)
+        ).fetchone()
+        assert tuple(row) == (
+            "How many days of unused annual leave can be carried over?",
+            "generated",
+        )
         # a long conversation still fits: the oldest turns give way, vLLM never refuses the prompt
         history = [Turn("What is the policy? " * 150, "It says many things. " * 150)] * 6
         followup = assistant.ask("And the sick leave?", ["all"], history=history)
@@ -69,10 +76,17 @@ def test_streamed_answer_against_the_real_server(sample_settings, vllm_server) -
 
 @pytest.mark.vllm
 def test_kb_ask_json_shape(sample_settings, vllm_server) -> None:
-    env = {"KB_LLM_URL": vllm_server.url, "KB_LLM_MODEL": str(vllm_server.model_dir),
-           "KB_LLM_SERVED_NAME": vllm_server.served_name, "KB_EMBED_CACHE": sample_settings.embed.cache}
-    result = CliRunner().invoke(main, ["ask", "出差住宿标准是多少？", "--json", "--store",
-                                       str(sample_settings.store_path())], env=env)
+    env = {
+        "KB_LLM_URL": vllm_server.url,
+        "KB_LLM_MODEL": str(vllm_server.model_dir),
+        "KB_LLM_SERVED_NAME": vllm_server.served_name,
+        "KB_EMBED_CACHE": sample_settings.embed.cache,
+    }
+    result = CliRunner().invoke(
+        main,
+        ["ask", "出差住宿标准是多少？", "--json", "--store", str(sample_settings.store_path())],
+        env=env,
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output.strip().splitlines()[-1])
     assert set(data) >= {"answer", "abstained", "citations", "passages", "timings_ms"}
@@ -82,8 +96,13 @@ def test_kb_ask_json_shape(sample_settings, vllm_server) -> None:
 
 
 def test_retrieval_only_when_the_model_server_is_down(sample_settings) -> None:
-    llm = dataclasses.replace(sample_settings.llm, url=f"http://127.0.0.1:{closed_port()}/v1",
-                              model="baidu/ERNIE-4.5-0.3B-PT", connect_timeout_s=1.0, retries=0)
+    llm = dataclasses.replace(
+        sample_settings.llm,
+        url=f"http://127.0.0.1:{closed_port()}/v1",
+        model="baidu/ERNIE-4.5-0.3B-PT",
+        connect_timeout_s=1.0,
+        retries=0,
+    )
     assistant = Assistant(with_llm(sample_settings, llm))
     try:
         answer = assistant.ask("How many days of paid sick leave do employees get?", ["all"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.evaluate import METRICS, passage_hits, quote_hit, run_eval, Hit
+from assistant.evaluate import METRICS, Hit, passage_hits, quote_hit, run_eval
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "bench" / "eval_public.json"
@@ -34,5 +34,9 @@ def test_public_eval_holds_the_recorded_values(make_settings, shared: Path) -> N
     print(json.dumps(report, indent=1))
     for lang in ("en", "zh"):
         for metric in METRICS:
-            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (lang, metric, ours[lang])
+            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (
+                lang,
+                metric,
+                ours[lang],
+            )
             assert ours[lang][metric] >= starter[lang][metric], (lang, metric, "behind the starter")

@@ -31,7 +31,7 @@ def test_chunks_respect_size_and_overlap():
     chunks = chunk_blocks("d", blocks, count_chars, max_tokens=120, overlap=40)
     assert len(chunks) > 3
     assert all(len(c.text) <= 120 for c in chunks)
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in zip(chunks, chunks[1:], strict=False):
         last = a.text.split(". ")[-1]
         assert last in b.text  # the tail of one chunk opens the next
     # nothing lost: every sentence is in some chunk
@@ -46,8 +46,10 @@ def test_long_sentence_is_windowed():
 
 
 def test_pages_span_the_sentences():
-    blocks = [Block("First page text.", (), page=3, page_end=3),
-              Block("Second page text.", (), page=4, page_end=4)]
+    blocks = [
+        Block("First page text.", (), page=3, page_end=3),
+        Block("Second page text.", (), page=4, page_end=4),
+    ]
     [chunk] = chunk_blocks("d", blocks, count_chars, max_tokens=200, overlap=0)
     assert (chunk.page, chunk.page_end) == (3, 4)
     assert chunk.text == "First page text.\nSecond page text."
@@ -82,6 +84,8 @@ def test_parent_heading_without_body_leads_its_children():
 
 
 def test_articles_open_new_chunks():
-    text = "第一条 为了规范管理，制定本办法。第二条 本办法适用于全体员工。第三条 员工每年享有年休假。"
+    text = (
+        "第一条 为了规范管理，制定本办法。第二条 本办法适用于全体员工。第三条 员工每年享有年休假。"
+    )
     chunks = chunk_blocks("d", [Block(text, ("总则",))], count_chars, max_tokens=60, overlap=20)
     assert [c.text[:3] for c in chunks] == ["第一条", "第二条", "第三条"]

@@ -30,7 +30,9 @@ def samples(tmp_path: Path) -> Path:
 def live_chunks(settings) -> dict[str, tuple[str, str]]:
     ledger = Ledger(settings.store_path() / "ledger.sqlite")
     try:
-        return {r[0]: (r[1], r[2]) for r in ledger.db.execute("SELECT id, doc_id, text FROM chunks")}
+        return {
+            r[0]: (r[1], r[2]) for r in ledger.db.execute("SELECT id, doc_id, text FROM chunks")
+        }
     finally:
         ledger.close()
 
@@ -67,7 +69,10 @@ def test_samples_ingest_reingest_and_groups(make_settings, samples: Path) -> Non
         assert hr and all("hr" in p.groups for p in hr)
         travel = retriever.retrieve("一线城市住宿标准是多少？", ["all"], k=5).passages
         assert travel[0].file.endswith("2024.pdf") and not travel[0].superseded
-        assert any(p.superseded for p in retriever.retrieve("2023 一线城市住宿标准", ["all"], k=10).passages)
+        assert any(
+            p.superseded
+            for p in retriever.retrieve("2023 一线城市住宿标准", ["all"], k=10).passages
+        )
     finally:
         store.close()
 
@@ -85,7 +90,9 @@ def test_changed_file_replaces_only_its_own_chunks(make_settings, samples: Path)
     assert report.counts["updated"] == 1 and report.counts["unchanged"] == 10
     after = live_chunks(settings)
     doc_id = next(d for d, t in after.values() if "Badges must be worn" in t)
-    assert {c for c, (d, _) in before.items() if d != doc_id} == {c for c, (d, _) in after.items() if d != doc_id}
+    assert {c for c, (d, _) in before.items() if d != doc_id} == {
+        c for c, (d, _) in after.items() if d != doc_id
+    }
     kept = {c for c, (d, _) in before.items() if d == doc_id} & set(after)
     assert kept, "unchanged sections of the edited document keep their chunk ids"
     assert set(after) == vector_ids(settings)
@@ -98,7 +105,9 @@ def test_prune_and_delete(make_settings, samples: Path) -> None:
     (samples / "Code-of-Conduct.docx").unlink()
     report = ingest_paths(settings, [samples], prune=True)
     assert report.counts["removed"] == 1
-    assert not any("gifts" in t.lower() and "conduct" in t.lower() for _, t in live_chunks(settings).values())
+    assert not any(
+        "gifts" in t.lower() and "conduct" in t.lower() for _, t in live_chunks(settings).values()
+    )
     record = delete_document(settings, "员工福利手册.docx")
     assert record.chunk_count > 0
     assert set(live_chunks(settings)) == vector_ids(settings)
@@ -108,13 +117,19 @@ def test_prune_and_delete(make_settings, samples: Path) -> None:
 def test_full_reindex_switches_collection_and_keeps_answers(make_settings, samples: Path) -> None:
     settings = make_settings()
     ingest_paths(settings, [samples])
-    questions = ["How many days of unused annual leave can be carried over?", "一线城市住宿标准是多少？"]
+    questions = [
+        "How many days of unused annual leave can be carried over?",
+        "一线城市住宿标准是多少？",
+    ]
 
     def top_ids() -> list[list[str]]:
         store = Store(settings)
         try:
             retriever = Retriever(settings, store)
-            return [[p.chunk_id for p in retriever.retrieve(q, ["all", "hr"]).passages] for q in questions]
+            return [
+                [p.chunk_id for p in retriever.retrieve(q, ["all", "hr"]).passages]
+                for q in questions
+            ]
         finally:
             store.close()
 
@@ -132,7 +147,9 @@ def test_full_reindex_switches_collection_and_keeps_answers(make_settings, sampl
     assert top_ids() == before
 
 
-def test_crash_before_the_switch_keeps_the_old_version(make_settings, samples: Path, monkeypatch) -> None:
+def test_crash_before_the_switch_keeps_the_old_version(
+    make_settings, samples: Path, monkeypatch
+) -> None:
     """A crash after the new vectors are written but before the ledger switches: the old
     version stays live (never both), and the next run cleans up and finishes the job."""
     settings = make_settings()
@@ -154,7 +171,9 @@ def test_crash_before_the_switch_keeps_the_old_version(make_settings, samples: P
     assert vector_ids(settings) > set(live)  # orphans of the new version exist in Chroma only
     store = Store(settings)
     try:
-        passages = Retriever(settings, store).retrieve("cryptocurrency gifts", ["all"], k=20).passages
+        passages = (
+            Retriever(settings, store).retrieve("cryptocurrency gifts", ["all"], k=20).passages
+        )
         assert not any("cryptocurrency" in p.text for p in passages)
     finally:
         store.close()
@@ -166,35 +185,53 @@ def test_crash_before_the_switch_keeps_the_old_version(make_settings, samples: P
     assert vector_ids(settings) == set(live)
 
 
-def test_bad_files_get_a_status_and_the_batch_goes_on(make_settings, tmp_path: Path, shared: Path) -> None:
+def test_bad_files_get_a_status_and_the_batch_goes_on(
+    make_settings, tmp_path: Path, shared: Path
+) -> None:
     folder = tmp_path / "mixed"
     folder.mkdir()
     shutil.copy(SAMPLES / "Employee-Leave-Policy.pdf", folder)
-    for name in ("pdf/unstructured/password.pdf", "pdf/sample-files/007-imagemagick-images-only.pdf",
-                 "docx/unstructured/simple.doc", "docx/mammoth/empty.docx"):
+    for name in (
+        "pdf/unstructured/password.pdf",
+        "pdf/sample-files/007-imagemagick-images-only.pdf",
+        "docx/unstructured/simple.doc",
+        "docx/mammoth/empty.docx",
+    ):
         shutil.copy(shared / "corpus" / name, folder)
     (folder / "notes.txt").write_text("not a policy")
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 50)
     settings = make_settings()
-    result = CliRunner().invoke(main, ["ingest", str(folder), "--store", str(settings.store_path()),
-                                       "--quiet"], env={"KB_EMBED_CACHE": settings.embed.cache})
+    result = CliRunner().invoke(
+        main,
+        ["ingest", str(folder), "--store", str(settings.store_path()), "--quiet"],
+        env={"KB_EMBED_CACHE": settings.embed.cache},
+    )
     assert result.exit_code == 0, result.output
     assert re.search(r"ingested 1, unchanged 0, updated 0, removed 0, failed 6", result.output)
-    docs = json.loads(CliRunner().invoke(main, ["docs", "--json", "--store",
-                                                str(settings.store_path())]).output)
+    docs = json.loads(
+        CliRunner().invoke(main, ["docs", "--json", "--store", str(settings.store_path())]).output
+    )
     statuses = {d["path"]: d["status"] for d in docs}
     assert statuses == {
-        "Employee-Leave-Policy.pdf": "ok", "password.pdf": "encrypted",
-        "007-imagemagick-images-only.pdf": "no_text", "simple.doc": "unsupported",
-        "empty.docx": "no_text", "notes.txt": "unsupported", "broken.pdf": "broken",
+        "Employee-Leave-Policy.pdf": "ok",
+        "password.pdf": "encrypted",
+        "007-imagemagick-images-only.pdf": "no_text",
+        "simple.doc": "unsupported",
+        "empty.docx": "no_text",
+        "notes.txt": "unsupported",
+        "broken.pdf": "broken",
     }
     reasons = {d["path"]: d["reason"] for d in docs}
     assert "pdf_passwords" in reasons["password.pdf"] and "convert" in reasons["simple.doc"]
 
     # a password in config opens the encrypted file on the next run, without touching the rest
-    settings_pw = make_settings(store=settings.store_path(), ingest={"pdf_passwords": ("password",)})
+    settings_pw = make_settings(
+        store=settings.store_path(), ingest={"pdf_passwords": ("password",)}
+    )
     report = ingest_paths(settings_pw, [folder])
-    assert [o.path.endswith("password.pdf") for o in report.outcomes if o.outcome == "ingested"] == [True]
+    assert [
+        o.path.endswith("password.pdf") for o in report.outcomes if o.outcome == "ingested"
+    ] == [True]
 
 
 def test_gold_quotes_survive_parsing_and_chunking(make_settings, shared: Path) -> None:
@@ -206,7 +243,8 @@ def test_gold_quotes_survive_parsing_and_chunking(make_settings, shared: Path) -
     ledger = Ledger(settings.store_path() / "ledger.sqlite")
     try:
         rows = ledger.db.execute(
-            "SELECT d.path, c.text, c.page, c.page_end FROM chunks c JOIN documents d ON d.id = c.doc_id"
+            "SELECT d.path, c.text, c.page, c.page_end FROM chunks c "
+            "JOIN documents d ON d.id = c.doc_id"
         ).fetchall()
     finally:
         ledger.close()
@@ -217,7 +255,8 @@ def test_gold_quotes_survive_parsing_and_chunking(make_settings, shared: Path) -
             total += 1
             quote = squash(gold["quote"])
             found += any(
-                path == gold["file"] and quote in squash(text)
+                path == gold["file"]
+                and quote in squash(text)
                 and (gold["page"] is None or page <= gold["page"] <= (page_end or page))
                 for path, text, page, page_end in rows
             )
