@@ -212,7 +212,14 @@ class Assistant:
             notice = MIDWAY_FAILURE[lang]
         finally:
             client.close()
-        checked = verify("".join(pieces), packed, min_support=self.settings.answer.min_support)
+        checked = verify(
+            "".join(pieces),
+            packed,
+            min_support=self.settings.answer.min_support,
+            min_similarity=self.settings.answer.min_similarity,
+            # the bundled embedder reads English only: no embedding evidence for Chinese claims
+            similarity=self._similarity if lang == "en" else None,
+        )
         text = checked.text + (("\n" + notice) if notice else "")
         answer = Answer(
             text,
@@ -223,6 +230,11 @@ class Assistant:
             raw_answer="".join(pieces),
         )
         yield from self._finish(answer, question, user, started, timings)
+
+    def _similarity(self, claim: str, quote: str) -> float:
+        """Cosine similarity of two texts by the embedder (its vectors are normalised)."""
+        a, b = self.store.embedder.embed_batch([claim, quote])
+        return float(a @ b)
 
     def _token_counter(self) -> TokenCounter:
         if self._counter is None:

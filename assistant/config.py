@@ -95,6 +95,9 @@ class RetrieveSettings:
     )
     coverage_weight: float = field(default=1.0, metadata=_doc("RRF weight, term coverage"))
     coverage_weight_en: float = field(default=0.5, metadata=_doc("the same, English questions"))
+    title_weight: float = field(
+        default=0.3, metadata=_doc("RRF weight, passages of a document the question names")
+    )
     rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
     abstain_dense_en: float = field(default=0.45, metadata=_doc("English: dense top-1 floor"))

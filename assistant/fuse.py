@@ -5,19 +5,26 @@ fused scores are broken by the rank in the tie-break ranking ("lexical" by defau
 mean something in every language, dense ones may not), then by id, so ties never drift to one
 retriever by accident of dict order.
 
+A ranking is either a list of ids, best first, or a mapping `id -> rank` where ids may share a
+rank (all passages of a document the question names rank first together); `tied_ranks` builds
+one from scores.
+
     rrf({"lexical": ["a", "b"], "dense": ["b", "a"]}, k=60) -> [("a", 0.0325...), ("b", 0.0325...)]
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 LEXICAL = "lexical"
 DENSE = "dense"
 
 
 def rrf(
-    rankings: Mapping[str, Sequence[str]],
+    rankings: Mapping[str, Sequence[str] | Mapping[str, int]],
     weights: Mapping[str, float] | None = None,
     k: int = 60,
     tie_break: str = LEXICAL,
@@ -26,6 +33,7 @@ def rrf(
 
     A retriever missing from `weights` weighs 1.0; a weight of 0 leaves its ids in the result
     only if another retriever ranks them. An id repeated in one ranking counts at its best rank.
+    A mapping ranking gives each id its rank (from 1) directly; ids may share one.
 
     rrf({"lexical": ["a"], "dense": ["b"]}, {"dense": 0.2}) -> [("a", 0.016...), ("b", 0.003...)]
     """
@@ -34,21 +42,43 @@ def rrf(
     scores: dict[str, float] = {}
     for name, ranking in rankings.items():
         w = 1.0 if weights is None else float(weights.get(name, 1.0))
-        seen: set[str] = set()
-        for rank, cid in enumerate(ranking, start=1):
-            if cid in seen:
-                continue
-            seen.add(cid)
+        ranked = ranking.items() if isinstance(ranking, Mapping) else _first_ranks(ranking)
+        for cid, rank in ranked:
             if w > 0:
                 scores[cid] = scores.get(cid, 0.0) + w / (k + rank)
             else:
                 scores.setdefault(cid, 0.0)
-    primary = {cid: r for r, cid in enumerate(dict.fromkeys(rankings.get(tie_break, ())))}
-    unranked = len(primary)
+    tie_ranking = rankings.get(tie_break, ())
+    primary = (
+        dict(tie_ranking)
+        if isinstance(tie_ranking, Mapping)
+        else {cid: r for cid, r in _first_ranks(tie_ranking)}
+    )
+    unranked = max(primary.values(), default=0) + 1
     # A weight-0 retriever's ids with no other vote stay out.
     voted = {cid: s for cid, s in scores.items() if s > 0}
     order = sorted(voted, key=lambda c: (-round(voted[c], 12), primary.get(c, unranked), c))
     return [(cid, voted[cid]) for cid in order]
+
+
+def _first_ranks(ranking: Sequence[str]) -> list[tuple[str, int]]:
+    """Each id once, at its best (1-based) rank.
+
+    _first_ranks(["a", "a", "b"]) -> [("a", 1), ("b", 3)]
+    """
+    seen: dict[str, int] = {}
+    for rank, cid in enumerate(ranking, start=1):
+        seen.setdefault(cid, rank)
+    return list(seen.items())
+
+
+def tied_ranks(values: Mapping[K, float]) -> dict[K, int]:
+    """Dense ranks of `values`, highest first; equal values share a rank.
+
+    tied_ranks({"a": 5, "b": 3, "c": 5}) -> {"a": 1, "c": 1, "b": 2}
+    """
+    order = {v: r for r, v in enumerate(sorted(set(values.values()), reverse=True), start=1)}
+    return {key: order[v] for key, v in sorted(values.items(), key=lambda kv: -kv[1])}
 
 
 def weights_for_lang(

@@ -5,6 +5,10 @@ character bigrams so a different segmentation still matches; Chinese numerals al
 Arabic value (十六 -> "16"). English is lower-cased, stop words dropped and suffixes stripped by
 a light stemmer. Questions (not chunks) are expanded with a small table of Chinese paraphrases.
 
+A question can name a document ("数据安全法从什么时候开始施行？"): `TitleIndex` finds the documents
+whose titles share a run with the question (three or more Chinese characters, or two or more
+English content words) and how long the longest such run is.
+
 The index keeps one BM25 weight per (term, row) in a column-compressed sparse matrix, so a
 query sums a few columns into a score vector; an access mask is applied to that vector before
 the top-k, and a filtered search costs what an unfiltered one does.
@@ -18,7 +22,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -272,6 +276,79 @@ def tokenize_query(text: str, *, synonyms: bool = True, bigrams: bool = False) -
                     extra.extend(tokenize(alt, bigrams=bigrams))
         tokens.extend(extra)
     return list(dict.fromkeys(tokens))
+
+
+# --- document names ---------------------------------------------------------------------
+
+_CJK_RUN = re.compile(r"[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_PHRASE_BREAK = re.compile(r"[^a-z'\s]+")  # punctuation, digits and CJK end an English phrase
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+MIN_NAME_CJK = 3  # two characters are one common word (公司, 职工); three start to name a thing
+MIN_NAME_WORDS = 2
+
+
+def name_runs(text: str) -> list[tuple[str, ...]]:
+    """The runs of `text` a name can be quoted from: Chinese runs as characters, English
+    phrases (between punctuation) as stemmed content words; runs too short to name are dropped.
+
+    name_runs("《安全法》Travel Guide: x") -> [("安", "全", "法"), ("travel", "guid")]
+    """
+    text = unicodedata.normalize("NFKC", text).lower()
+    runs: list[tuple[str, ...]] = [
+        tuple(r) for r in _CJK_RUN.findall(text) if len(r) >= MIN_NAME_CJK
+    ]
+    for phrase in _PHRASE_BREAK.split(text):
+        words = tuple(stem(w) for w in _WORD.findall(phrase) if w not in EN_STOP)
+        if len(words) >= MIN_NAME_WORDS:
+            runs.append(words)
+    return runs
+
+
+def _gram(units: Sequence[str]) -> str:
+    """How a run of units is looked up: Chinese as the string, English padded by spaces."""
+    return f" {' '.join(units)} " if units[0].isascii() else "".join(units)
+
+
+class TitleIndex:
+    """Document titles by the runs a question could quote from them (the shortest quotable
+    piece of each run is the key; a hit is then extended as far as the title goes on).
+
+    TitleIndex({"d1": "中华人民共和国数据安全法"}).named("数据安全法什么时候施行？") -> {"d1": 5}
+    """
+
+    def __init__(self, titles: dict[str, str]) -> None:
+        self._text: dict[str, str] = {}
+        self._docs: dict[str, list[str]] = {}
+        for doc_id, title in titles.items():
+            runs = name_runs(title)
+            self._text[doc_id] = "\n".join(_gram(run) for run in runs)
+            keys = {
+                _gram(run[i : i + _least(run)])
+                for run in runs
+                for i in range(len(run) - _least(run) + 1)
+            }
+            for key in keys:
+                self._docs.setdefault(key, []).append(doc_id)
+
+    def named(self, question: str, among: Container[str] | None = None) -> dict[str, int]:
+        """doc id -> the length (characters or words) of the longest run of its title that the
+        question quotes; documents it does not name (or not `among` those given) are left out."""
+        out: dict[str, int] = {}
+        for run in name_runs(question):
+            least = _least(run)
+            for i in range(len(run) - least + 1):
+                for doc_id in self._docs.get(_gram(run[i : i + least]), ()):
+                    if among is not None and doc_id not in among:
+                        continue
+                    text, j = self._text[doc_id], i + least
+                    while j < len(run) and _gram(run[i : j + 1]) in text:
+                        j += 1
+                    out[doc_id] = max(out.get(doc_id, 0), j - i)
+        return out
+
+
+def _least(run: Sequence[str]) -> int:
+    return MIN_NAME_WORDS if run[0].isascii() else MIN_NAME_CJK
 
 
 # --- BM25 ---------------------------------------------------------------------------------

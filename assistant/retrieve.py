@@ -23,9 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from assistant.config import Settings
-from assistant.fuse import DENSE, LEXICAL, rrf, weights_for_lang
+from assistant.fuse import DENSE, LEXICAL, rrf, tied_ranks, weights_for_lang
 from assistant.lang import detect_lang
-from assistant.lexical import BM25Index, tokenize_query
+from assistant.lexical import BM25Index, TitleIndex, tokenize_query
 from assistant.types import Passage
 
 if TYPE_CHECKING:
@@ -40,6 +40,9 @@ OVERFETCH = 4
 # weighted) each holds. It lifts the passage that answers the whole question over one that
 # repeats a single term.
 COVERAGE = "coverage"
+# A fourth: the lexical candidates from documents whose title the question quotes ("数据安全法
+# 从什么时候开始施行？"), all of one document tied, the longest quote first.
+TITLE = "title"
 
 
 @dataclass
@@ -76,6 +79,7 @@ class Snapshot:
         self.tokens = [r[7] for r in rows]
         self.bm25 = BM25Index.build((r[0], r[7].split()) for r in rows)
         self.superseded = self._superseded()
+        self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
         self._masks: dict[frozenset[str], Mask] = {}
 
     def _superseded(self) -> dict[str, str]:
@@ -134,6 +138,15 @@ def _coverage(query_tokens: Sequence[str], text_tokens: set[str]) -> float:
     return len(unique & text_tokens) / len(unique) if unique else 0.0
 
 
+def _by_title(
+    snap: Snapshot, question: str, lexical: Sequence[tuple[str, float]]
+) -> dict[str, int]:
+    """The lexical candidates of the documents the question names, tied per document."""
+    doc_of = {cid: snap.doc_ids[snap.row_of[cid]] for cid, _ in lexical}
+    doc_rank = tied_ranks(snap.titles.named(question, among=set(doc_of.values())))
+    return {cid: doc_rank[doc] for cid, doc in doc_of.items() if doc in doc_rank}
+
+
 class Retriever:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
@@ -188,11 +201,14 @@ class Retriever:
         coverage = snap.bm25.coverage(query_tokens)
         by_coverage = sorted((c for c, _ in lexical), key=lambda c: -coverage[snap.row_of[c]])
         weights[COVERAGE] = cfg.coverage_weight_en if lang == "en" else cfg.coverage_weight
-        fused = rrf(
-            {LEXICAL: [c for c, _ in lexical], DENSE: [c for c, _ in dense], COVERAGE: by_coverage},
-            weights,
-            cfg.rrf_k,
-        )
+        weights[TITLE] = cfg.title_weight
+        rankings: dict[str, list[str] | dict[str, int]] = {
+            LEXICAL: [c for c, _ in lexical],
+            DENSE: [c for c, _ in dense],
+            COVERAGE: by_coverage,
+            TITLE: _by_title(snap, question, lexical),
+        }
+        fused = rrf(rankings, weights, cfg.rrf_k)
         passages = [snap.passage(snap.row_of[cid], score) for cid, score in fused[: k * 3]]
         passages = self._prefer_newest(passages, question, snap)[:k]
         best_tokens = set(snap.bm25_tokens(lexical[0][0])) if lexical else set()

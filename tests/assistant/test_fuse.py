@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.fuse import rrf, weights_for_lang
+from assistant.fuse import rrf, tied_ranks, weights_for_lang
 
 
 def test_scores_are_weighted_reciprocal_ranks() -> None:
@@ -51,3 +51,22 @@ def test_dense_weight_drops_for_chinese_questions() -> None:
         {"dense": ["x", "y"], "lexical": ["y", "x"]}, weights_for_lang("zh", 1, 1, {"zh": 0.2})
     )
     assert fused[0][0] == "y"
+
+
+def test_a_mapping_ranking_gives_tied_ids_the_same_share() -> None:
+    fused = dict(rrf({"lexical": ["a", "b", "c"], "title": {"b": 1, "c": 1}}, {"title": 0.5}, k=10))
+    assert fused["b"] == pytest.approx(1 / 12 + 0.5 / 11)
+    assert fused["c"] == pytest.approx(1 / 13 + 0.5 / 11)
+    assert fused["a"] == pytest.approx(1 / 11)
+
+
+def test_a_named_document_lifts_its_passage_over_a_near_tie() -> None:
+    rankings = {"lexical": ["other", "named"], "coverage": ["named", "other"]}
+    assert rrf(rankings)[0][0] == "other"  # an exact tie, broken by the lexical rank
+    rankings["title"] = {"named": 1}
+    assert rrf(rankings, {"title": 0.3})[0][0] == "named"
+
+
+def test_tied_ranks_are_dense_and_highest_first() -> None:
+    assert tied_ranks({"a": 5, "b": 3, "c": 5}) == {"a": 1, "c": 1, "b": 2}
+    assert tied_ranks({}) == {}

@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 from assistant.lang import detect_lang
-from assistant.lexical import BM25Index, cn_numeral_value, stem, tokenize, tokenize_query
+from assistant.lexical import (
+    BM25Index,
+    TitleIndex,
+    cn_numeral_value,
+    name_runs,
+    stem,
+    tokenize,
+    tokenize_query,
+)
 
 CORPUS = [
     "职工累计工作已满1年不满10年的，年休假5天；已满10年不满20年的，年休假10天。",
@@ -124,3 +132,38 @@ def test_equal_scores_go_to_the_lower_row() -> None:
 def test_empty_index() -> None:
     index = BM25Index.build([])
     assert len(index) == 0 and index.search(["a"], 3) == []
+
+
+TITLES = {
+    "dsl": "中华人民共和国数据安全法（2021）",
+    "lab": "中华人民共和国劳动法（2018年修正）",
+    "lcl": "中华人民共和国劳动合同法（2012年修正）",
+    "trv": "18F / TTS Handbook: Travel Guide",
+}
+
+
+def test_name_runs_split_chinese_into_characters_and_english_into_content_words() -> None:
+    assert name_runs("《数据安全法》Travel Guide: x") == [
+        ("数", "据", "安", "全", "法"),
+        ("travel", "guid"),
+    ]
+    assert name_runs("公司 the leave") == []  # a two-character word, one content word
+
+
+def test_a_question_names_the_document_whose_title_it_quotes() -> None:
+    index = TitleIndex(TITLES)
+    assert index.named("数据安全法从什么时候开始施行？") == {"dsl": 5}
+    assert index.named("按劳动法，每天最多工作多长时间？") == {"lab": 3}
+    assert index.named("What does the travel guide say about per diem?") == {"trv": 2}
+
+
+def test_common_words_shared_with_titles_name_nothing() -> None:
+    index = TitleIndex(TITLES)
+    assert index.named("公司可以延长劳动时间吗？") == {}  # 劳动 is two characters
+    assert index.named("How do I book travel?") == {}  # one word
+
+
+def test_the_longest_quote_is_measured_across_documents() -> None:
+    named = TitleIndex(TITLES).named("劳动合同法和劳动法有什么不同？")
+    assert named == {"lcl": 5, "lab": 3}
+    assert TitleIndex(TITLES).named("劳动合同法和劳动法有什么不同？", among={"lab"}) == {"lab": 3}
