@@ -48,9 +48,9 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
     if not retrieval.passages:
         return True
     if retrieval.lang == "zh":
-        return retrieval.lexical_top < cfg.abstain_lexical_zh
+        return retrieval.lexical_scaled < cfg.abstain_lexical_zh
     return (
-        retrieval.dense_top < cfg.abstain_dense_en or retrieval.lexical_top < cfg.abstain_lexical_en
+        retrieval.dense_top < cfg.abstain_dense_en or retrieval.lexical_scaled < cfg.abstain_lexical_en
     )
 
 

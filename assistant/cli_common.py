@@ -74,3 +74,4 @@ def setup_logging(verbose: bool) -> None:
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # our adapters log each call once

@@ -101,8 +101,8 @@ class RetrieveSettings:
     rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
     abstain_dense_en: float = field(default=0.45, metadata=_doc("English: dense top-1 floor"))
-    abstain_lexical_en: float = field(default=6.0, metadata=_doc("English: BM25 top-1 floor"))
-    abstain_lexical_zh: float = field(default=7.5, metadata=_doc("Chinese: BM25 top-1 floor"))
+    abstain_lexical_en: float = field(default=0.6, metadata=_doc("English: scaled BM25 floor"))
+    abstain_lexical_zh: float = field(default=0.8, metadata=_doc("Chinese: scaled BM25 floor"))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ metadata filter only when too few survive (a user who may see a small share of t
 from __future__ import annotations
 
 import json
+import math
 import logging
 import time
 from collections.abc import Sequence
@@ -53,6 +54,9 @@ class Retrieval:
     lang: str
     dense_top: float = 0.0
     lexical_top: float = 0.0
+    # lexical_top / ln(1 + live chunks): idf, and so BM25, grows with the corpus; this scale
+    # lets one abstention threshold serve a small handbook and a large library alike.
+    lexical_scaled: float = 0.0
     coverage: float = 0.0  # share of the question's terms found in the best lexical passage
     timings_ms: dict[str, float] = field(default_factory=dict)
 
@@ -217,6 +221,7 @@ class Retriever:
             lang=lang,
             dense_top=dense[0][1] if dense else 0.0,
             lexical_top=lexical[0][1] if lexical else 0.0,
+            lexical_scaled=(lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0,
             coverage=_coverage(query_tokens, best_tokens),
             timings_ms={
                 "lexical": (t1 - t0) * 1000,
