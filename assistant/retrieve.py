@@ -3,8 +3,9 @@
 Access control and liveness are one boolean mask over the live chunks (the ledger's `chunks`
 table), built per set of groups and cached per ledger generation. Both retrievers apply it
 before anything leaves this module: BM25 zeroes masked rows before its top-k; the dense side
-over-fetches from Chroma unfiltered (fast) and keeps allowed live rows, falling back to Chroma's
-metadata filter only when too few survive (a user who may see a small share of the corpus).
+over-fetches from Chroma unfiltered (fast) and keeps allowed live rows, or, for a user who may
+see a small share of the corpus, searches exactly over just the vectors that user may see
+(Chroma's own metadata filter costs 10-100 times more; bench/retrieve_latency.py).
 
     retriever = Retriever(settings, store)
     retriever.retrieve("年假可以结转吗？", groups=["all"]).passages[0].file -> "员工手册.pdf"
@@ -13,8 +14,8 @@ metadata filter only when too few survive (a user who may see a small share of t
 from __future__ import annotations
 
 import json
-import math
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,8 @@ OVERFETCH = 4
 # weighted) each holds. It lifts the passage that answers the whole question over one that
 # repeats a single term.
 COVERAGE = "coverage"
+# Below this share of visible chunks the dense side searches the visible vectors exactly.
+EXACT_BELOW = 0.3
 # A fourth: the lexical candidates from documents whose title the question quotes ("数据安全法
 # 从什么时候开始施行？"), all of one document tied, the longest quote first.
 TITLE = "title"
@@ -85,6 +88,7 @@ class Snapshot:
         self.superseded = self._superseded()
         self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
         self._masks: dict[frozenset[str], Mask] = {}
+        self._vectors: dict[bytes, tuple[list[str], npt.NDArray[np.float32]]] = {}
 
     def _superseded(self) -> dict[str, str]:
         """doc id -> version string, for documents that a newer one of their series replaces."""
@@ -113,6 +117,16 @@ class Snapshot:
                 (d in visible for d in self.doc_ids), dtype=bool, count=len(self.doc_ids)
             )
         return self._masks[key]
+
+    def visible_vectors(
+        self, allowed: Mask, store: Store
+    ) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """The ids and vectors of the allowed rows, fetched from Chroma once per mask."""
+        key = np.packbits(allowed).tobytes()
+        if key not in self._vectors:
+            ids = [self.ids[i] for i in np.flatnonzero(allowed)]
+            self._vectors[key] = (ids, store.vectors.vectors(self.collection, ids))
+        return self._vectors[key]
 
     def bm25_tokens(self, chunk_id: str) -> list[str]:
         tokens: str = self.tokens[self.row_of[chunk_id]]
@@ -170,17 +184,26 @@ class Retriever:
         return self._snapshot
 
     def _dense(
-        self, snap: Snapshot, question: str, groups: Sequence[str], allowed: Mask, n: int
+        self, snap: Snapshot, question: str, allowed: Mask, n: int
     ) -> list[tuple[str, float]]:
+        """The `n` nearest allowed live chunks. Most users see most of the corpus: Chroma's
+        unfiltered index is asked for a few times `n` and the allowed ones kept. A user who
+        sees a small share (or too few survive) gets an exact search over just the vectors
+        they may see, held in memory per group set (Chroma's metadata filter costs far more)."""
         vector = self.store.embedder.embed_batch([question])[0]
-        hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH)
-        kept = [(cid, s) for cid, s in hits if cid in snap.row_of and allowed[snap.row_of[cid]]]
-        if len(kept) < n and int(allowed.sum()) > len(kept) and len(hits) >= n * OVERFETCH:
-            flags = [{f"g_{g}": True} for g in sorted(set(groups))]
-            where = flags[0] if len(flags) == 1 else {"$or": flags}
-            hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH, where=where)
-            kept = [(cid, s) for cid, s in hits if cid in snap.row_of and allowed[snap.row_of[cid]]]
-        return kept[:n]
+        visible = int(allowed.sum())
+        if visible >= EXACT_BELOW * len(allowed):
+            hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH)
+            kept = [(c, s) for c, s in hits if c in snap.row_of and allowed[snap.row_of[c]]]
+            if len(kept) >= n or len(kept) == visible or len(hits) < n * OVERFETCH:
+                return kept[:n]
+        ids, matrix = snap.visible_vectors(allowed, self.store)
+        if not ids:
+            return []
+        scores = matrix @ vector
+        top = np.argpartition(-scores, min(n, len(ids)) - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(ids[i], float(scores[i])) for i in top]
 
     def retrieve(self, question: str, groups: Sequence[str], k: int | None = None) -> Retrieval:
         """The best `k` passages the groups may see, fused and version-aware."""
@@ -196,11 +219,7 @@ class Retriever:
         weights = weights_for_lang(
             lang, cfg.dense_weight, cfg.lexical_weight, {"zh": cfg.dense_weight_zh}
         )
-        dense = (
-            self._dense(snap, question, groups, allowed, cfg.candidates)
-            if weights[DENSE] > 0
-            else []
-        )
+        dense = self._dense(snap, question, allowed, cfg.candidates) if weights[DENSE] > 0 else []
         t2 = time.perf_counter()
         coverage = snap.bm25.coverage(query_tokens)
         by_coverage = sorted((c for c, _ in lexical), key=lambda c: -coverage[snap.row_of[c]])

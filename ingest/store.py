@@ -115,6 +115,25 @@ class VectorStore:
             )
         return found
 
+    def vectors(self, collection: str, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The stored vectors of `ids`, in that order (rows of zeros for unknown ids)."""
+        target = self._collection(collection)
+        found: dict[str, Any] = {}
+        for start in range(0, len(ids), self._max_batch):
+            part = target.get(
+                ids=list(ids[start : start + self._max_batch]), include=["embeddings"]
+            )
+            found.update(zip(part["ids"], part["embeddings"], strict=True))
+        out = np.zeros((len(ids), self._dim(found)), dtype=np.float32)
+        for i, cid in enumerate(ids):
+            if cid in found:
+                out[i] = found[cid]
+        return out
+
+    @staticmethod
+    def _dim(found: dict[str, Any]) -> int:
+        return len(next(iter(found.values()))) if found else 0
+
     def all_ids(self, collection: str) -> set[str]:
         target = self._collection(collection)
         found: set[str] = set()
