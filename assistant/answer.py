@@ -49,9 +49,8 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
         return True
     if retrieval.lang == "zh":
         return retrieval.lexical_scaled < cfg.abstain_lexical_zh
-    return (
-        retrieval.dense_top < cfg.abstain_dense_en or retrieval.lexical_scaled < cfg.abstain_lexical_en
-    )
+    weak_dense = retrieval.dense_top < cfg.abstain_dense_en
+    return weak_dense or retrieval.lexical_scaled < cfg.abstain_lexical_en
 
 
 def answer_to_json(answer: Answer) -> dict[str, Any]:
