@@ -145,7 +145,7 @@ def running_key(line: str) -> str:
 
 
 def strip_running_lines(
-    pages: Sequence[Sequence[str]], depth: int = 2, min_pages: int = 3, max_len: int = 120
+    pages: Sequence[Sequence[str]], depth: int = 4, min_pages: int = 3, max_len: int = 120
 ) -> list[list[str]]:
     """Remove running headers and footers: lines among the first or last `depth` lines of a page
     whose `running_key` recurs at that edge on at least `min_pages` pages and on at least 40% of

@@ -187,12 +187,15 @@ class ParsePool:
             raise ValueError("workers must be at least 1")
         self._settings = settings
         self._parser = parser
-        self._workers = [_Worker(settings, parser) for _ in range(workers)]
+        self._size = workers
+        self._workers: list[_Worker] = []  # started on first use: an unchanged corpus needs none
 
     def imap(self, paths: Iterable[Path]) -> Iterator[tuple[Path, Result]]:
         """Yield (path, ParsedDoc or IngestError) for each path, in input order."""
         todo = list(enumerate(Path(p) for p in paths))
         todo.reverse()
+        while len(self._workers) < min(self._size, len(todo)):
+            self._workers.append(_Worker(self._settings, self._parser))
         done: dict[int, tuple[Path, Result]] = {}
         next_out = 0
         while todo or any(w.job is not None for w in self._workers):

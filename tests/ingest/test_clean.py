@@ -101,3 +101,11 @@ def test_strip_running_lines_chapter_headers() -> None:
 def test_widths() -> None:
     assert display_width("ab请假") == 6
     assert typical_width(["a" * 80] * 9 + ["short"]) == 80
+
+
+def test_running_lines_below_the_header_are_removed_too() -> None:
+    """reportlab-made PDFs put the footer right after the header in the text order."""
+    bodies = ["Annual leave.", "Sick leave.", "Travel.", "Expenses."]
+    pages = [["ACME | Leave", "NW-1", "Internal | 3.0", f"Page {n}", body]
+             for n, body in enumerate(bodies, 1)]
+    assert strip_running_lines(pages) == [[body] for body in bodies]
