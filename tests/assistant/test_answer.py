@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from assistant.answer import Assistant, answer_to_json, should_abstain
 from assistant.cli import main
 from assistant.types import Answer, Turn
 from ingest.pipeline import ingest_paths
+from tests.vllm_server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -29,12 +29,6 @@ def sample_settings(make_settings, tmp_path: Path):  # type: ignore[no-untyped-d
     settings = make_settings()
     ingest_paths(settings, [docs])
     return settings
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def with_llm(settings, llm):  # type: ignore[no-untyped-def]
@@ -98,7 +92,7 @@ def test_kb_ask_json_shape(sample_settings, vllm_server) -> None:
 def test_retrieval_only_when_the_model_server_is_down(sample_settings) -> None:
     llm = dataclasses.replace(
         sample_settings.llm,
-        url=f"http://127.0.0.1:{closed_port()}/v1",
+        url=f"http://127.0.0.1:{free_port()}/v1",
         model="baidu/ERNIE-4.5-0.3B-PT",
         connect_timeout_s=1.0,
         retries=0,

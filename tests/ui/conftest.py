@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ import pytest
 
 from assistant.config import Settings, load_settings
 from assistant.users import Users
+from tests.vllm_server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -32,12 +32,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
