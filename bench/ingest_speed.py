@@ -22,7 +22,8 @@ sys.path.insert(0, str(REPO))
 from assistant.baseline import build_starter_index, starter_documents  # noqa: E402
 from assistant.cli_common import offline_environment  # noqa: E402
 from assistant.config import load_settings  # noqa: E402
-from ingest.pipeline import ingest_paths, reindex  # noqa: E402
+from ingest.pipeline import ingest_paths  # noqa: E402
+from ingest.reindex import reindex  # noqa: E402
 
 DOCX_PAGE_CHARS = 1800
 

@@ -24,9 +24,9 @@ from ingest.pipeline import (
     delete_document,
     ingest_paths,
     list_documents,
-    reindex,
     store_status,
 )
+from ingest.reindex import reindex
 
 
 def _groups(value: str | None) -> list[str] | None:

@@ -26,7 +26,8 @@ from assistant.config import Settings
 from assistant.errors import AccessDenied, KbError
 from assistant.types import Answer, Passage, Turn
 from assistant.users import User, Users, parse_groups
-from ingest.pipeline import ingest_paths, list_documents, reindex, store_status
+from ingest.pipeline import ingest_paths, list_documents, store_status
+from ingest.reindex import reindex
 from ui import admin, render
 from ui.api import api_router
 from ui.i18n import LANGS, lang_from_header, t

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from assistant.cli import main
 from assistant.retrieve import Retriever
 from ingest.ledger import Ledger
-from ingest.pipeline import Store, delete_document, ingest_paths, reindex, store_status
+from ingest.pipeline import Store, delete_document, ingest_paths, store_status
+from ingest.reindex import reindex
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
