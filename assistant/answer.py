@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from assistant.cite import verify
+from assistant.cite import attribute, verify
 from assistant.config import Settings
 from assistant.errors import AccessDenied, GenerationError, KbError
 from assistant.lang import Lang
@@ -211,8 +211,11 @@ class Assistant:
             notice = MIDWAY_FAILURE[lang]
         finally:
             client.close()
+        attributed = attribute(
+            "".join(pieces), packed, min_support=self.settings.answer.min_support
+        )
         checked = verify(
-            "".join(pieces),
+            attributed,
             packed,
             min_support=self.settings.answer.min_support,
             min_similarity=self.settings.answer.min_similarity,

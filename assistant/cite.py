@@ -26,6 +26,8 @@ from ingest.chunk import split_sentences
 Similarity = Callable[[str, str], float]
 
 MAX_RANGE = 20  # [1-999] is not a citation range
+MIN_CLAIM_TERMS = 3  # "Yes." or "根据规定：" states nothing to attribute
+CJK_ENDS = "。！？；…：）」』”"
 _MARKER = re.compile(r"[\[【]\s*(\d{1,3}(?:\s*[,，、;；\-–~～]\s*\d{1,3})*)\s*[\]】]")
 _SEP = re.compile(r"\s*([,，、;；\-–~～])\s*")
 
@@ -119,6 +121,37 @@ def best_quote(claim: str, passage: str) -> str:
         if score > best_score:
             best, best_score = s.strip(), score
     return best
+
+
+def attribute(answer: str, passages: Sequence[Passage], *, min_support: float = 0.5) -> str:
+    """Add a marker to each sentence that has none but that a passage supports (the passage
+    with the most support, numbers included). Small models often state a passage's fact and
+    forget the [n]; the reader still gets the source. `verify` then checks it like any other.
+
+    attribute("You get 5 days.", [Passage(..., text="Staff get 5 days.")]) -> "You get 5 days. [1]"
+    """
+    if not passages:
+        return answer
+    out: list[str] = []
+    pos = 0
+    for sentence in split_sentences(answer):
+        start = answer.find(sentence, pos)
+        out.append(answer[pos:start])
+        pos = start + len(sentence)
+        claim = sentence.strip()
+        if _MARKER.search(sentence) or len(tokenize(claim)) < MIN_CLAIM_TERMS:
+            out.append(sentence)
+            continue
+        best, best_support = 0, min_support
+        for n, p in enumerate(passages, start=1):
+            support, numbers_ok = lexical_support(claim, p.text)
+            if numbers_ok and support >= best_support and (best == 0 or support > best_support):
+                best, best_support = n, support
+        body, trailing = sentence.rstrip(), sentence[len(sentence.rstrip()) :]
+        gap = "" if body[-1] in CJK_ENDS else " "
+        out.append(f"{body}{gap}[{best}]{trailing}" if best else sentence)
+    out.append(answer[pos:])
+    return "".join(out)
 
 
 def verify(

@@ -79,3 +79,26 @@ def test_similarity_can_support_a_paraphrase() -> None:
     # similarity never overrides a number missing from the passage
     wrong = verify("Staff may roll 300 hours [1].", [LEAVE], similarity=lambda a, b: 1.0)
     assert wrong.unverified
+
+
+def test_attribute_adds_markers_only_where_a_passage_supports() -> None:
+    from assistant.cite import attribute
+
+    leave = Passage("c1", "d1", "leave.pdf", "Employees may carry over at most 5 days of leave.")
+    travel = Passage("c2", "d2", "travel.pdf", "Hotels in tier-1 cities are capped at 800 yuan.")
+    answer = (
+        "You may carry over at most 5 days of leave. The moon is made of cheese. "
+        "Hotels cost 800 yuan [2]."
+    )
+    out = attribute(answer, [leave, travel])
+    assert out == (
+        "You may carry over at most 5 days of leave. [1] The moon is made of cheese. "
+        "Hotels cost 800 yuan [2]."
+    )
+    # a number the passage does not state is not attributed
+    assert attribute("You may carry over at most 9 days of leave.", [leave]) == (
+        "You may carry over at most 9 days of leave."
+    )
+    assert attribute(
+        "年假最多可以结转5天。", [Passage("c", "d", "f", "员工最多可以结转5天年假。")]
+    ) == ("年假最多可以结转5天。[1]")
