@@ -211,11 +211,12 @@ class Assistant:
             notice = MIDWAY_FAILURE[lang]
         finally:
             client.close()
-        attributed = attribute(
-            "".join(pieces), packed, min_support=self.settings.answer.min_support
-        )
+        raw = "".join(pieces)
+        cited = raw
+        if self.settings.answer.attribute_uncited:
+            cited = attribute(raw, packed, min_support=self.settings.answer.min_support)
         checked = verify(
-            attributed,
+            cited,
             packed,
             min_support=self.settings.answer.min_support,
             min_similarity=self.settings.answer.min_similarity,

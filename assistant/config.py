@@ -109,6 +109,9 @@ class RetrieveSettings:
 class AnswerSettings:
     history_turns: int = field(default=3, metadata=_doc("past turns kept for follow-ups"))
     min_support: float = field(default=0.5, metadata=_doc("citation support threshold"))
+    attribute_uncited: bool = field(
+        default=False, metadata=_doc("add [n] to supported sentences the model left uncited")
+    )
     min_similarity: float = field(
         default=0.75, metadata=_doc("embedding similarity that also counts as support")
     )
