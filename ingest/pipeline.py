@@ -96,6 +96,13 @@ class Store:
             self._embedder = open_embedder(self.settings.embed, cache_path)
         return self._embedder
 
+    def finish_run(self, report: IngestReport, started: float) -> IngestReport:
+        """Fill in what the run embedded and how long it took, and record it in the ledger."""
+        report.embedded = self._embedder.computed if self._embedder is not None else 0
+        report.seconds = time.perf_counter() - started
+        self.ledger.finish_run(report.run_id, report.counts)
+        return report
+
     def close(self) -> None:
         if self._embedder is not None:
             self._embedder.close()
@@ -376,10 +383,7 @@ def ingest_paths(
 
         _recover(store)
         store.ledger.set_meta("parse_fingerprint", fingerprint)
-        report.embedded = store.embedder.computed if store._embedder else 0
-        report.seconds = time.perf_counter() - started
-        store.ledger.finish_run(report.run_id, report.counts)
-        return report
+        return store.finish_run(report, started)
     finally:
         store.close()
 

@@ -118,10 +118,7 @@ def _full_reindex(settings: Settings, progress: Progress | None, workers: int) -
             )
         store.vectors.drop(old_collection)
         store.ledger.set_meta("dirty", "0")
-        report.embedded = store.embedder.computed if store._embedder else 0
-        report.seconds = time.perf_counter() - started
-        store.ledger.finish_run(report.run_id, report.counts)
-        return report
+        return store.finish_run(report, started)
     finally:
         store.close()
 
