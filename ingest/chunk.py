@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from assistant.types import Block, Chunk
+from ingest.clean import CJK
 
 CountMany = Callable[[Sequence[str]], list[int]]
+_CJK_CHAR = re.compile(f"[{CJK}]")  # the project's one definition of a CJK character
 
 _SENTENCE_END = re.compile(
     r"""(?<=[。！？；!?…])[”’"')\]）》」』]*"""  # Chinese and hard English enders, with closers
@@ -65,7 +67,7 @@ class _Sentence:
 
 
 def _is_cjk(char: str) -> bool:
-    return "\u2e80" <= char <= "\u9fff" or "\uf900" <= char <= "\uffef"
+    return bool(_CJK_CHAR.match(char))
 
 
 def _join(sentences: Sequence[_Sentence]) -> str:
