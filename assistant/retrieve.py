@@ -60,7 +60,6 @@ class Retrieval:
     # lexical_top / ln(1 + live chunks): idf, and so BM25, grows with the corpus; this scale
     # lets one abstention threshold serve a small handbook and a large library alike.
     lexical_scaled: float = 0.0
-    coverage: float = 0.0  # share of the question's terms found in the best lexical passage
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -83,7 +82,6 @@ class Snapshot:
         self.texts = [r[3] for r in rows]
         self.sections = [tuple(json.loads(r[4])) for r in rows]
         self.pages = [(r[5], r[6]) for r in rows]
-        self.tokens = [r[7] for r in rows]
         self.bm25 = BM25Index.build((r[0], r[7].split()) for r in rows)
         self.superseded = self._superseded()
         self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
@@ -128,10 +126,6 @@ class Snapshot:
             self._vectors[key] = (ids, store.vectors.vectors(self.collection, ids))
         return self._vectors[key]
 
-    def bm25_tokens(self, chunk_id: str) -> list[str]:
-        tokens: str = self.tokens[self.row_of[chunk_id]]
-        return tokens.split()
-
     def passage(self, row: int, score: float = 0.0) -> Passage:
         record = self.docs[self.doc_ids[row]]
         page, page_end = self.pages[row]
@@ -149,11 +143,6 @@ class Snapshot:
             groups=record.meta.groups,
             ordinal=self.ordinals[row],
         )
-
-
-def _coverage(query_tokens: Sequence[str], text_tokens: set[str]) -> float:
-    unique = set(query_tokens)
-    return len(unique & text_tokens) / len(unique) if unique else 0.0
 
 
 def _by_title(
@@ -234,14 +223,12 @@ class Retriever:
         fused = rrf(rankings, weights, cfg.rrf_k)
         passages = [snap.passage(snap.row_of[cid], score) for cid, score in fused[: k * 3]]
         passages = self._prefer_newest(passages, question, snap)[:k]
-        best_tokens = set(snap.bm25_tokens(lexical[0][0])) if lexical else set()
         return Retrieval(
             passages=passages,
             lang=lang,
             dense_top=dense[0][1] if dense else 0.0,
             lexical_top=lexical[0][1] if lexical else 0.0,
             lexical_scaled=(lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0,
-            coverage=_coverage(query_tokens, best_tokens),
             timings_ms={
                 "lexical": (t1 - t0) * 1000,
                 "dense": (t2 - t1) * 1000,
