@@ -381,7 +381,9 @@ def ingest_paths(
                     )
                     finish(FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed"))
 
-        _recover(store)
+        # Every stale vector was deleted as its document switched; only an interrupted run
+        # leaves orphans, and the next run's _recover scans for them.
+        store.ledger.set_meta("dirty", "0")
         store.ledger.set_meta("parse_fingerprint", fingerprint)
         return store.finish_run(report, started)
     finally:
