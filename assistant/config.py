@@ -98,6 +98,9 @@ class RetrieveSettings:
     title_weight: float = field(
         default=0.3, metadata=_doc("RRF weight, passages of a document the question names")
     )
+    amount_weight: float = field(
+        default=0.5, metadata=_doc("RRF weight, passages stating the amount a question asks for")
+    )
     rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
     abstain_dense_en: float = field(default=0.45, metadata=_doc("English: dense top-1 floor"))

@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from assistant.answer_type import expected_units, states_amount
 from assistant.config import Settings
 from assistant.fuse import DENSE, LEXICAL, rrf, tied_ranks, weights_for_lang
 from assistant.lang import detect_lang
 from assistant.lexical import BM25Index, TitleIndex, tokenize_query
+from assistant.rerank import load_reranker
 from assistant.types import Passage
 
 if TYPE_CHECKING:
@@ -47,6 +49,9 @@ EXACT_BELOW = 0.3
 # A fourth: the lexical candidates from documents whose title the question quotes ("数据安全法
 # 从什么时候开始施行？"), all of one document tied, the longest quote first.
 TITLE = "title"
+# A fifth: the lexical candidates that state an amount in the unit the question asks for
+# ("休息几天" -> "每周至少休息一日"), in lexical order.
+AMOUNT = "amount"
 
 
 @dataclass
@@ -154,10 +159,20 @@ def _by_title(
     return {cid: doc_rank[doc] for cid, doc in doc_of.items() if doc in doc_rank}
 
 
+def _by_amount(snap: Snapshot, question: str, lexical: Sequence[tuple[str, float]]) -> list[str]:
+    """The lexical candidates that state an amount in a unit the question asks for, in
+    lexical order; none when it asks for no amount."""
+    units = expected_units(question)
+    if not units:
+        return []
+    return [cid for cid, _ in lexical if states_amount(snap.texts[snap.row_of[cid]], units)]
+
+
 class Retriever:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
+        self.reranker = load_reranker(settings.retrieve, settings.embed.device)
         self._snapshot: Snapshot | None = None
 
     def snapshot(self) -> Snapshot:
@@ -214,14 +229,19 @@ class Retriever:
         by_coverage = sorted((c for c, _ in lexical), key=lambda c: -coverage[snap.row_of[c]])
         weights[COVERAGE] = cfg.coverage_weight_en if lang == "en" else cfg.coverage_weight
         weights[TITLE] = cfg.title_weight
+        weights[AMOUNT] = cfg.amount_weight
         rankings: dict[str, list[str] | dict[str, int]] = {
             LEXICAL: [c for c, _ in lexical],
             DENSE: [c for c, _ in dense],
             COVERAGE: by_coverage,
             TITLE: _by_title(snap, question, lexical),
+            AMOUNT: _by_amount(snap, question, lexical),
         }
         fused = rrf(rankings, weights, cfg.rrf_k)
         passages = [snap.passage(snap.row_of[cid], score) for cid, score in fused[: k * 3]]
+        t3 = time.perf_counter()
+        if self.reranker is not None:
+            passages = self.reranker.rerank(question, passages)
         passages = self._prefer_newest(passages, question, snap)[:k]
         return Retrieval(
             passages=passages,
@@ -232,6 +252,7 @@ class Retriever:
             timings_ms={
                 "lexical": (t1 - t0) * 1000,
                 "dense": (t2 - t1) * 1000,
+                "rerank": (time.perf_counter() - t3) * 1000,
                 "retrieve": (time.perf_counter() - t0) * 1000,
             },
         )

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from assistant.lexical import TitleIndex
-from assistant.retrieve import _by_title
+from assistant.retrieve import _by_amount, _by_title
 
 
 def _snapshot() -> Any:
@@ -36,3 +36,15 @@ def test_candidates_of_a_named_document_share_its_rank() -> None:
 
 def test_no_named_document_no_ranking() -> None:
     assert _by_title(_snapshot(), "试用期最长多久？", [("c1", 1.0)]) == {}
+
+
+def test_candidates_stating_the_asked_amount_keep_lexical_order() -> None:
+    texts = {
+        "c1": "第四十三条用人单位不得违反本法规定延长劳动者的工作时间。",
+        "c2": "第三十八条用人单位应当保证劳动者每周至少休息一日。",
+        "c3": "第四十条春节，放假4天。",
+    }
+    snap = SimpleNamespace(texts=list(texts.values()), row_of={c: i for i, c in enumerate(texts)})
+    lexical = [("c1", 9.0), ("c3", 8.0), ("c2", 7.0)]
+    assert _by_amount(snap, "公司每周至少要让员工休息几天？", lexical) == ["c3", "c2"]
+    assert _by_amount(snap, "休息日可以安排加班吗？", lexical) == []

@@ -1,0 +1,109 @@
+"""What kind of answer a question asks for, and whether a passage states one.
+
+A question that asks for an amount ("一个月最多能加多少小时？", "How many weeks of paid leave…")
+is answered by a passage that states a number with that unit ("每周至少休息一日", "up to 12
+weeks"). Retrieval uses this as one more ranking of the lexical candidates: of two passages
+that share the question's words, the one stating such an amount comes first. A question that asks
+for no amount gets no ranking.
+
+    expected_units("公司每周至少要让员工休息几天？") -> frozenset({"day"})
+    states_amount("用人单位应当保证劳动者每周至少休息一日。", frozenset({"day"})) -> True
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Each unit's spellings: Chinese, then English (singular; a plural "s" is allowed). A question
+# asks for one as 多少小时 / 几个月 / how many weeks; a passage states one as 三十六小时 / 1日 /
+# 12 weeks.
+UNITS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "hour": (("小时", "个小时", "钟头"), ("hour",)),
+    "day": (("天", "日", "个工作日", "工作日"), ("day", "business day", "workday")),
+    "week": (("周", "个星期", "星期", "礼拜"), ("week",)),
+    "month": (("个月", "月"), ("month",)),
+    "year": (("年",), ("year",)),
+    "age": (("周岁", "岁"), ()),
+    "money": (("元", "块钱"), ("dollar",)),
+    "percent": ((), ("percent",)),  # 百分之N and N% below
+    "times": (("倍",), ()),
+}
+DURATION = frozenset({"hour", "day", "week", "month", "year"})
+
+_CJK_DIGITS = "零〇一二两三四五六七八九十百千万"
+# A number not read off a date ("5月1日" states no amount of days)...
+_ZH_NUMERAL = rf"(?<![0-9年月])(?:[0-9][0-9,]*(?:\.[0-9]+)?|[{_CJK_DIGITS}半]+)"
+# ...nor a year ("2024年", "二〇二四年"): a span of years has at most two digits and no 〇.
+_ZH_YEARS = rf"(?<![0-9{_CJK_DIGITS}])(?:[0-9]{{1,2}}(?:\.[0-9]+)?|[一二两三四五六七八九十百半]+)"
+_EN_NUMERAL = (
+    r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"fifteen|twenty|thirty|forty|fifty|sixty|ninety|half|a|an)"
+)
+
+
+def _unit_pattern(spellings: tuple[str, ...], english: bool) -> str:
+    ordered = sorted(spellings, key=len, reverse=True)
+    if english:
+        return "(?:" + "|".join(re.escape(s) + "s?" for s in ordered) + r")\b"
+    return "(?:" + "|".join(re.escape(s) for s in ordered) + ")"
+
+
+def _compile() -> tuple[dict[str, re.Pattern[str]], dict[str, re.Pattern[str]]]:
+    """Per unit: the pattern of a question asking for it, and of a passage stating it."""
+    asks: dict[str, list[str]] = {"percent": [r"百分之几|百分之多少|多少%"]}
+    states: dict[str, list[str]] = {
+        "money": [r"\$\s?\d"],
+        "percent": [rf"\d\s?%|百分之[{_CJK_DIGITS}]"],
+    }
+    for unit, (zh, en) in UNITS.items():
+        if zh:
+            numeral = _ZH_YEARS if unit == "year" else _ZH_NUMERAL
+            asks.setdefault(unit, []).append(rf"(?:多少|几)(?:个)?{_unit_pattern(zh, False)}")
+            states.setdefault(unit, []).append(rf"{numeral}\s?{_unit_pattern(zh, False)}")
+        if en:
+            asks.setdefault(unit, []).append(
+                rf"\bhow many (?:\w+ ){{0,2}}?{_unit_pattern(en, True)}"
+            )
+            states.setdefault(unit, []).append(rf"\b{_EN_NUMERAL}[\s-]{_unit_pattern(en, True)}")
+    return (
+        {unit: re.compile("|".join(p)) for unit, p in asks.items()},
+        {unit: re.compile("|".join(p)) for unit, p in states.items()},
+    )
+
+
+_ASKS, _STATES = _compile()
+
+# Questions that ask for a duration or a sum without naming the unit.
+_ASKS_DURATION = re.compile(
+    r"多久|多长时间|\bhow (?:soon|quickly)\b|\bhow long\b(?!.*\b(?:have to|must|should) be\b)"
+)
+_ASKS_MONEY = re.compile(r"多少钱|\bhow much (?:money|does \w+ cost)\b")
+# "How much annual leave…", "By how much can I go over…": some amount, unit unsaid.
+_ASKS_AMOUNT = re.compile(r"\bhow much\b")
+_ASKS_AGE = re.compile(r"多大年[龄纪]|几岁|多少岁|\bhow old\b")
+
+
+def expected_units(question: str) -> frozenset[str]:
+    """The units an answer to `question` would be stated in; empty when it asks no amount."""
+    text = unicodedata.normalize("NFKC", question).lower()
+    units = {unit for unit, pattern in _ASKS.items() if pattern.search(text)}
+    if _ASKS_DURATION.search(text):
+        units |= DURATION
+    if _ASKS_MONEY.search(text):
+        units.add("money")
+    elif _ASKS_AMOUNT.search(text):
+        units |= DURATION | {"money", "percent"}
+    if _ASKS_AGE.search(text):
+        units.add("age")
+    return frozenset(units)
+
+
+def states_amount(text: str, units: frozenset[str]) -> bool:
+    """Whether `text` states a number in one of `units`.
+
+    states_amount("春节，放假4天（农历除夕、正月初一至初三）", frozenset({"day"})) -> True
+    states_amount("2024年修订", frozenset({"year"})) -> False
+    """
+    text = unicodedata.normalize("NFKC", text).lower()
+    return any(_STATES[unit].search(text) for unit in units)

