@@ -236,7 +236,7 @@ class Assistant:
 
     def _similarity(self, claim: str, quote: str) -> float:
         """Cosine similarity of two texts by the embedder (its vectors are normalised)."""
-        a, b = self.store.embedder.embed_batch([claim, quote])
+        a, b = self.store.embedder.embed_uncached([claim, quote])
         return float(a @ b)
 
     def _token_counter(self) -> TokenCounter:

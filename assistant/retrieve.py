@@ -194,7 +194,7 @@ class Retriever:
         unfiltered index is asked for a few times `n` and the allowed ones kept. A user who
         sees a small share (or too few survive) gets an exact search over just the vectors
         they may see, held in memory per group set (Chroma's metadata filter costs far more)."""
-        vector = self.store.embedder.embed_batch([question])[0]
+        vector = self.store.embedder.embed_uncached([question])[0]
         visible = int(allowed.sum())
         if visible >= EXACT_BELOW * len(allowed):
             hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH)

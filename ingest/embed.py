@@ -168,6 +168,11 @@ class CachedEmbedder:
             out[i] = found[key]
         return out
 
+    def embed_uncached(self, texts: Sequence[str]) -> Vectors:
+        """Texts not worth keeping (questions, answer sentences), embedded without touching the
+        cache: asking takes no write lock, and the cache holds passages only."""
+        return self.inner.embed_batch(texts)
+
     def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
         return self.inner.count_tokens_many(texts)
 

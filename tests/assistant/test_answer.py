@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -106,6 +108,23 @@ def test_retrieval_only_when_the_model_server_is_down(sample_settings) -> None:
     assert "unavailable" in answer.answer
     assert answer.citations and answer.citations[0].file == "Employee-Leave-Policy.pdf"
     assert answer_to_json(answer)["citations"][0]["page"] is not None
+
+
+def test_questions_are_not_written_to_the_embedding_cache(sample_settings) -> None:
+    def cached() -> int:
+        with closing(sqlite3.connect(sample_settings.embed.cache)) as db:
+            return int(db.execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+    before = cached()
+    assistant = Assistant(sample_settings)
+    try:
+        retrieval = assistant.retriever.retrieve(
+            "Which sick leave rule did nobody ask before?", ["all"]
+        )
+    finally:
+        assistant.close()
+    assert retrieval.dense_top > 0  # the question was embedded...
+    assert cached() == before  # ...and not kept
 
 
 def test_abstains_when_the_documents_do_not_cover_it(sample_settings) -> None:
