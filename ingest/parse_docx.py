@@ -3,7 +3,9 @@
 Each paragraph is a block under the heading path in effect (Title is level 0, Heading 1-9 /
 标题 1-9 / outline-level paragraphs are levels 1-9); each heading is also a block of its own
 (kind "heading"). A table is one block of rows `| a | b |`, standing where it stands; a merged
-cell is written once. Text boxes, headers, footers, comments and footnotes are left out.
+cell is written once. The paragraphs of a text box, and the footnotes and endnotes a paragraph
+or table refers to, follow it as blocks of their own under the same heading path. Headers,
+footers and comments are left out.
 
 Before python-docx sees the file, every XML part is checked: a part that declares a DOCTYPE
 (the door to external and recursive entities) makes the file refused, whatever the parser's
@@ -23,6 +25,7 @@ from typing import Any
 
 import docx
 from docx.document import Document
+from docx.oxml import parse_xml
 from docx.text.paragraph import Paragraph
 
 from assistant.errors import BrokenFile, NoText, UnsupportedFile
@@ -32,6 +35,11 @@ from ingest.clean import clean_text
 logger = logging.getLogger(__name__)
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+# Word writes each text box twice: as DrawingML (mc:Choice) and as VML in mc:Fallback.
+MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+# Relationship type (its last segment) -> the note element that part holds.
+NOTE_PARTS = {"footnotes": "footnote", "endnotes": "endnote"}
+NOTE_SEPARATORS = {"separator", "continuationSeparator", "continuationNotice"}
 MAX_UNPACKED_BYTES = 1 << 30  # larger when unpacked: refused as a zip bomb
 _HEADING_NAME = re.compile(
     r"(?:heading|标题|標題|titre|überschrift|encabezado|título|titolo|kop|заголовок|見出し|제목)"
@@ -54,6 +62,7 @@ def parse_docx(path: Path) -> ParsedDoc:
             "open and re-save it in Word, or remove the file"
         ) from exc
     levels = _style_levels(document)
+    notes = _notes(document)
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
     first_heading = ""
@@ -63,21 +72,20 @@ def parse_docx(path: Path) -> ParsedDoc:
             rows = _table_rows(element, document)
             if rows:
                 blocks.append(Block("\n".join(rows), section, kind="table"))
-            continue
-        text = clean_text(Paragraph(element, document).text)
-        if not text:
-            continue
-        level = _paragraph_level(element, levels)
-        if level is None:
-            blocks.append(Block(text, section))
-            continue
-        text = " ".join(text.split())
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, text))
-        blocks.append(Block(text, tuple(t for _, t in stack), kind="heading"))
-        if not first_heading and level <= 1:
-            first_heading = text
+        elif text := clean_text(Paragraph(element, document).text):
+            level = _paragraph_level(element, levels)
+            if level is None:
+                blocks.append(Block(text, section))
+            else:
+                text = " ".join(text.split())
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, text))
+                section = tuple(t for _, t in stack)
+                blocks.append(Block(text, section, kind="heading"))
+                if not first_heading and level <= 1:
+                    first_heading = text
+        blocks.extend(Block(text, section) for text in _held_texts(element, document, notes))
     if not blocks:
         raise NoText(f"{path.name}: the document body has no text")
     return ParsedDoc(blocks=blocks, title=_core_title(document) or first_heading or path.stem)
@@ -141,6 +149,46 @@ def _body_elements(body: Any) -> Iterator[Any]:
             content = child.find(f"{W}sdtContent") if child.tag == f"{W}sdt" else child
             if content is not None:
                 yield from _body_elements(content)
+
+
+def _notes(document: Document) -> dict[tuple[str, str], str]:
+    """(footnote/endnote, id) -> the note's text, separators left out; {} when unreadable."""
+    notes: dict[tuple[str, str], str] = {}
+    for rel in document.part.rels.values():
+        kind = NOTE_PARTS.get(rel.reltype.rsplit("/", 1)[-1])
+        if kind is None or rel.is_external:
+            continue
+        try:
+            root = parse_xml(rel.target_part.blob)
+        except Exception as exc:
+            logger.warning("%s part unreadable, its notes left out: %s", kind, exc)
+            continue
+        for note in root.iterchildren(f"{W}{kind}"):
+            if note.get(f"{W}type") in NOTE_SEPARATORS:
+                continue
+            text = clean_text(" ".join(Paragraph(p, document).text for p in note.iter(f"{W}p")))
+            if text:
+                notes[(kind, note.get(f"{W}id", ""))] = text
+    return notes
+
+
+def _held_texts(element: Any, document: Document, notes: dict[tuple[str, str], str]) -> list[str]:
+    """What a body paragraph or table holds beyond its own text, in order: the paragraphs of
+    its text boxes (the VML fallback copy skipped), then the notes it refers to."""
+    texts: list[str] = []
+    for box in _not_fallback(element.iter(f"{W}txbxContent")):
+        for p in box.iterchildren(f"{W}p"):
+            if text := clean_text(Paragraph(p, document).text):
+                texts.append(text)
+    for ref in _not_fallback(element.iter(f"{W}footnoteReference", f"{W}endnoteReference")):
+        kind = ref.tag[len(W) : -len("Reference")]
+        if note := notes.get((kind, ref.get(f"{W}id", ""))):
+            texts.append(note)
+    return texts
+
+
+def _not_fallback(elements: Iterator[Any]) -> Iterator[Any]:
+    return (e for e in elements if not any(a.tag == MC_FALLBACK for a in e.iterancestors()))
 
 
 def _name_level(name: str) -> int | None:

@@ -32,7 +32,7 @@ EXPECTED = {
     "docx/unstructured/fake-doc-emphasized-text.doc": "unsupported",
     "docx/mammoth/strict-format.docx": "unsupported",  # Strict OOXML
     "docx/mammoth/empty.docx": "no_text",
-    "docx/mammoth/text-box.docx": "no_text",  # text only inside a text box
+    "docx/mammoth/text-box.docx": "ok",  # its only text is inside a text box
     "docx/unstructured/tables-with-incomplete-rows.docx": "ok",
     "README.md": "unsupported",
     "pdf/sample-files/LICENSE-CC-BY-SA-4.0.txt": "unsupported",

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import docx
 import pytest
+from docx.oxml import OxmlElement
+from docx.oxml.ns import qn
 
 from assistant.errors import BrokenFile, NoText
 from ingest.parse_docx import _declares_doctype, parse_docx
@@ -84,3 +86,27 @@ def test_empty_and_damaged_documents(tmp_path: Path, fixtures: dict[str, Path]) 
         package.writestr("xl/workbook.xml", "<workbook/>")
     with pytest.raises(BrokenFile, match="not a Word document"):
         parse_docx(not_word)
+
+
+def test_footnotes_endnotes_and_text_boxes_follow_their_paragraph(
+    shared: Path, tmp_path: Path
+) -> None:
+    mammoth = shared / "corpus" / "docx" / "mammoth"
+    for name in ("footnotes.docx", "endnotes.docx"):
+        blocks = parse_docx(mammoth / name).blocks
+        assert [b.text for b in blocks] == ["Ouch.", "A tachyon walks into a bar.", "Fin."]
+    # Word stores a text box twice (DrawingML and a VML fallback): its text comes once.
+    assert [b.text for b in parse_docx(mammoth / "text-box.docx").blocks] == ["Datum plane"]
+    # A note stands under the heading path of the paragraph that refers to it.
+    document = docx.Document(str(mammoth / "footnotes.docx"))
+    heading = document.paragraphs[0].insert_paragraph_before("Leave rules")
+    outline = OxmlElement("w:outlineLvl")
+    outline.set(qn("w:val"), "0")
+    heading._p.get_or_add_pPr().append(outline)
+    document.save(str(tmp_path / "headed.docx"))
+    blocks = parse_docx(tmp_path / "headed.docx").blocks
+    assert [(b.text, b.section) for b in blocks[1:]] == [
+        ("Ouch.", ("Leave rules",)),
+        ("A tachyon walks into a bar.", ("Leave rules",)),
+        ("Fin.", ("Leave rules",)),
+    ]
