@@ -61,7 +61,14 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
         "mode": answer.mode,
         "unverified": answer.unverified,
         "citations": [
-            {"n": c.n, "file": c.file, "page": c.page, "section": c.section, "quote": c.quote}
+            {
+                "n": c.n,
+                "file": c.file,
+                "page": c.page,
+                "page_label": c.page_label or None,
+                "section": c.section,
+                "quote": c.quote,
+            }
             for c in answer.citations
         ],
         "passages": [passage_to_json(p, n) for n, p in enumerate(answer.passages, 1)],
@@ -75,6 +82,7 @@ def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:
         "file": p.file,
         "page": p.page,
         "page_end": p.page_end,
+        "page_label": p.page_label or None,
         "section": p.section_path,
         "text": p.text,
         "score": round(p.score, 6),
@@ -257,7 +265,9 @@ class Assistant:
         logger.warning("retrieval-only answer: %s", reason)
         shown = list(passages[:3])
         citations = [
-            Citation(n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id)
+            Citation(
+                n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label
+            )
             for n, p in enumerate(shown, 1)
         ]
         answer = Answer(

@@ -197,6 +197,7 @@ def verify(
                     section=p.section_path,
                     quote=quote,
                     chunk_id=p.chunk_id,
+                    page_label=p.page_label,
                 )
                 best_support[n] = rank
         keep.append(tuple(kept))

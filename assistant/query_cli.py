@@ -58,6 +58,8 @@ def ask_command(settings: Settings, question: str, groups: str | None, as_json: 
         click.echo("")
     for c in final.citations:
         where = f"p.{c.page}" if c.page is not None else c.section
+        if c.page_label:
+            where += f" (printed {c.page_label})"
         click.echo(f"[{c.n}] {c.file} {where}" + ("" if c.supported else " (unsupported)"))
     t = final.timings_ms
     click.echo(f"({final.mode}; " + ", ".join(f"{k} {v:.0f} ms" for k, v in t.items()) + ")")
@@ -118,6 +120,8 @@ def retrieve_command(
             click.echo(f"{item['question']}" + ("  (would abstain)" if abstain else ""))
             for p in passages:
                 where = f"p.{p['page']}" if p["page"] is not None else p["section"]
+                if p["page_label"]:
+                    where += f" (printed {p['page_label']})"
                 click.echo(f"  {p['rank']}. {p['file']} {where}  {p['score']:.4f}")
                 click.echo(f"     {p['text'][:160]!r}")
     finally:

@@ -142,6 +142,7 @@ class Snapshot:
             section=self.sections[row],
             page=page,
             page_end=page_end,
+            page_labels=record.meta.page_labels,
             score=score,
             title=record.meta.title,
             superseded=record.meta.id in self.superseded,

@@ -74,6 +74,9 @@ class DocMeta:
     version: str = ""
     effective_date: str = ""
     series: str = ""
+    # A PDF's printed page labels ("i", "ii", "1", …), one per page; () where they are the
+    # page numbers themselves.
+    page_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,10 +95,24 @@ class Passage:
     superseded: bool = False
     groups: tuple[str, ...] = ()
     ordinal: int = -1  # the chunk's position in its document (adjacent ones can merge)
+    page_labels: tuple[str, ...] = ()  # its document's (DocMeta.page_labels)
 
     @property
     def section_path(self) -> str:
         return SECTION_SEP.join(self.section)
+
+    @property
+    def page_label(self) -> str:
+        """The printed label of the page ("iv") or span ("iv–v") where the document's labels
+        differ from the page numbers; "" otherwise."""
+        labels, page = self.page_labels, self.page
+        if not labels or page is None or not 1 <= page <= len(labels):
+            return ""
+        end = self.page_end if self.page_end and page < self.page_end <= len(labels) else page
+        if end == page:
+            return "" if labels[page - 1] == str(page) else labels[page - 1]
+        span = f"{labels[page - 1]}–{labels[end - 1]}"
+        return "" if span == f"{page}–{end}" else span
 
 
 @dataclass(frozen=True)
@@ -109,6 +126,7 @@ class Citation:
     quote: str
     chunk_id: str = ""
     supported: bool = True
+    page_label: str = ""  # the printed page label, where it differs from `page`
 
 
 @dataclass

@@ -115,6 +115,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "003_page_labels",
+        """
+        ALTER TABLE documents ADD COLUMN page_labels TEXT NOT NULL DEFAULT '[]';
+        """,
+    ),
 ]
 
 SECTION_JSON = json.dumps
@@ -145,6 +151,7 @@ def _doc_from_row(row: sqlite3.Row) -> DocRecord:
         version=row["version"],
         effective_date=row["effective_date"],
         series=row["series"],
+        page_labels=tuple(json.loads(row["page_labels"])),
     )
     return DocRecord(meta, row["status"], row["reason"], row["chunk_count"], row["updated_at"])
 
@@ -244,13 +251,14 @@ class Ledger:
         now = time.time()
         db.execute(
             """INSERT INTO documents (id, root, path, sha256, size, mtime, title, lang, groups,
-                   version, effective_date, series, status, reason, chunk_count, created_at,
-                   updated_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   version, effective_date, series, page_labels, status, reason, chunk_count,
+                   created_at, updated_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT(id) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size,
                    mtime = excluded.mtime, title = excluded.title, lang = excluded.lang,
                    groups = excluded.groups, version = excluded.version,
                    effective_date = excluded.effective_date, series = excluded.series,
+                   page_labels = excluded.page_labels,
                    status = excluded.status, reason = excluded.reason,
                    chunk_count = excluded.chunk_count, updated_at = excluded.updated_at""",
             (
@@ -266,6 +274,7 @@ class Ledger:
                 meta.version,
                 meta.effective_date,
                 meta.series,
+                json.dumps(list(meta.page_labels), ensure_ascii=False),
                 status,
                 reason,
                 chunk_count,

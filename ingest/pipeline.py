@@ -198,6 +198,16 @@ def _describe(settings: Settings, root: Path, path: Path, groups: Sequence[str] 
     )
 
 
+def printed_labels(labels: Sequence[str] | None) -> tuple[str, ...]:
+    """A PDF's page labels worth keeping: () when they are just the page numbers.
+
+    printed_labels(["i", "ii", "1"]) -> ("i", "ii", "1");  printed_labels(["1", "2"]) -> ()
+    """
+    if not labels or all(label == str(n) for n, label in enumerate(labels, start=1)):
+        return ()
+    return tuple(labels)
+
+
 def _same_meta(a: DocMeta, b: DocMeta) -> bool:
     keys = ("groups", "version", "effective_date", "series")
     return all(getattr(a, k) == getattr(b, k) for k in keys) and (not b.title or a.title == b.title)
@@ -230,6 +240,7 @@ class _Writer:
             meta,
             title=meta.title or parsed.title or Path(meta.path).stem,
             lang=detect_lang(sample) if sample else "en",
+            page_labels=printed_labels(parsed.page_labels),
         )
         title_tokens = tokenize(meta.title)
         tokens = [title_tokens + tokenize(c.embed_text()) for c in chunks]
@@ -326,7 +337,12 @@ def ingest_paths(
             else:
                 meta = replace(meta, sha256=sha256_file(path))
             if old and old.status == "ok" and old.meta.sha256 == meta.sha256:
-                meta = replace(meta, title=meta.title or old.meta.title, lang=old.meta.lang)
+                meta = replace(
+                    meta,
+                    title=meta.title or old.meta.title,
+                    lang=old.meta.lang,
+                    page_labels=old.meta.page_labels,
+                )
                 if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
                     finish(FileOutcome(label, "unchanged", chunks=old.chunk_count))
                     continue

@@ -124,11 +124,12 @@ class App:
         conv.qids[index] = answer.question_id
         for c in answer.citations:
             conv.quotes[c.chunk_id] = c.quote
-        conv.sources = [(f"[{c.n}] {render.where(c.file, c.page, c.section, lang)}", c.chunk_id)
-                        for c in answer.citations if c.chunk_id]
+        where = render.where
+        conv.sources = [(f"[{c.n}] {where(c.file, c.page, c.section, lang, c.page_label)}",
+                         c.chunk_id) for c in answer.citations if c.chunk_id]
         if not conv.sources:  # abstentions: the nearest documents can be opened too
-            conv.sources = [(render.where(p.file, p.page, p.section_path, lang), p.chunk_id)
-                            for p in answer.passages]
+            conv.sources = [(where(p.file, p.page, p.section_path, lang, p.page_label),
+                             p.chunk_id) for p in answer.passages]
         pick = gr.update(choices=conv.sources,
                          value=conv.sources[0][1] if conv.sources else None)
         yield conv.chat, conv, "", pick

@@ -29,6 +29,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "pick_source": ("Citation", "引用"),
     "source_view": ("Source", "原文"),
     "page_n": ("page {n}", "第 {n} 页"),
+    "printed": ("printed {label}", "页码 {label}"),
     "section": ("section", "章节"),
     "superseded": ("superseded by a newer version", "已被新版本取代"),
     "unsupported": ("not clearly supported by this passage", "该段落未明确支持此说法"),

@@ -67,11 +67,13 @@ def highlight(text: str, quote: str) -> str:
     return escape(text[:at]) + "<mark>" + escape(text[at:end]) + "</mark>" + escape(text[end:])
 
 
-def where(file: str, page: int | None, section: str, lang: str) -> str:
-    """`where("leave.pdf", 3, "", "en")` -> "leave.pdf · page 3"."""
+def where(file: str, page: int | None, section: str, lang: str, label: str = "") -> str:
+    """`where("leave.pdf", 3, "", "en")` -> "leave.pdf · page 3";
+    with the printed label "i": "leave.pdf · page 3 (printed i)"."""
     bits = [file]
     if page:
-        bits.append(t("page_n", lang, n=page))
+        printed = f" ({t('printed', lang, label=label)})" if label else ""
+        bits.append(t("page_n", lang, n=page) + printed)
     if section:
         bits.append(f"{t('section', lang)}: {section}")
     return " · ".join(bits)
@@ -86,10 +88,11 @@ def source_card(citation: Citation, passage: Passage | None, key: str, lang: str
         badges += f' <span class="kb-badge">{html.escape(t("superseded", lang))}</span>'
     if not citation.supported:
         badges += f' <span class="kb-badge">{html.escape(t("unsupported", lang))}</span>'
+    place = where(citation.file, citation.page, section, lang, citation.page_label)
     return (
         f'<div class="kb-card" id="kb-{key}-{citation.n}">'
         f"<b>[{citation.n}] {html.escape(citation.file)}</b>{badges}<br>"
-        f'<span class="kb-where">{html.escape(where(citation.file, citation.page, section, lang))}'
+        f'<span class="kb-where">{html.escape(place)}'
         f"</span><br>{highlight(text, citation.quote)}</div>"
     )
 
@@ -136,7 +139,8 @@ def streaming_html(text: str) -> str:
 
 def passage_html(passage: Passage, quote: str, lang: str, note: str = "") -> str:
     """The "view source" text: where the passage is, then the passage with the quote marked."""
-    head = html.escape(where(passage.file, passage.page, passage.section_path, lang))
+    p = passage
+    head = html.escape(where(p.file, p.page, p.section_path, lang, p.page_label))
     badge = (f' <span class="kb-badge">{html.escape(t("superseded", lang))}</span>'
              if passage.superseded else "")
     extra = f'<p class="kb-notice">{html.escape(note)}</p>' if note else ""

@@ -11,6 +11,7 @@ import docx
 import pytest
 from click.testing import CliRunner
 
+from assistant.answer import passage_to_json
 from assistant.cli import main
 from assistant.retrieve import Retriever
 from ingest.ledger import Ledger
@@ -263,3 +264,38 @@ def test_gold_quotes_survive_parsing_and_chunking(make_settings, shared: Path) -
             )
     assert total == 89
     assert found / total >= 0.98, f"{found}/{total} gold quotes found in chunks"
+
+
+def test_printed_page_labels_reach_the_passages(make_settings, fixtures, tmp_path: Path) -> None:
+    docs = tmp_path / "labelled"
+    docs.mkdir()
+    shutil.copy(fixtures["english"], docs / "english.pdf")  # pages labelled i, ii, iii
+    settings = make_settings()
+    ingest_paths(settings, [docs])
+    store = Store(settings)
+    try:
+        (record,) = store.ledger.documents()
+        assert record.meta.page_labels == ("i", "ii", "iii")
+        passages = Retriever(settings, store).retrieve("doctor's note sick leave", ["all"]).passages
+    finally:
+        store.close()
+    sick = next(p for p in passages if "doctor's note" in p.text)
+    assert (sick.page, sick.page_end, sick.page_label) == (2, 3, "ii–iii")
+    assert passage_to_json(sick, 1)["page_label"] == "ii–iii"
+
+
+def test_a_store_from_before_page_labels_is_migrated(make_settings, samples: Path) -> None:
+    settings = make_settings()
+    ingest_paths(settings, [samples])
+    path = settings.store_path() / "ledger.sqlite"
+    ledger = Ledger(path)
+    with ledger.transaction() as db:  # the ledger as version 002 left it
+        db.execute("ALTER TABLE documents DROP COLUMN page_labels")
+        db.execute("DELETE FROM migrations WHERE name = '003_page_labels'")
+    ledger.close()
+    ledger = Ledger(path)
+    try:
+        records = ledger.documents()
+    finally:
+        ledger.close()
+    assert len(records) == 11 and all(r.meta.page_labels == () for r in records)

@@ -45,6 +45,7 @@ def test_highlight_and_escape() -> None:
     assert render.highlight("abc", "zzz") == "abc"
     assert render.escape("x\n\ny") == "x<br><br>y"
     assert render.where("差旅.pdf", 2, "", "zh") == "差旅.pdf · 第 2 页"
+    assert render.where("a.pdf", 3, "", "en", "i") == "a.pdf · page 3 (printed i)"
 
 
 def test_sniff_type_checks_content_not_the_name(tmp_path: Path) -> None:
