@@ -198,10 +198,10 @@ def _describe(settings: Settings, root: Path, path: Path, groups: Sequence[str] 
     )
 
 
-def printed_labels(labels: Sequence[str] | None) -> tuple[str, ...]:
+def _printed_labels(labels: Sequence[str] | None) -> tuple[str, ...]:
     """A PDF's page labels worth keeping: () when they are just the page numbers.
 
-    printed_labels(["i", "ii", "1"]) -> ("i", "ii", "1");  printed_labels(["1", "2"]) -> ()
+    _printed_labels(["i", "ii", "1"]) -> ("i", "ii", "1");  _printed_labels(["1", "2"]) -> ()
     """
     if not labels or all(label == str(n) for n, label in enumerate(labels, start=1)):
         return ()
@@ -240,7 +240,7 @@ class _Writer:
             meta,
             title=meta.title or parsed.title or Path(meta.path).stem,
             lang=detect_lang(sample) if sample else "en",
-            page_labels=printed_labels(parsed.page_labels),
+            page_labels=_printed_labels(parsed.page_labels),
         )
         title_tokens = tokenize(meta.title)
         tokens = [title_tokens + tokenize(c.embed_text()) for c in chunks]
