@@ -149,7 +149,7 @@ def citation_precision(
     store_dir: Path,
     questions: Sequence[dict[str, Any]],
     lang: str | None = None,
-) -> dict[str, float]:
+) -> dict[str, float | None]:
     """Ask every answerable question (of `lang`) through the model; the share of [n] markers
     whose passage holds the gold fact (the gold quote, by the hit rule above)."""
     from assistant.answer import Assistant
@@ -181,8 +181,8 @@ def citation_precision(
     finally:
         assistant.close()
 
-    def ratio(part: int, whole: int) -> float:
-        return round(part / whole, 3) if whole else 0.0
+    def ratio(part: int, whole: int) -> float | None:
+        return round(part / whole, 3) if whole else None  # no markers: no precision
 
     return {
         "answered": counts["answered"],

@@ -169,10 +169,14 @@ def eval_command(
             click.echo(f"  {lang:<4} {values}  (n={metrics['questions']})")
     if "citations" in report:
         c = report["citations"]
+
+        def share(value: float | None) -> str:
+            return "–" if value is None else f"{value:.3f}"
+
         click.echo(
-            f"citation precision {c['citation_precision']:.3f} "
+            f"citation precision {share(c['citation_precision'])} "
             f"({c['markers']} markers in {c['answered']} generated answers); after the "
-            f"support check {c['citation_precision_after_check']:.3f} "
+            f"support check {share(c['citation_precision_after_check'])} "
             f"({c['markers_after_check']} markers)"
         )
 

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from assistant.cli import main
 from assistant.evaluate import METRICS, Hit, passage_hits, quote_hit, run_eval
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,3 +42,32 @@ def test_public_eval_holds_the_recorded_values(make_settings, shared: Path) -> N
                 ours[lang],
             )
             assert ours[lang][metric] >= starter[lang][metric], (lang, metric, "behind the starter")
+
+
+@pytest.mark.vllm
+def test_kb_eval_asks_the_model(make_settings, vllm_server) -> None:
+    """`kb eval --llm` asks the answerable questions of one language through the real server.
+    The tiny random model talks nonsense, so only the protocol is checked: every question that
+    was not abstained on is answered, and a precision without markers is null, not 0."""
+    questions = [
+        json.loads(line)
+        for line in (REPO / "data" / "samples" / "qa.jsonl").read_text("utf-8").splitlines()
+    ]
+    answerable = sum(1 for q in questions if q["lang"] == "en" and q["answerable"])
+    env = {
+        "KB_LLM_URL": vllm_server.url,
+        "KB_LLM_MODEL": str(vllm_server.model_dir),
+        "KB_LLM_SERVED_NAME": vllm_server.served_name,
+        "KB_EMBED_CACHE": make_settings().embed.cache,
+    }
+    args = ["eval", str(REPO / "data" / "samples"), "--llm", "--lang", "en", "--no-baseline"]
+    result = CliRunner().invoke(main, [*args, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    cited = json.loads(result.output)["citations"]
+    assert 0 < cited["answered"] <= answerable
+    for markers, share in (
+        ("markers", "citation_precision"),
+        ("markers_after_check", "citation_precision_after_check"),
+    ):
+        assert (cited[share] is None) == (cited[markers] == 0), cited
+        assert cited[share] is None or 0 <= cited[share] <= 1
