@@ -238,7 +238,7 @@ class Assistant:
             passages=packed,
             unverified=checked.unverified or bool(notice),
             notice=notice,
-            raw_answer="".join(pieces),
+            raw_answer=raw,
         )
         yield from self._finish(answer, question, user, started, timings)
 

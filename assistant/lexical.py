@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -453,12 +453,8 @@ class BM25Index:
         """
         out = np.zeros(len(self.ids), dtype=np.float32)
         w = self._weights
-        for t in query_tokens:
-            j = self.vocab.get(t)
-            if j is None:
-                continue
-            lo, hi = w.indptr[j], w.indptr[j + 1]
-            out[w.indices[lo:hi]] += w.data[lo:hi]
+        for _, span in self._postings(query_tokens):
+            out[w.indices[span]] += w.data[span]
         return out
 
     def coverage(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -468,12 +464,17 @@ class BM25Index:
         index.coverage(["加班", "年假"]) -> array([0.69..., 0.69...], dtype=float32)
         """
         out = np.zeros(len(self.ids), dtype=np.float32)
-        w = self._weights
-        for t in set(query_tokens):
+        for j, span in self._postings(set(query_tokens)):
+            out[self._weights.indices[span]] += self._idf[j]
+        return out
+
+    def _postings(self, tokens: Iterable[str]) -> Iterator[tuple[int, slice]]:
+        """For each indexed token: its column and the span of its rows in the matrix."""
+        indptr = self._weights.indptr
+        for t in tokens:
             j = self.vocab.get(t)
             if j is not None:
-                out[w.indices[w.indptr[j] : w.indptr[j + 1]]] += self._idf[j]
-        return out
+                yield j, slice(indptr[j], indptr[j + 1])
 
     def search(
         self, query_tokens: Sequence[str], k: int, allowed: BoolMask | None = None

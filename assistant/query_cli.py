@@ -57,12 +57,17 @@ def ask_command(settings: Settings, question: str, groups: str | None, as_json: 
     if final.mode == "generated" and final.answer != "":
         click.echo("")
     for c in final.citations:
-        where = f"p.{c.page}" if c.page is not None else c.section
-        if c.page_label:
-            where += f" (printed {c.page_label})"
+        where = _place(c.page, c.section, c.page_label)
         click.echo(f"[{c.n}] {c.file} {where}" + ("" if c.supported else " (unsupported)"))
     t = final.timings_ms
     click.echo(f"({final.mode}; " + ", ".join(f"{k} {v:.0f} ms" for k, v in t.items()) + ")")
+
+
+def _place(page: int | None, section: str, page_label: str | None) -> str:
+    """Where a passage stands, for the terminal: `p.3 (printed i)`, or the section path."""
+    if page is None:
+        return section
+    return f"p.{page}" + (f" (printed {page_label})" if page_label else "")
 
 
 @click.command("retrieve")
@@ -90,6 +95,7 @@ def retrieve_command(
     kb retrieve --questions qa.jsonl --json
     """
     from assistant.answer import passage_to_json, should_abstain
+    from assistant.evaluate import load_questions
     from assistant.retrieve import Retriever
     from ingest.pipeline import Store
 
@@ -97,11 +103,7 @@ def retrieve_command(
         raise click.UsageError("give a QUESTION or --questions FILE")
     items: list[dict[str, Any]]
     if questions_file is not None:
-        items = [
-            json.loads(line)
-            for line in questions_file.read_text("utf-8").splitlines()
-            if line.strip()
-        ]
+        items = load_questions(questions_file)
     else:
         items = [{"id": None, "question": question}]
     store = Store(settings)
@@ -119,9 +121,7 @@ def retrieve_command(
                 continue
             click.echo(f"{item['question']}" + ("  (would abstain)" if abstain else ""))
             for p in passages:
-                where = f"p.{p['page']}" if p["page"] is not None else p["section"]
-                if p["page_label"]:
-                    where += f" (printed {p['page_label']})"
+                where = _place(p["page"], p["section"], p["page_label"])
                 click.echo(f"  {p['rank']}. {p['file']} {where}  {p['score']:.4f}")
                 click.echo(f"     {p['text'][:160]!r}")
     finally:

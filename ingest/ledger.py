@@ -124,6 +124,8 @@ MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 SECTION_JSON = json.dumps
+# Appended to the reason of a failed document whose previous version stays live.
+KEPT_NOTE = " (the previous version stays searchable)"
 
 
 @dataclass(frozen=True)
@@ -320,7 +322,7 @@ class Ledger:
                     "UPDATE documents SET status = ?, reason = ?, updated_at = ? WHERE id = ?",
                     (
                         status,
-                        f"{reason} (the previous version stays searchable)",
+                        reason + KEPT_NOTE,
                         time.time(),
                         meta.id,
                     ),

@@ -16,7 +16,7 @@ from pathlib import Path
 from assistant.config import Settings
 from assistant.errors import IngestError
 from assistant.types import Chunk, DocMeta
-from ingest.ledger import DocRecord, chunk_row
+from ingest.ledger import KEPT_NOTE, DocRecord, chunk_row
 from ingest.parse import ParsePool
 from ingest.pipeline import (
     FileOutcome,
@@ -73,11 +73,9 @@ def _full_reindex(settings: Settings, progress: Progress | None, workers: int) -
         with ParsePool(settings.ingest, workers=workers) as pool:
             for i, (path, result) in enumerate(pool.imap(existing), 1):
                 record = by_path[path]
+                stat = path.stat()
                 meta = replace(
-                    record.meta,
-                    sha256=sha256_file(path),
-                    size=path.stat().st_size,
-                    mtime=path.stat().st_mtime,
+                    record.meta, sha256=sha256_file(path), size=stat.st_size, mtime=stat.st_mtime
                 )
                 if isinstance(result, IngestError):
                     kept = _carry_over(store, writer, record)
@@ -85,8 +83,7 @@ def _full_reindex(settings: Settings, progress: Progress | None, workers: int) -
                         (
                             record.meta if kept else meta,
                             result.status,
-                            str(result)
-                            + (" (the previous version stays searchable)" if kept else ""),
+                            str(result) + (KEPT_NOTE if kept else ""),
                             kept,
                         )
                     )

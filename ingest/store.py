@@ -13,7 +13,7 @@ passage (the query side filters by the ledger) and is removed by `collect_garbag
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,10 @@ class VectorStore:
             )
         return self._collections[name]
 
+    def _spans(self, count: int) -> Iterator[slice]:
+        """Slices of at most Chroma's maximum batch size covering `count` items."""
+        return (slice(s, s + self._max_batch) for s in range(0, count, self._max_batch))
+
     def upsert(
         self,
         collection: str,
@@ -69,12 +73,9 @@ class VectorStore:
         metadatas: Sequence[Metadata],
     ) -> None:
         target = self._collection(collection)
-        for start in range(0, len(ids), self._max_batch):
-            end = start + self._max_batch
+        for span in self._spans(len(ids)):
             target.upsert(
-                ids=list(ids[start:end]),
-                embeddings=vectors[start:end],
-                metadatas=list(metadatas[start:end]),
+                ids=list(ids[span]), embeddings=vectors[span], metadatas=list(metadatas[span])
             )
         logger.info("chroma upsert %d vectors into %s", len(ids), collection)
 
@@ -82,9 +83,8 @@ class VectorStore:
         self, collection: str, ids: Sequence[str], metadatas: Sequence[Metadata]
     ) -> None:
         target = self._collection(collection)
-        for start in range(0, len(ids), self._max_batch):
-            end = start + self._max_batch
-            target.update(ids=list(ids[start:end]), metadatas=list(metadatas[start:end]))
+        for span in self._spans(len(ids)):
+            target.update(ids=list(ids[span]), metadatas=list(metadatas[span]))
 
     def query(
         self,
@@ -109,20 +109,16 @@ class VectorStore:
         """Which of `ids` the collection holds."""
         target = self._collection(collection)
         found: set[str] = set()
-        for start in range(0, len(ids), self._max_batch):
-            found.update(
-                target.get(ids=list(ids[start : start + self._max_batch]), include=[])["ids"]
-            )
+        for span in self._spans(len(ids)):
+            found.update(target.get(ids=list(ids[span]), include=[])["ids"])
         return found
 
     def vectors(self, collection: str, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """The stored vectors of `ids`, in that order (rows of zeros for unknown ids)."""
         target = self._collection(collection)
         found: dict[str, Any] = {}
-        for start in range(0, len(ids), self._max_batch):
-            part = target.get(
-                ids=list(ids[start : start + self._max_batch]), include=["embeddings"]
-            )
+        for span in self._spans(len(ids)):
+            part = target.get(ids=list(ids[span]), include=["embeddings"])
             found.update(zip(part["ids"], part["embeddings"], strict=True))
         out = np.zeros((len(ids), self._dim(found)), dtype=np.float32)
         for i, cid in enumerate(ids):
@@ -149,8 +145,8 @@ class VectorStore:
         if not ids:
             return
         target = self._collection(collection)
-        for start in range(0, len(ids), self._max_batch):
-            target.delete(ids=list(ids[start : start + self._max_batch]))
+        for span in self._spans(len(ids)):
+            target.delete(ids=list(ids[span]))
         logger.info("chroma delete %d vectors from %s", len(ids), collection)
 
     def count(self, collection: str) -> int:

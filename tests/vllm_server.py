@@ -70,6 +70,15 @@ class RunningVllm:
     def log_path(self) -> Path:
         return self.server.log_path
 
+    def cli_env(self, embed_cache: str) -> dict[str, str]:
+        """Environment that points `kb` commands at this server, with the given embed cache."""
+        return {
+            "KB_LLM_URL": self.url,
+            "KB_LLM_MODEL": str(self.model_dir),
+            "KB_LLM_SERVED_NAME": self.served_name,
+            "KB_EMBED_CACHE": embed_cache,
+        }
+
     def kill(self) -> None:
         """SIGKILL the server and its engine processes, as a crash would."""
         self.server.kill()

@@ -72,12 +72,7 @@ def test_streamed_answer_against_the_real_server(sample_settings, vllm_server) -
 
 @pytest.mark.vllm
 def test_kb_ask_json_shape(sample_settings, vllm_server) -> None:
-    env = {
-        "KB_LLM_URL": vllm_server.url,
-        "KB_LLM_MODEL": str(vllm_server.model_dir),
-        "KB_LLM_SERVED_NAME": vllm_server.served_name,
-        "KB_EMBED_CACHE": sample_settings.embed.cache,
-    }
+    env = vllm_server.cli_env(sample_settings.embed.cache)
     result = CliRunner().invoke(
         main,
         ["ask", "出差住宿标准是多少？", "--json", "--store", str(sample_settings.store_path())],

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.cli import main
-from assistant.evaluate import METRICS, Hit, passage_hits, quote_hit, run_eval
+from assistant.evaluate import METRICS, Hit, load_questions, passage_hits, quote_hit, run_eval
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "bench" / "eval_public.json"
@@ -49,17 +49,9 @@ def test_kb_eval_asks_the_model(make_settings, vllm_server) -> None:
     """`kb eval --llm` asks the answerable questions of one language through the real server.
     The tiny random model talks nonsense, so only the protocol is checked: every question that
     was not abstained on is answered, and a precision without markers is null, not 0."""
-    questions = [
-        json.loads(line)
-        for line in (REPO / "data" / "samples" / "qa.jsonl").read_text("utf-8").splitlines()
-    ]
+    questions = load_questions(REPO / "data" / "samples" / "qa.jsonl")
     answerable = sum(1 for q in questions if q["lang"] == "en" and q["answerable"])
-    env = {
-        "KB_LLM_URL": vllm_server.url,
-        "KB_LLM_MODEL": str(vllm_server.model_dir),
-        "KB_LLM_SERVED_NAME": vllm_server.served_name,
-        "KB_EMBED_CACHE": make_settings().embed.cache,
-    }
+    env = vllm_server.cli_env(make_settings().embed.cache)
     args = ["eval", str(REPO / "data" / "samples"), "--llm", "--lang", "en", "--no-baseline"]
     result = CliRunner().invoke(main, [*args, "--json"], env=env)
     assert result.exit_code == 0, result.output
