@@ -1,6 +1,6 @@
 """The query pipeline's public face: question → retrieve → pack → generate → cite.
 
-    assistant = Assistant(settings)
+    assistant = Assistant(store, generator, counter)       # ui/wiring.py builds the parts
     answer = assistant.ask("How many days of annual leave can I carry over?", groups=["all"])
     for piece in assistant.ask_stream(question, groups=["all"]):
         ...  # str pieces are the answer as it streams; the last item is the finished Answer
@@ -13,7 +13,6 @@ recorded in the ledger with its cited chunks and timings.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from assistant.cite import attribute, verify
-from assistant.config import Settings
-from assistant.errors import AccessDenied, GenerationError, KbError
-from assistant.lang import Lang
-from assistant.llm import LlmClient
 from assistant.pack import pack, plan_budget, render_passages
 from assistant.prompt import abstention_text, build_messages, retrieval_only_text
 from assistant.retrieve import Retrieval, Retriever
-from assistant.tokens import TokenCounter, load_token_counter
-from assistant.types import Answer, Citation, Passage, Turn
+from core.config import Settings
+from core.errors import AccessDenied, GenerationError, KbError
+from core.ports import Generator, Reranker, TokenCounter
+from core.text import Lang
+from core.types import Answer, Citation, Passage, Turn
+from ingest.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -93,20 +92,23 @@ def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:
 
 
 class Assistant:
-    """Holds the store, the retriever and the model client for many questions (thread-safe
-    for concurrent askers: retrieval snapshots are read-only, the client is per call)."""
+    """Answers many questions over one store with one model client (thread-safe for
+    concurrent askers: retrieval snapshots are read-only, the client's HTTP pool is shared).
+    It receives its parts; `ui/wiring.py` builds them once per process."""
 
-    def __init__(self, settings: Settings) -> None:
-        from ingest.pipeline import Store
-
-        self.settings = settings
-        self.store = Store(settings)
-        self.retriever = Retriever(settings, self.store)
+    def __init__(
+        self,
+        store: Store,
+        generator: Generator,
+        counter: TokenCounter,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.settings: Settings = store.settings
+        self.store = store
+        self.generator = generator
+        self.counter = counter
+        self.retriever = Retriever(self.settings, store, reranker)
         self._lock = threading.Lock()
-        self._counter: TokenCounter | None = None
-
-    def close(self) -> None:
-        self.store.close()
 
     # --- retrieval ------------------------------------------------------------------------
     def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:
@@ -160,14 +162,7 @@ class Assistant:
             )
             yield from self._finish(answer, question, user, started, timings)
             return
-        try:
-            counter = self._token_counter()
-            client = LlmClient.from_settings(self.settings.llm, counter)
-        except GenerationError as exc:
-            yield from self._retrieval_only(
-                retrieval.passages, lang, str(exc), question, user, started, timings
-            )
-            return
+        counter, client = self.counter, self.generator
         t_pack = time.perf_counter()
         turns = (
             list(history)[-self.settings.answer.history_turns :]
@@ -193,7 +188,7 @@ class Assistant:
             )
             packed = pack(retrieval.passages, budget.passages, counter.count)
         except GenerationError as exc:
-            client.close()
+            # also a token counter that cannot be loaded: no model to count for
             yield from self._retrieval_only(
                 retrieval.passages, lang, str(exc), question, user, started, timings
             )
@@ -217,8 +212,6 @@ class Assistant:
                 return
             logger.warning("generation failed mid-answer: %s", exc)
             notice = MIDWAY_FAILURE[lang]
-        finally:
-            client.close()
         raw = "".join(pieces)
         cited = raw
         if self.settings.answer.attribute_uncited:
@@ -244,13 +237,8 @@ class Assistant:
 
     def _similarity(self, claim: str, quote: str) -> float:
         """Cosine similarity of two texts by the embedder (its vectors are normalised)."""
-        a, b = self.store.embedder.embed_uncached([claim, quote])
+        a, b = self.store.embed_question([claim, quote])
         return float(a @ b)
-
-    def _token_counter(self) -> TokenCounter:
-        if self._counter is None:
-            self._counter = load_token_counter(self.settings.llm, self.settings.base_dir)
-        return self._counter
 
     def _retrieval_only(
         self,
@@ -291,21 +279,7 @@ class Assistant:
 
     def _record(self, answer: Answer, question: str, user: str) -> int:
         try:
-            with self.store.ledger.transaction() as db:
-                cursor = db.execute(
-                    "INSERT INTO questions (user, question, answer, mode, chunk_ids, timings, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        user,
-                        question,
-                        answer.answer,
-                        answer.mode,
-                        json.dumps([c.chunk_id for c in answer.citations]),
-                        json.dumps(answer.timings_ms),
-                        time.time(),
-                    ),
-                )
-                return int(cursor.lastrowid or 0)
+            return self.store.ledger.record_question(user, question, answer)
         except Exception:  # a record that fails to write must not cost the user the answer
             logger.exception("could not record the question")
             return 0

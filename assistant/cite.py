@@ -19,9 +19,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from assistant.lexical import tokenize
-from assistant.types import Citation, Passage
-from ingest.chunk import split_sentences
+from core.text import split_sentences, tokenize
+from core.types import Citation, Passage
 
 Similarity = Callable[[str, str], float]
 

@@ -20,43 +20,16 @@ the top-k, and a filtered search costs what an unfiltered one does.
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections.abc import Container, Iterable, Iterator, Sequence
-from functools import lru_cache
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-# --- tokenization -------------------------------------------------------------------------
+from core.text import EN_STOP, IDEOGRAPH_RUN, stem, tokenize
 
-_RUN = re.compile(
-    r"[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # a CJK run
-    r"|[a-z]+(?:'[a-z]+)?"  # an English word (don't, employee's)
-    r"|\d+(?:\.\d+)?"  # a number (21.75)
-)
-_CN_NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万]+")
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
-              "六": 6, "七": 7, "八": 8, "九": 9}  # fmt: skip
-_CN_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
-# A lone numeral character counts as a number only before one of these (一个月, 三日, 两年).
-_MEASURE = set("个日天年月周岁小时次倍分名人项条款")
-
-EN_STOP = frozenset(
-    """a about above after again all also am an and any are as at be been before being below
-    between both but by can could did do does doing done during each else for from further get
-    gets got had has have having he her here hers him his how i if in into is it its itself just
-    me more most my myself of off on once only or other our ours out over own please same she
-    should so some such than that the their theirs them then there these they this those through
-    to too under until up us very was we were what when where which while who whom why will with
-    would you your yours""".split()
-)
-ZH_STOP = frozenset(
-    "的 了 吗 呢 吧 啊 呀 么 是 在 和 与 及 或 我 你 他 她 它 我们 你们 他们 什么 怎么 怎样 如何 "
-    "多少 哪些 哪个 哪 几 请问 一下 这 那 这个 那个 就 都 也 还 被 把 给 让 会 要 吗？".split()
-)
+# --- question-side paraphrases ------------------------------------------------------------
 
 # Question-side paraphrases: a word people ask with -> the words policies are written in.
 # Applied to queries only; each entry should be a paraphrase any HR/legal text might use.
@@ -132,134 +105,6 @@ ZH_SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _suffix(word: str, suffixes: Sequence[str]) -> str | None:
-    for s in suffixes:
-        if word.endswith(s):
-            return s
-    return None
-
-
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """A light English stemmer: plurals, -ing/-ed, a few derivational endings, final -e.
-
-    stem("carried") -> "carri"; stem("carries") -> "carri"; stem("leaving") -> "leav"
-    """
-    w = word
-    if len(w) <= 3:
-        return w
-    if w.endswith("'s"):
-        w = w[:-2]
-    if w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "i"
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 3:
-        w = w[:-1]
-    for suf in ("ing", "ed"):
-        if w.endswith(suf) and len(w) - len(suf) >= 3:
-            base = w[: -len(suf)]
-            if any(v in base for v in "aeiouy"):
-                if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
-                    base = base[:-1]  # running -> run, but bill-ing stays bill
-                w = base
-            break
-    if w.endswith("y") and len(w) > 3:
-        w = w[:-1] + "i"  # carry ~ carri(es|ed)
-    s = _suffix(w, ("ational", "ation", "ement", "ment", "ness", "able", "ible", "ful", "ly"))
-    if s and len(w) - len(s) >= 4:
-        w = w[: -len(s)] + ("at" if s == "ational" else "")
-    if w.endswith("e") and len(w) > 4:
-        w = w[:-1]
-    return w
-
-
-def cn_numeral_value(text: str) -> int | None:
-    """The value of a Chinese numeral, or None if it isn't one.
-
-    cn_numeral_value("三十六") -> 36; cn_numeral_value("二〇二四") -> 2024
-    """
-    if not text:
-        return None
-    if all(c in _CN_DIGITS for c in text):  # digit by digit: 二〇二四
-        return int("".join(str(_CN_DIGITS[c]) for c in text)) if len(text) > 1 else _CN_DIGITS[text]
-    total, section, digit = 0, 0, 0
-    for c in text:
-        if c in _CN_DIGITS:
-            digit = _CN_DIGITS[c]
-        elif c == "万":
-            section = (section + digit) * 10000
-            total, section, digit = total + section, 0, 0
-        elif c in _CN_UNITS:
-            section += (digit or 1) * _CN_UNITS[c]
-            digit = 0
-        else:
-            return None
-    return total + section + digit
-
-
-def _numerals(run: str) -> list[str]:
-    out: list[str] = []
-    for m in _CN_NUMERAL.finditer(run):
-        s = m.group()
-        if len(s) == 1:
-            after = run[m.end() : m.end() + 1]
-            if s in "千百万零〇" or after not in _MEASURE:
-                continue
-        value = cn_numeral_value(s)
-        if value is not None:
-            out.append(str(value))
-    return out
-
-
-_jieba: Any = None
-_jieba_lock = threading.Lock()
-
-
-def _segmenter() -> Any:
-    """One jieba.Tokenizer for the process, loaded on first use (about a second)."""
-    global _jieba
-    if _jieba is None:
-        with _jieba_lock:
-            if _jieba is None:
-                import jieba
-
-                jieba.setLogLevel(60)
-                tok = jieba.Tokenizer()
-                tok.initialize()
-                _jieba = tok
-    return _jieba
-
-
-def _cut(run: str) -> list[str]:
-    return list(_segmenter().cut_for_search(run, HMM=False))
-
-
-def tokenize(text: str, *, bigrams: bool = False, numerals: bool = True) -> list[str]:
-    """Index terms of `text`: jieba search-mode words, CJK bigrams and numeral values for
-    Chinese; stemmed non-stop words and numbers for English. Called for every chunk at ingest.
-
-    tokenize("Carried over 240 hours。年休假十天") -> ["carri", "240", "hour", "年休", "休假",
-        "年休假", "十天", "10", "年休", "休假", "假十", "十天"]
-    """
-    text = unicodedata.normalize("NFKC", text).lower()
-    out: list[str] = []
-    for m in _RUN.finditer(text):
-        run = m.group()
-        c = run[0]
-        if c.isdigit():
-            out.append(run)
-        elif "a" <= c <= "z":
-            if run not in EN_STOP:
-                out.append(stem(run))
-        else:
-            out.extend(w for w in _cut(run) if w not in ZH_STOP)
-            if numerals:
-                out.extend(_numerals(run))
-            if bigrams and len(run) > 2:
-                out.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return out
-
 
 def tokenize_query(text: str, *, synonyms: bool = True, bigrams: bool = False) -> list[str]:
     """`tokenize` for a question, plus the paraphrases of its Chinese words, each term once.
@@ -280,7 +125,6 @@ def tokenize_query(text: str, *, synonyms: bool = True, bigrams: bool = False) -
 
 # --- document names ---------------------------------------------------------------------
 
-_CJK_RUN = re.compile(r"[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _PHRASE_BREAK = re.compile(r"[^a-z'\s]+")  # punctuation, digits and CJK end an English phrase
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 MIN_NAME_CJK = 3  # two characters are one common word (公司, 职工); three start to name a thing
@@ -295,7 +139,7 @@ def name_runs(text: str) -> list[tuple[str, ...]]:
     """
     text = unicodedata.normalize("NFKC", text).lower()
     runs: list[tuple[str, ...]] = [
-        tuple(r) for r in _CJK_RUN.findall(text) if len(r) >= MIN_NAME_CJK
+        tuple(r) for r in IDEOGRAPH_RUN.findall(text) if len(r) >= MIN_NAME_CJK
     ]
     for phrase in _PHRASE_BREAK.split(text):
         words = tuple(stem(w) for w in _WORD.findall(phrase) if w not in EN_STOP)

@@ -28,44 +28,24 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Generator as PyGenerator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import httpx
 
-from assistant.config import LlmSettings
-from assistant.errors import (
+from core.config import LlmSettings
+from core.errors import (
     GenerationError,
     GenerationTimeout,
     GenerationUnavailable,
     PromptTooLong,
 )
-
-if TYPE_CHECKING:
-    from assistant.tokens import TokenCounter
+from core.ports import Completion, TokenCounter, Usage
+from core.types import Message
 
 logger = logging.getLogger(__name__)
 
-Message = Mapping[str, str]
-
 _RETRY_BACKOFF_S = 0.5
 _INPUT_TOKENS = re.compile(r"(\d+) (?:input tokens|in the messages|tokens in the prompt)")
-
-
-@dataclass(frozen=True)
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    usage: Usage
-    finish_reason: str  # "stop" | "length" | ...
 
 
 @dataclass(frozen=True)
@@ -104,20 +84,6 @@ def probe(url: str, timeout_s: float = 3.0) -> EndpointStatus:
     models = tuple(ServedModel(id=str(m.get("id")), max_model_len=m.get("max_model_len"))
                    for m in data)
     return EndpointStatus(url=url, up=True, models=models)
-
-
-class Generator(Protocol):
-    """What the answering pipeline needs from a model server."""
-
-    def stream(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
-        temperature: float | None = None, extra_body: Mapping[str, Any] | None = None,
-    ) -> TokenStream: ...
-
-    def complete(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None,
-        temperature: float | None = None, extra_body: Mapping[str, Any] | None = None,
-    ) -> Completion: ...
 
 
 class TokenStream(Iterator[str]):

@@ -21,11 +21,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from assistant.errors import PromptTooLong
-from assistant.lang import Lang
-from assistant.prompt import Message, build_messages, render_chat, source_label
-from assistant.types import Passage
-from ingest.chunk import split_sentences
+from assistant.prompt import build_messages, render_chat, source_label
+from core.errors import PromptTooLong
+from core.text import Lang, split_sentences
+from core.types import Message, Passage
 
 Count = Callable[[str], int]
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assistant.lang import Lang
-from assistant.types import Passage
-
-Message = dict[str, str]
+from core.text import Lang
+from core.types import Message, Passage
 
 SYSTEM: dict[str, str] = {
     "zh": (

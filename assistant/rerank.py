@@ -10,17 +10,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Protocol
 
-from assistant.config import RetrieveSettings
-from assistant.errors import ConfigError
-from assistant.types import Passage
+from core.config import RetrieveSettings
+from core.errors import ConfigError
+from core.ports import Reranker
+from core.types import Passage
 
 logger = logging.getLogger(__name__)
-
-
-class Reranker(Protocol):
-    def rerank(self, question: str, passages: Sequence[Passage]) -> list[Passage]: ...
 
 
 class CrossEncoderReranker:

@@ -7,34 +7,29 @@ over-fetches from Chroma unfiltered (fast) and keeps allowed live rows, or, for 
 see a small share of the corpus, searches exactly over just the vectors that user may see
 (Chroma's own metadata filter costs 10-100 times more; bench/retrieve_latency.py).
 
-    retriever = Retriever(settings, store)
+    retriever = Retriever(settings, store, reranker=None)
     retriever.retrieve("年假可以结转吗？", groups=["all"]).passages[0].file -> "员工手册.pdf"
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from assistant.answer_type import expected_units, states_amount
-from assistant.config import Settings
 from assistant.fuse import DENSE, LEXICAL, rrf, tied_ranks, weights_for_lang
-from assistant.lang import detect_lang
 from assistant.lexical import BM25Index, TitleIndex, tokenize_query
-from assistant.rerank import load_reranker
-from assistant.types import Passage
-
-if TYPE_CHECKING:
-    from ingest.ledger import DocRecord
-    from ingest.pipeline import Store
+from core.config import Settings
+from core.ports import Reranker
+from core.text import detect_lang
+from core.types import DocRecord, Passage
+from ingest.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -76,18 +71,15 @@ class Snapshot:
         self.generation = ledger.generation()
         self.collection = store.collection
         self.docs: dict[str, DocRecord] = {r.meta.id: r for r in ledger.documents()}
-        rows = ledger.db.execute(
-            "SELECT id, doc_id, ordinal, text, section, page, page_end, tokens FROM chunks "
-            "ORDER BY doc_id, ordinal"
-        ).fetchall()
-        self.ids = [r[0] for r in rows]
+        table = ledger.chunk_table()
+        self.ids = table.ids
         self.row_of = {cid: i for i, cid in enumerate(self.ids)}
-        self.doc_ids = [r[1] for r in rows]
-        self.ordinals = [r[2] for r in rows]
-        self.texts = [r[3] for r in rows]
-        self.sections = [tuple(json.loads(r[4])) for r in rows]
-        self.pages = [(r[5], r[6]) for r in rows]
-        self.bm25 = BM25Index.build((r[0], r[7].split()) for r in rows)
+        self.doc_ids = table.doc_ids
+        self.ordinals = table.ordinals
+        self.texts = table.texts
+        self.sections = table.sections
+        self.pages = table.pages
+        self.bm25 = BM25Index.build(zip(table.ids, table.tokens, strict=True))
         self.superseded = self._superseded()
         self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
         self._masks: dict[frozenset[str], Mask] = {}
@@ -170,15 +162,16 @@ def _by_amount(snap: Snapshot, question: str, lexical: Sequence[tuple[str, float
 
 
 class Retriever:
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(self, settings: Settings, store: Store, reranker: Reranker | None = None) -> None:
         self.settings = settings
         self.store = store
-        self.reranker = load_reranker(settings.retrieve, settings.embed.device)
+        self.reranker = reranker
         self._snapshot: Snapshot | None = None
 
     def snapshot(self) -> Snapshot:
         """The current snapshot, rebuilt when the ledger's generation has moved."""
         if self._snapshot is None or self._snapshot.generation != self.store.ledger.generation():
+            self.store.ledger.check_text_version()
             started = time.perf_counter()
             self._snapshot = Snapshot(self.store)
             logger.info(
@@ -195,7 +188,7 @@ class Retriever:
         unfiltered index is asked for a few times `n` and the allowed ones kept. A user who
         sees a small share (or too few survive) gets an exact search over just the vectors
         they may see, held in memory per group set (Chroma's metadata filter costs far more)."""
-        vector = self.store.embedder.embed_uncached([question])[0]
+        vector = self.store.embed_question([question])[0]
         visible = int(allowed.sum())
         if visible >= EXACT_BELOW * len(allowed):
             hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH)

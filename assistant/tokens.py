@@ -17,37 +17,20 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
-from assistant.config import LlmSettings
-from assistant.errors import GenerationError, GenerationUnavailable
+from assistant.llm import endpoint_url
+from core.config import LlmSettings
+from core.errors import GenerationError, GenerationUnavailable
+from core.ports import TokenCounter
+from core.types import Message
 
 logger = logging.getLogger(__name__)
-
-Message = Mapping[str, str]
-
-
-class TokenCounter(Protocol):
-    """Counts tokens the way the served model does."""
-
-    def count(self, text: str) -> int:
-        """Tokens of `text` alone, no special tokens added."""
-        ...
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        """`count` of each text, in one batch."""
-        ...
-
-    def count_messages(self, messages: Sequence[Message]) -> int:
-        """Prompt tokens of the conversation rendered with the chat template, ready for the
-        assistant's answer (what vLLM reports as `usage.prompt_tokens`)."""
-        ...
-
 
 def local_model_dir(model: str, base_dir: Path) -> Path | None:
     """The folder with `model`'s files: a local path (relative ones start at `base_dir`) or a
@@ -158,9 +141,30 @@ class RemoteTokenCounter:
 
 def load_token_counter(llm: LlmSettings, base_dir: Path) -> TokenCounter:
     """The local counter when the model's folder is on this machine, else the server's."""
-    from assistant.llm import endpoint_url
-
     model_dir = local_model_dir(llm.model, base_dir)
     if model_dir is not None:
         return LocalTokenCounter(model_dir, trust_remote_code=llm.trust_remote_code)
     return RemoteTokenCounter(endpoint_url(llm), llm.served_name)
+
+
+class LazyTokenCounter:
+    """A `TokenCounter` loaded on first use, and tried again after a failure: a process can
+    start before its model server, and count once the server answers."""
+
+    def __init__(self, load: Callable[[], TokenCounter]) -> None:
+        self._load = load
+        self._counter: TokenCounter | None = None
+
+    def _get(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = self._load()
+        return self._counter
+
+    def count(self, text: str) -> int:
+        return self._get().count(text)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return self._get().count_many(texts)
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        return self._get().count_messages(messages)

@@ -19,11 +19,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from assistant.baseline import build_starter_index, starter_documents  # noqa: E402
-from assistant.cli_common import offline_environment  # noqa: E402
-from assistant.config import load_settings  # noqa: E402
+from assistant.evaluation.baseline import build_starter_index, starter_documents  # noqa: E402
+from core.config import load_settings  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
 from ingest.reindex import reindex  # noqa: E402
+from ingest.store import open_store  # noqa: E402
+from ui.cli_common import offline_environment  # noqa: E402
 
 DOCX_PAGE_CHARS = 1800
 
@@ -53,12 +54,14 @@ def main() -> None:
         ingest=replace(settings.ingest, folder_groups={}),
     )
 
+    store = open_store(settings)
     t0 = time.perf_counter()
-    report = ingest_paths(settings, [args.folder], workers=args.workers)
+    report = ingest_paths(store, [args.folder], workers=args.workers)
     ours_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    again = reindex(settings)
+    again = reindex(store)
     reindex_s = time.perf_counter() - t1
+    store.close()
     t2 = time.perf_counter()
     build_starter_index(settings, args.folder)
     starter_s = time.perf_counter() - t2

@@ -26,14 +26,15 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from assistant.cli_common import offline_environment  # noqa: E402
-from assistant.config import load_settings  # noqa: E402
 from assistant.pack import pack  # noqa: E402
 from assistant.retrieve import Retriever  # noqa: E402
-from assistant.types import Chunk, DocMeta  # noqa: E402
+from core.config import load_settings  # noqa: E402
+from core.types import Chunk, DocMeta  # noqa: E402
 from ingest.ledger import Ledger  # noqa: E402
-from ingest.pipeline import Store, ingest_paths  # noqa: E402
-from ingest.store import group_metadata  # noqa: E402
+from ingest.pipeline import ingest_paths  # noqa: E402
+from ingest.store import open_store  # noqa: E402
+from ingest.vectors import group_metadata  # noqa: E402
+from ui.cli_common import offline_environment  # noqa: E402
 
 QUESTION_FILES = [
     REPO / "data" / "samples" / "qa.jsonl",
@@ -44,19 +45,15 @@ QUESTION_FILES = [
 def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
     seed_store = Path(tempfile.mkdtemp(prefix="kb-seed-"))
     seed = settings.with_store(seed_store)
-    ingest_paths(seed, [REPO / "data" / "samples" / "docs"])
-    source = Store(seed)
-    rows = source.ledger.db.execute("SELECT id, text, section, tokens FROM chunks").fetchall()
-    vectors = source.vectors._collection(source.collection).get(
-        ids=[r[0] for r in rows], include=["embeddings"]
-    )
-    by_id = dict(
-        zip(vectors["ids"], np.asarray(vectors["embeddings"], dtype=np.float32), strict=True)
-    )
+    source = open_store(seed)
+    ingest_paths(source, [REPO / "data" / "samples" / "docs"])
+    table = source.ledger.chunk_table()
+    rows = list(zip(table.ids, table.texts, table.sections, table.tokens, strict=True))
+    by_id = dict(zip(table.ids, source.vectors.vectors(source.collection, table.ids), strict=True))
     source.close()
     rng = random.Random(7)
     nrng = np.random.default_rng(7)
-    store = Store(settings)
+    store = open_store(settings)
     per_doc = 1000
     for d in range(n_chunks // per_doc):
         groups = ("all",) if d % 10 < 7 else ("hr",) if d % 10 < 9 else ("finance",)
@@ -81,12 +78,12 @@ def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
                     meta.id,
                     i,
                     " ".join(kept),
-                    tuple(json.loads(section)),
+                    section,
                     i // 3 + 1,
                     i // 3 + 1,
                 )
             )
-            tokens.append([t for t in toks.split() if rng.random() > 0.15])
+            tokens.append([t for t in toks if rng.random() > 0.15])
             v = by_id[cid] + nrng.normal(0, 0.03, by_id[cid].shape).astype(np.float32)
             vecs.append(v / np.linalg.norm(v))
         store.vectors.upsert(
@@ -129,7 +126,7 @@ def main() -> None:
     # a fresh question-vector cache each run: every question is embedded as it would be live
     fresh_cache = Path(tempfile.mkdtemp(prefix="kb-qcache-")) / "cache.sqlite"
     settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
-    store = Store(settings)
+    store = open_store(settings)
     retriever = Retriever(settings, store)
     t = time.perf_counter()
     snap = retriever.snapshot()

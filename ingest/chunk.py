@@ -18,34 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from assistant.types import Block, Chunk
-from ingest.clean import CJK
+from core.text import CJK_CHAR, split_sentences
+from core.types import Block, Chunk
 
 CountMany = Callable[[Sequence[str]], list[int]]
-_CJK_CHAR = re.compile(f"[{CJK}]")  # the project's one definition of a CJK character
 
-_SENTENCE_END = re.compile(
-    r"""(?<=[。！？；!?…])[”’"')\]）》」』]*"""  # Chinese and hard English enders, with closers
-    r"""|(?<=[.;:])(?=\s)"""  # English: a period/semicolon followed by white space
-    r"""|\n"""  # a line break inside a block (table rows, list items)
-)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split at sentence ends, keeping every character.
-
-    split_sentences("请假。报销！") -> ["请假。", "报销！"]
-    """
-    pieces: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end()
-        if end > start:
-            pieces.append(text[start:end])
-        start = end
-    if start < len(text):
-        pieces.append(text[start:])
-    return [p for p in pieces if p.strip()]
 
 
 # A numbered article or clause (第十二条, 第3条) opens a new passage: laws and Chinese policies
@@ -67,7 +44,7 @@ class _Sentence:
 
 
 def _is_cjk(char: str) -> bool:
-    return bool(_CJK_CHAR.match(char))
+    return bool(CJK_CHAR.match(char))
 
 
 def _join(sentences: Sequence[_Sentence]) -> str:

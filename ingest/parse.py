@@ -24,8 +24,8 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import TracebackType
 
-from assistant.config import IngestSettings
-from assistant.errors import (
+from core.config import IngestSettings
+from core.errors import (
     BrokenFile,
     EncryptedFile,
     IngestError,
@@ -34,7 +34,7 @@ from assistant.errors import (
     TooLarge,
     UnsupportedFile,
 )
-from assistant.types import ParsedDoc
+from core.types import ParsedDoc
 from ingest.parse_docx import parse_docx
 from ingest.parse_pdf import parse_pdf
 

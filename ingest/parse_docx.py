@@ -28,8 +28,8 @@ from docx.document import Document
 from docx.oxml import parse_xml
 from docx.text.paragraph import Paragraph
 
-from assistant.errors import BrokenFile, NoText, UnsupportedFile
-from assistant.types import Block, ParsedDoc
+from core.errors import BrokenFile, NoText, UnsupportedFile
+from core.types import Block, ParsedDoc
 from ingest.clean import clean_text
 
 logger = logging.getLogger(__name__)

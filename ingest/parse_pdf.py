@@ -21,8 +21,8 @@ from typing import Any
 from pypdf import PasswordType, PdfReader
 from pypdf.generic import Destination
 
-from assistant.errors import BrokenFile, EncryptedFile, NoText
-from assistant.types import Block, ParsedDoc
+from core.errors import BrokenFile, EncryptedFile, NoText
+from core.types import Block, ParsedDoc
 from ingest.clean import (
     clean_text,
     compact,

@@ -2,11 +2,12 @@
 
 Public functions (the CLI and the app call these and nothing deeper):
 
-    ingest_paths(settings, [Path("data/samples")], groups=None, prune=False) -> IngestReport
-    reindex(settings, full=False) -> IngestReport        (in ingest/reindex.py)
-    delete_document(settings, "leave.pdf") -> DocRecord
-    list_documents(settings) -> list[DocRecord]
-    store_status(settings) -> dict
+    store = open_store(settings)                          (ingest/store.py; one per process)
+    ingest_paths(store, [Path("data/samples")], groups=None, prune=False) -> IngestReport
+    reindex(store, full=False) -> IngestReport            (ingest/reindex.py)
+    delete_document(store, "leave.pdf") -> DocRecord
+    list_documents(store) -> list[DocRecord]
+    store_status(store) -> dict
 
 Per file: an unchanged file (same size and mtime, or same sha256) is skipped without parsing; a
 new or changed one is parsed in a worker process with a time limit, chunked, its new passages
@@ -26,20 +27,18 @@ import time
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from assistant.config import Settings
-from assistant.errors import IngestError, KbError
-from assistant.lang import detect_lang
-from assistant.lexical import tokenize
-from assistant.types import Chunk, DocMeta, ParsedDoc
+from core.config import Settings
+from core.errors import IngestError, KbError
+from core.text import detect_lang, tokenize
+from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
 from ingest.chunk import chunk_blocks
-from ingest.embed import CachedEmbedder, open_embedder
-from ingest.ledger import DocRecord, Ledger
 from ingest.parse import ParsePool
-from ingest.store import VectorStore, group_metadata
+from ingest.store import Store
+from ingest.vectors import group_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -47,66 +46,6 @@ Progress = Callable[[int, int, str], None]
 SIDECAR_SUFFIX = ".meta.toml"
 SIDECAR_KEYS = {"title", "version", "effective_date", "series", "groups"}
 
-
-@dataclass(frozen=True)
-class FileOutcome:
-    """What a run did with one file: ingested, updated, unchanged, removed or failed."""
-
-    path: str
-    outcome: str
-    status: str = "ok"
-    reason: str = ""
-    chunks: int = 0
-
-
-@dataclass
-class IngestReport:
-    outcomes: list[FileOutcome] = field(default_factory=list)
-    run_id: int = 0
-    embedded: int = 0  # texts the embedder computed (cache misses)
-    seconds: float = 0.0
-
-    @property
-    def counts(self) -> dict[str, int]:
-        counts = Counter(o.outcome for o in self.outcomes)
-        return {
-            k: counts.get(k, 0) for k in ("ingested", "updated", "unchanged", "removed", "failed")
-        }
-
-
-class Store:
-    """Everything under the store folder, opened together; the embedder loads on first use."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.path = settings.store_path()
-        self.ledger = Ledger(self.path / "ledger.sqlite")
-        self.vectors = VectorStore(self.path / "chroma")
-        self._embedder: CachedEmbedder | None = None
-
-    @property
-    def collection(self) -> str:
-        return self.ledger.get_meta("collection") or f"{self.settings.store.collection}_1"
-
-    @property
-    def embedder(self) -> CachedEmbedder:
-        if self._embedder is None:
-            cache = self.settings.embed.cache
-            cache_path = Path(cache).expanduser() if cache else self.path / "embed_cache.sqlite"
-            self._embedder = open_embedder(self.settings.embed, cache_path)
-        return self._embedder
-
-    def finish_run(self, report: IngestReport, started: float) -> IngestReport:
-        """Fill in what the run embedded and how long it took, and record it in the ledger."""
-        report.embedded = self._embedder.computed if self._embedder is not None else 0
-        report.seconds = time.perf_counter() - started
-        self.ledger.finish_run(report.run_id, report.counts)
-        return report
-
-    def close(self) -> None:
-        if self._embedder is not None:
-            self._embedder.close()
-        self.ledger.close()
 
 
 def doc_id_for(root: str, rel: str) -> str:
@@ -213,7 +152,13 @@ def _same_meta(a: DocMeta, b: DocMeta) -> bool:
     return all(getattr(a, k) == getattr(b, k) for k in keys) and (not b.title or a.title == b.title)
 
 
-class _Writer:
+def lexical_terms(title: str, chunks: Sequence[Chunk]) -> list[list[str]]:
+    """The BM25 terms of each chunk: its document's title, heading path and text."""
+    title_terms = tokenize(title)
+    return [title_terms + tokenize(c.embed_text()) for c in chunks]
+
+
+class Writer:
     """Turns a parsed document into live chunks: chunk, tokenize, embed new passages, upsert,
     then switch the ledger."""
 
@@ -242,9 +187,7 @@ class _Writer:
             lang=detect_lang(sample) if sample else "en",
             page_labels=_printed_labels(parsed.page_labels),
         )
-        title_tokens = tokenize(meta.title)
-        tokens = [title_tokens + tokenize(c.embed_text()) for c in chunks]
-        return meta, chunks, tokens
+        return meta, chunks, lexical_terms(meta.title, chunks)
 
     def upsert(self, meta: DocMeta, chunks: Sequence[Chunk], skip_existing: bool = True) -> None:
         ids = [c.id for c in chunks]
@@ -267,7 +210,7 @@ class _Writer:
         return len(chunks)
 
 
-def _recover(store: Store) -> None:
+def recover(store: Store) -> None:
     """After an interrupted run: drop vectors the ledger does not list, and staged chunks."""
     if store.ledger.get_meta("dirty") == "1":
         removed = store.vectors.collect_garbage(store.collection, set(store.ledger.chunk_ids()))
@@ -280,7 +223,7 @@ def _recover(store: Store) -> None:
 
 
 def ingest_paths(
-    settings: Settings,
+    store: Store,
     paths: Sequence[Path],
     groups: Sequence[str] | None = None,
     prune: bool = False,
@@ -289,121 +232,120 @@ def ingest_paths(
 ) -> IngestReport:
     """Ingest files and folders; see the module docstring."""
     started = time.perf_counter()
-    store = Store(settings)
-    try:
-        _recover(store)
-        found = list(discover(paths))
-        for given in paths:
-            store.ledger.remember_source(str(given.expanduser().resolve()), groups)
-        report = IngestReport(
-            run_id=store.ledger.start_run(
-                "ingest",
-                json.dumps(
-                    {"paths": [str(p) for p in paths], "groups": list(groups or []), "prune": prune}
-                ),
-            )
+    embedded_before = store.embedded()
+    settings = store.settings
+    store.ledger.check_text_version()
+    recover(store)
+    found = list(discover(paths))
+    for given in paths:
+        store.ledger.remember_source(str(given.expanduser().resolve()), groups)
+    report = IngestReport(
+        run_id=store.ledger.start_run(
+            "ingest",
+            json.dumps(
+                {"paths": [str(p) for p in paths], "groups": list(groups or []), "prune": prune}
+            ),
         )
-        fingerprint = _parse_fingerprint(settings)
-        retry_failed = store.ledger.get_meta("parse_fingerprint") != fingerprint
-        writer = _Writer(store, store.collection)
-        todo: list[tuple[DocMeta, Path, bool]] = []
-        done = 0
+    )
+    fingerprint = _parse_fingerprint(settings)
+    retry_failed = store.ledger.get_meta("parse_fingerprint") != fingerprint
+    writer = Writer(store, store.collection)
+    todo: list[tuple[DocMeta, Path, bool]] = []
+    done = 0
 
-        def finish(outcome: FileOutcome) -> None:
-            nonlocal done
-            report.outcomes.append(outcome)
-            store.ledger.record_file(report.run_id, outcome.path, outcome.outcome, outcome.reason)
-            done += 1
-            if progress:
-                progress(done, len(found), outcome.path)
+    def finish(outcome: FileOutcome) -> None:
+        nonlocal done
+        report.outcomes.append(outcome)
+        store.ledger.record_file(report.run_id, outcome.path, outcome.outcome, outcome.reason)
+        done += 1
+        if progress:
+            progress(done, len(found), outcome.path)
 
-        for root, path in found:
-            label = str(path)
-            try:
-                meta = _describe(settings, root, path, groups)
-            except (OSError, KbError) as exc:
-                finish(FileOutcome(label, "failed", "failed", str(exc)))
-                continue
-            old = store.ledger.document(meta.id)
-            same_file = old is not None and (old.meta.size, old.meta.mtime) == (
-                meta.size,
-                meta.mtime,
+    for root, path in found:
+        label = str(path)
+        try:
+            meta = _describe(settings, root, path, groups)
+        except (OSError, KbError) as exc:
+            finish(FileOutcome(label, "failed", "failed", str(exc)))
+            continue
+        old = store.ledger.document(meta.id)
+        same_file = old is not None and (old.meta.size, old.meta.mtime) == (
+            meta.size,
+            meta.mtime,
+        )
+        if old and old.status != "ok" and same_file and not retry_failed:
+            finish(FileOutcome(label, "unchanged", old.status, old.reason))
+            continue
+        if old and old.status == "ok" and same_file:
+            meta = replace(meta, sha256=old.meta.sha256)
+        else:
+            meta = replace(meta, sha256=sha256_file(path))
+        if old and old.status == "ok" and old.meta.sha256 == meta.sha256:
+            meta = replace(
+                meta,
+                title=meta.title or old.meta.title,
+                lang=old.meta.lang,
+                page_labels=old.meta.page_labels,
             )
-            if old and old.status != "ok" and same_file and not retry_failed:
-                finish(FileOutcome(label, "unchanged", old.status, old.reason))
+            if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
+                finish(FileOutcome(label, "unchanged", chunks=old.chunk_count))
                 continue
-            if old and old.status == "ok" and same_file:
-                meta = replace(meta, sha256=old.meta.sha256)
-            else:
-                meta = replace(meta, sha256=sha256_file(path))
-            if old and old.status == "ok" and old.meta.sha256 == meta.sha256:
-                meta = replace(
-                    meta,
-                    title=meta.title or old.meta.title,
-                    lang=old.meta.lang,
-                    page_labels=old.meta.page_labels,
+            store.ledger.update_document_meta(meta)
+            ids = store.ledger.chunk_ids(meta.id)
+            store.vectors.update_metadata(
+                store.collection, ids, [group_metadata(meta.id, meta.groups)] * len(ids)
+            )
+            changed = not _same_meta(old.meta, meta)
+            finish(
+                FileOutcome(
+                    label, "updated" if changed else "unchanged", chunks=old.chunk_count
                 )
-                if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
-                    finish(FileOutcome(label, "unchanged", chunks=old.chunk_count))
-                    continue
-                store.ledger.update_document_meta(meta)
-                ids = store.ledger.chunk_ids(meta.id)
-                store.vectors.update_metadata(
-                    store.collection, ids, [group_metadata(meta.id, meta.groups)] * len(ids)
-                )
-                changed = not _same_meta(old.meta, meta)
-                finish(
-                    FileOutcome(
-                        label, "updated" if changed else "unchanged", chunks=old.chunk_count
-                    )
-                )
+            )
+            continue
+        todo.append((meta, path, old is not None and old.chunk_count > 0))
+
+    with ParsePool(settings.ingest, workers=workers) as pool:
+        metas = {path: (meta, had) for meta, path, had in todo}
+        for path, result in pool.imap([path for _, path, _ in todo]):
+            meta, had_version = metas[path]
+            label = str(path)
+            if isinstance(result, IngestError):
+                store.ledger.mark_failed(meta, result.status, str(result))
+                finish(FileOutcome(label, "failed", result.status, str(result)))
                 continue
-            todo.append((meta, path, old is not None and old.chunk_count > 0))
+            try:
+                count = writer.write(meta, result)
+            except IngestError as exc:
+                store.ledger.mark_failed(meta, exc.status, str(exc))
+                finish(FileOutcome(label, "failed", exc.status, str(exc)))
+                continue
+            finish(FileOutcome(label, "updated" if had_version else "ingested", chunks=count))
 
-        with ParsePool(settings.ingest, workers=workers) as pool:
-            metas = {path: (meta, had) for meta, path, had in todo}
-            for path, result in pool.imap([path for _, path, _ in todo]):
-                meta, had_version = metas[path]
-                label = str(path)
-                if isinstance(result, IngestError):
-                    store.ledger.mark_failed(meta, result.status, str(result))
-                    finish(FileOutcome(label, "failed", result.status, str(result)))
-                    continue
-                try:
-                    count = writer.write(meta, result)
-                except IngestError as exc:
-                    store.ledger.mark_failed(meta, exc.status, str(exc))
-                    finish(FileOutcome(label, "failed", exc.status, str(exc)))
-                    continue
-                finish(FileOutcome(label, "updated" if had_version else "ingested", chunks=count))
-
-        if prune:
-            seen = {
-                doc_id_for(str(root), path.relative_to(root).as_posix()) for root, path in found
-            }
-            roots = {str(p.expanduser().resolve()) for p in paths}
-            for record in store.ledger.documents():
-                inside = record.meta.root in roots or any(
-                    str(Path(record.meta.root) / record.meta.path).startswith(r + os.sep)
-                    for r in roots
+    if prune:
+        seen = {
+            doc_id_for(str(root), path.relative_to(root).as_posix()) for root, path in found
+        }
+        roots = {str(p.expanduser().resolve()) for p in paths}
+        for record in store.ledger.documents():
+            inside = record.meta.root in roots or any(
+                str(Path(record.meta.root) / record.meta.path).startswith(r + os.sep)
+                for r in roots
+            )
+            if (
+                inside
+                and record.meta.id not in seen
+                and not (Path(record.meta.root) / record.meta.path).exists()
+            ):
+                store.vectors.delete(
+                    store.collection, store.ledger.delete_document(record.meta.id)
                 )
-                if (
-                    inside
-                    and record.meta.id not in seen
-                    and not (Path(record.meta.root) / record.meta.path).exists()
-                ):
-                    store.vectors.delete(
-                        store.collection, store.ledger.delete_document(record.meta.id)
-                    )
-                    finish(FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed"))
+                finish(FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed"))
 
-        # Every stale vector was deleted as its document switched; only an interrupted run
-        # leaves orphans, and the next run's _recover scans for them.
-        store.ledger.set_meta("dirty", "0")
-        store.ledger.set_meta("parse_fingerprint", fingerprint)
-        return store.finish_run(report, started)
-    finally:
-        store.close()
+    # Every stale vector was deleted as its document switched; only an interrupted run
+    # leaves orphans, and the next run's _recover scans for them.
+    store.ledger.set_meta("dirty", "0")
+    store.ledger.set_meta("parse_fingerprint", fingerprint)
+    return store.finish_run(report, started, embedded_before)
 
 
 def _parse_fingerprint(settings: Settings) -> str:
@@ -430,44 +372,32 @@ def _find(store: Store, ref: str) -> DocRecord:
     raise KbError(f"{ref}: {len(matches)} documents match; give the id from `kb docs`")
 
 
-def delete_document(settings: Settings, ref: str) -> DocRecord:
+def delete_document(store: Store, ref: str) -> DocRecord:
     """Remove one document (by id, path or file name) from the ledger and Chroma."""
-    store = Store(settings)
-    try:
-        record = _find(store, ref)
-        store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
-        return record
-    finally:
-        store.close()
+    record = _find(store, ref)
+    store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
+    return record
 
 
-def list_documents(settings: Settings) -> list[DocRecord]:
-    store = Store(settings)
-    try:
-        return store.ledger.documents()
-    finally:
-        store.close()
+def list_documents(store: Store) -> list[DocRecord]:
+    return store.ledger.documents()
 
 
 def _folder_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def store_status(settings: Settings) -> dict[str, Any]:
-    store = Store(settings)
-    try:
-        records = store.ledger.documents()
-        return {
-            "store": str(store.path),
-            "documents": len(records),
-            "by_status": dict(Counter(r.status for r in records)),
-            "chunks": store.ledger.chunk_count(),
-            "vectors": store.vectors.count(store.collection),
-            "collection": store.collection,
-            "store_bytes": _folder_size(store.path),
-            "embedder": settings.embed.model,
-            "last_run": store.ledger.last_run(),
-            "free_disk_bytes": shutil.disk_usage(store.path).free,
-        }
-    finally:
-        store.close()
+def store_status(store: Store) -> dict[str, Any]:
+    records = store.ledger.documents()
+    return {
+        "store": str(store.path),
+        "documents": len(records),
+        "by_status": dict(Counter(r.status for r in records)),
+        "chunks": store.ledger.chunk_count(),
+        "vectors": store.vectors.count(store.collection),
+        "collection": store.collection,
+        "store_bytes": _folder_size(store.path),
+        "embedder": store.settings.embed.model,
+        "last_run": store.ledger.last_run(),
+        "free_disk_bytes": shutil.disk_usage(store.path).free,
+    }

@@ -1,168 +1,103 @@
-"""The vector store: Chroma behind `upsert / query / delete`.
+"""The store: the ledger (of record), the vector index and the embedder of one store folder,
+held together for a process. Ingestion writes through it; the query side reads through it.
 
-Chroma holds the vectors and, on each, the metadata a server-mode deployment would filter on
-(document id, access groups). Which chunks are live is the ledger's word, not Chroma's: a
-vector the ledger does not list is an orphan of an interrupted run and is never returned as a
-passage (the query side filters by the ledger) and is removed by `collect_garbage`.
+    store = open_store(settings)            # ledger.sqlite + Chroma under store.path
+    store.ledger.documents(); store.vectors.count(store.collection)
+    store.embedder.embed_batch(["年假"])     # loaded on first use, cached per passage text
+    store.close()
 
-    store = VectorStore(Path("data/store/chroma"))
-    store.upsert("kb_chunks_1", ["c1"], vectors, [{"doc_id": "d1", "groups": "|all|"}])
-    store.query("kb_chunks_1", vector, 10) -> [("c1", 0.93)]
+Its parts are ports (`core.ports`): `Store(settings, ledger, vectors, embedder)` takes fakes in
+the unit tests and the real adapters from `open_store`.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-import numpy.typing as npt
+from core.config import Settings
+from core.ports import Embedder, VectorIndex, Vectors
+from core.types import IngestReport
+from ingest.embed import CachedEmbedder, open_embedder
+from ingest.ledger import Ledger
+from ingest.vectors import VectorStore
 
-from assistant.errors import StoreError
-
-logger = logging.getLogger(__name__)
-
-Metadata = dict[str, str | int | float | bool]
-
-
-def group_metadata(doc_id: str, groups: Iterable[str]) -> Metadata:
-    """The metadata stored on every vector: doc id, groups as "|a|b|", one flag per group.
-
-    group_metadata("d1", ["all"]) -> {"doc_id": "d1", "groups": "|all|", "g_all": True}
-    """
-    groups = sorted(set(groups))
-    meta: Metadata = {"doc_id": doc_id, "groups": "|" + "|".join(groups) + "|"}
-    for group in groups:
-        meta[f"g_{group}"] = True
-    return meta
+EmbedderSource = Callable[[], Embedder]
 
 
-class VectorStore:
-    def __init__(self, path: Path) -> None:
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
+class Store:
+    """The parts under one store folder. The embedder is made on first use (loading a model
+    takes seconds a question-only process may never need)."""
 
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            self._client = chromadb.PersistentClient(
-                path=str(path), settings=ChromaSettings(anonymized_telemetry=False)
-            )
-        except Exception as exc:  # chromadb raises many kinds; all mean the same to the user
-            raise StoreError(f"Chroma store at {path} could not be opened ({exc})") from exc
-        self._collections: dict[str, Any] = {}
-        self._max_batch = int(self._client.get_max_batch_size())
-
-    def _collection(self, name: str) -> Any:
-        if name not in self._collections:
-            self._collections[name] = self._client.get_or_create_collection(
-                name, metadata={"hnsw:space": "cosine"}
-            )
-        return self._collections[name]
-
-    def _spans(self, count: int) -> Iterator[slice]:
-        """Slices of at most Chroma's maximum batch size covering `count` items."""
-        return (slice(s, s + self._max_batch) for s in range(0, count, self._max_batch))
-
-    def upsert(
+    def __init__(
         self,
-        collection: str,
-        ids: Sequence[str],
-        vectors: npt.NDArray[np.float32],
-        metadatas: Sequence[Metadata],
+        settings: Settings,
+        ledger: Ledger,
+        vectors: VectorIndex,
+        embedder: Embedder | EmbedderSource,
     ) -> None:
-        target = self._collection(collection)
-        for span in self._spans(len(ids)):
-            target.upsert(
-                ids=list(ids[span]), embeddings=vectors[span], metadatas=list(metadatas[span])
-            )
-        logger.info("chroma upsert %d vectors into %s", len(ids), collection)
+        self.settings = settings
+        self.path = settings.store_path()
+        self.ledger = ledger
+        self.vectors = vectors
+        self._embedder: Embedder | None = None
+        self._source = embedder
 
-    def update_metadata(
-        self, collection: str, ids: Sequence[str], metadatas: Sequence[Metadata]
-    ) -> None:
-        target = self._collection(collection)
-        for span in self._spans(len(ids)):
-            target.update(ids=list(ids[span]), metadatas=list(metadatas[span]))
+    @property
+    def collection(self) -> str:
+        """The Chroma collection that holds the live vectors."""
+        return self.ledger.get_meta("collection") or f"{self.settings.store.collection}_1"
 
-    def query(
-        self,
-        collection: str,
-        vector: npt.NDArray[np.float32],
-        n: int,
-        where: dict[str, Any] | None = None,
-    ) -> list[tuple[str, float]]:
-        """Nearest `n` ids with cosine similarity, best first."""
-        target = self._collection(collection)
-        total = target.count()
-        if total == 0:
-            return []
-        result = target.query(
-            query_embeddings=[vector], n_results=min(n, total), where=where, include=["distances"]
-        )
-        ids = result["ids"][0]
-        distances = result["distances"][0] if result["distances"] else [0.0] * len(ids)
-        return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+    @property
+    def embedder(self) -> Embedder:
+        """The passage embedder (through the cache, where there is one)."""
+        if self._embedder is None:
+            source = self._source
+            self._embedder = source() if callable(source) else source
+        return self._embedder
 
-    def existing(self, collection: str, ids: Sequence[str]) -> set[str]:
-        """Which of `ids` the collection holds."""
-        target = self._collection(collection)
-        found: set[str] = set()
-        for span in self._spans(len(ids)):
-            found.update(target.get(ids=list(ids[span]), include=[])["ids"])
-        return found
+    def embed_question(self, texts: list[str]) -> Vectors:
+        """Questions and answer sentences are embedded past the cache: asking writes nothing."""
+        embedder = self.embedder
+        if isinstance(embedder, CachedEmbedder):
+            return embedder.embed_uncached(texts)
+        return embedder.embed_batch(texts)
 
-    def vectors(self, collection: str, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The stored vectors of `ids`, in that order (rows of zeros for unknown ids)."""
-        target = self._collection(collection)
-        found: dict[str, Any] = {}
-        for span in self._spans(len(ids)):
-            part = target.get(ids=list(ids[span]), include=["embeddings"])
-            found.update(zip(part["ids"], part["embeddings"], strict=True))
-        out = np.zeros((len(ids), self._dim(found)), dtype=np.float32)
-        for i, cid in enumerate(ids):
-            if cid in found:
-                out[i] = found[cid]
-        return out
+    def embedded(self) -> int:
+        """Texts the embedder has computed (cache misses) since it was made."""
+        if isinstance(self._embedder, CachedEmbedder):
+            return self._embedder.computed
+        return 0
 
-    @staticmethod
-    def _dim(found: dict[str, Any]) -> int:
-        return len(next(iter(found.values()))) if found else 0
+    def finish_run(
+        self, report: IngestReport, started: float, embedded_before: int
+    ) -> IngestReport:
+        """Fill in what the run embedded and how long it took, and record it in the ledger."""
+        report.embedded = self.embedded() - embedded_before
+        report.seconds = time.perf_counter() - started
+        self.ledger.finish_run(report.run_id, report.counts)
+        return report
 
-    def all_ids(self, collection: str) -> set[str]:
-        target = self._collection(collection)
-        found: set[str] = set()
-        offset = 0
-        while True:
-            page = target.get(include=[], limit=self._max_batch, offset=offset)["ids"]
-            found.update(page)
-            if len(page) < self._max_batch:
-                return found
-            offset += len(page)
+    def close(self) -> None:
+        if isinstance(self._embedder, CachedEmbedder):
+            self._embedder.close()
+        self.ledger.close()
 
-    def delete(self, collection: str, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        target = self._collection(collection)
-        for span in self._spans(len(ids)):
-            target.delete(ids=list(ids[span]))
-        logger.info("chroma delete %d vectors from %s", len(ids), collection)
 
-    def count(self, collection: str) -> int:
-        return int(self._collection(collection).count())
+def open_ledger(settings: Settings) -> Ledger:
+    """The store's ledger alone (accounts need nothing else)."""
+    return Ledger(settings.store_path() / "ledger.sqlite")
 
-    def collections(self) -> list[str]:
-        return sorted(c if isinstance(c, str) else c.name for c in self._client.list_collections())
 
-    def drop(self, collection: str) -> None:
-        self._collections.pop(collection, None)
-        if collection in self.collections():
-            self._client.delete_collection(collection)
-            logger.info("chroma dropped collection %s", collection)
-
-    def collect_garbage(self, collection: str, live: set[str]) -> int:
-        """Remove vectors the ledger does not list; returns how many went."""
-        orphans = sorted(self.all_ids(collection) - live)
-        self.delete(collection, orphans)
-        return len(orphans)
+def open_store(settings: Settings) -> Store:
+    """The real parts: the SQLite ledger, Chroma and the configured embedder with its cache."""
+    path = settings.store_path()
+    cache = settings.embed.cache
+    cache_path = Path(cache).expanduser() if cache else path / "embed_cache.sqlite"
+    return Store(
+        settings,
+        open_ledger(settings),
+        VectorStore(path / "chroma"),
+        lambda: open_embedder(settings.embed, cache_path),
+    )

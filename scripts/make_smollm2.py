@@ -17,7 +17,7 @@ import logging
 import sys
 from pathlib import Path
 
-from assistant.testmodel import build_smollm2
+from assistant.serving.testmodel import build_smollm2
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Creates .venv with the app, the vLLM CPU build and the test tools. Safe to run again.
-# Usage: scripts/setup.sh [--no-test]
+# Usage: scripts/setup.sh [--no-test]   (--no-test: no test tools, no LlamaIndex baseline)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="serve-cpu,test"
+extras="serve-cpu,eval,test"
 [ "${1:-}" = "--no-test" ] && extras="serve-cpu"
 
 python=${PYTHON:-python3.11}

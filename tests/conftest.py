@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import Settings, load_settings
+from core.config import Settings, load_settings
 from tests.vllm_server import vllm_server  # noqa: F401  (the fixture, for every test folder)
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import LlmSettings, Settings
-from assistant.errors import GenerationUnavailable
-from assistant.serve import VllmServer
-from assistant.testmodel import build_test_model
+from assistant.serving.serve import VllmServer
+from assistant.serving.testmodel import build_test_model
+from core.config import LlmSettings, Settings
+from core.errors import GenerationUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL_DIR = Path(os.environ.get("KB_TEST_MODEL_DIR", REPO / ".cache" / "test-model"))

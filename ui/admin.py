@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assistant.config import Settings
-from assistant.errors import KbError
-from ingest.ledger import DocRecord
-from ingest.pipeline import IngestReport
+from core.config import Settings
+from core.errors import KbError
+from core.types import DocRecord, IngestReport
 
 DOC_HEADERS = ["id", "path", "status", "reason", "chunks", "groups", "version", "updated"]
 REPORT_HEADERS = ["file", "outcome", "status", "chunks", "reason"]

@@ -16,9 +16,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
 from assistant.answer import answer_to_json
-from assistant.errors import KbError
-from assistant.types import Answer, Turn
-from assistant.users import User, Users
+from core.errors import KbError
+from core.types import Answer, Turn, User
+from ui.users import Users
 
 logger = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """The web app: a Gradio Blocks page for employees (chat with cited answers) and admins
 (documents, uploads, re-index), mounted on a FastAPI app that also serves `POST /api/ask`.
 
-    blocks = build_app(settings)              # the page; handlers call the pipelines only
-    app = create_server(settings)             # FastAPI: /api/ask + the page behind a login
-    serve(settings)                           # uvicorn on settings.ui.host:port
+    blocks = build_app(services)              # the page; handlers call the pipelines only
+    app = create_server(services)             # FastAPI: /api/ask + the page behind a login
+    serve(settings)                           # opens the services, uvicorn on ui.host:port
 
 Who is asking comes from the login (Gradio's session cookie -> `gr.Request.username`) or, in
 demo mode, is the demo user; the user's groups are read from the ledger on every request and
@@ -22,15 +22,16 @@ from typing import Any, cast
 import gradio as gr
 from fastapi import FastAPI
 
-from assistant.config import Settings
-from assistant.errors import AccessDenied, KbError
-from assistant.types import Answer, Passage, Turn
-from assistant.users import User, Users, parse_groups
-from ingest.pipeline import ingest_paths, list_documents, store_status
+from core.access import parse_groups
+from core.config import Settings
+from core.errors import AccessDenied, KbError
+from core.types import Answer, Passage, Turn, User
+from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
 from ui import admin, render
 from ui.api import api_router
 from ui.i18n import LANGS, lang_from_header, t
+from ui.wiring import Services, open_services
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +57,11 @@ class Conversation:
 class App:
     """The handlers behind the page; each one finds the user first and checks what it must."""
 
-    def __init__(self, settings: Settings, assistant: Any, users: Users, demo: bool) -> None:
-        self.settings = settings
-        self.assistant = assistant
-        self.users = users
+    def __init__(self, services: Services, demo: bool) -> None:
+        self.settings = services.settings
+        self.store = services.store
+        self.assistant = services.assistant
+        self.users = services.users
         self.demo = demo
         self.pages = Path(tempfile.mkdtemp(prefix="kb-pages-"))
 
@@ -209,15 +211,13 @@ class App:
             def step(done: int, total: int, path: str) -> None:
                 progress((done, total), desc=Path(path).name)
 
-            report = ingest_paths(self.settings, stored, list(chosen), progress=step)
+            report = ingest_paths(self.store, stored, list(chosen), progress=step)
             logger.info("%s ingested %d uploads into %s", user.name, len(stored), chosen)
         return admin.report_rows(report, rejected), self._docs()
 
     def delete(self, ref: str, request: gr.Request) -> tuple[Any, ...]:
         self.admin(request)
-        from ingest.pipeline import delete_document
-
-        record = delete_document(self.settings, (ref or "").strip())
+        record = delete_document(self.store, (ref or "").strip())
         return f"deleted {record.meta.path} ({record.chunk_count} chunks)", self._docs()
 
     def reindex(self, mode: str, request: gr.Request,
@@ -227,36 +227,31 @@ class App:
         def step(done: int, total: int, path: str) -> None:
             progress((done, max(total, 1)), desc=Path(path).name)
 
-        report = reindex(self.settings, full=(mode == "full"), progress=step)
+        report = reindex(self.store, full=(mode == "full"), progress=step)
         return admin.report_rows(report), self._docs()
 
     def admin_tables(self, request: gr.Request) -> tuple[Any, ...]:
         self.admin(request)
-        return self._docs(), store_status(self.settings), admin.feedback_rows(
+        return self._docs(), store_status(self.store), admin.feedback_rows(
             self.users.feedback())
 
     def known_groups(self) -> list[str]:
         groups = {"all"}
         for user in self.users.list_users():
             groups.update(user.groups)
-        for record in list_documents(self.settings):
+        for record in list_documents(self.store):
             groups.update(record.meta.groups)
         groups.update(g for gs in self.settings.ingest.folder_groups.values() for g in gs)
         return sorted(groups)
 
     def _docs(self) -> list[list[Any]]:
-        return admin.document_rows(list_documents(self.settings))
+        return admin.document_rows(list_documents(self.store))
 
 
-def build_app(settings: Settings, assistant: Any = None, users: Users | None = None,
-              demo: bool | None = None) -> gr.Blocks:
-    """The Blocks page. `assistant` defaults to the real `Assistant(settings)`."""
-    if assistant is None:
-        from assistant.answer import Assistant
-
-        assistant = Assistant(settings)
-    users = users or Users.for_store(settings.store_path())
-    app = App(settings, assistant, users, settings.ui.demo if demo is None else demo)
+def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
+    """The Blocks page over the process's services."""
+    settings = services.settings
+    app = App(services, settings.ui.demo if demo is None else demo)
     labels: list[tuple[Any, dict[str, str]]] = []
 
     def lab(component: Any, **keys: str) -> Any:
@@ -370,15 +365,11 @@ def build_app(settings: Settings, assistant: Any = None, users: Users | None = N
     return cast(gr.Blocks, blocks)
 
 
-def create_server(settings: Settings, assistant: Any = None, demo: bool | None = None) -> FastAPI:
+def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     """FastAPI with `POST /api/ask`, and the page at `/` behind the login (none in demo mode)."""
+    settings, assistant, users = services.settings, services.assistant, services.users
     demo = settings.ui.demo if demo is None else demo
-    if assistant is None:
-        from assistant.answer import Assistant
-
-        assistant = Assistant(settings)
-    users = Users.for_store(settings.store_path())
-    blocks = build_app(settings, assistant, users, demo)
+    blocks = build_app(services, demo)
     blocks.queue(default_concurrency_limit=4)
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
     server.include_router(api_router(assistant, users))
@@ -400,6 +391,10 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
     """Run the app with uvicorn until interrupted."""
     import uvicorn
 
-    app = create_server(settings, demo=demo)
-    uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,
-                log_level="warning")
+    services = open_services(settings)
+    try:
+        app = create_server(services, demo=demo)
+        uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,
+                    log_level="warning")
+    finally:
+        services.close()

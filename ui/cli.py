@@ -1,8 +1,13 @@
-"""`kb serve` and `kb users ...`: the web app and its accounts.
+"""`kb`: the command line of kb-assistant. One group, short commands; each command calls the
+pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
+This module holds the group, `kb serve` and `kb users ...`; the other commands live beside it
+(`ingest_cli.py`, `query_cli.py`, `llm_cli.py`).
 
+    kb ingest data/samples --groups all
+    kb ask "How many days of annual leave can I carry over?"
+    kb llm serve
     kb serve --demo
     kb users add alice --groups all,hr --admin
-    kb users token alice
 """
 
 from __future__ import annotations
@@ -12,16 +17,20 @@ from pathlib import Path
 
 import click
 
-from assistant.cli_common import with_settings
-from assistant.config import Settings
-from assistant.users import Users, parse_groups
+from core.access import parse_groups
+from core.config import Settings
+from ui.cli_common import setup_logging, with_settings
+from ui.wiring import users_for
 
 # The sample documents (their hr-only/ folder maps to group hr through ingest.folder_groups).
 SAMPLES = (Path("data/samples/docs"), Path("data/samples"))
 
 
-def _users(settings: Settings) -> Users:
-    return Users.for_store(settings.store_path())
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Log INFO lines (one per outside call).")
+def main(verbose: bool) -> None:
+    """kb-assistant: cited answers from your PDF and Word policy documents."""
+    setup_logging(verbose)
 
 
 def _read_password(from_stdin: bool, confirm: bool = True) -> str:
@@ -44,20 +53,21 @@ def serve_command(settings: Settings, host: str | None, port: int | None, demo: 
     """
     from ingest.pipeline import ingest_paths, list_documents
     from ui.app import DEMO_USER, serve
+    from ui.wiring import store_for
 
     demo = demo or settings.ui.demo
     if demo:
         samples = next((settings.base_dir / p for p in SAMPLES
                         if (settings.base_dir / p).is_dir()), None)
-        if not list_documents(settings) and samples is not None:
-            click.echo(f"demo: the store is empty; ingesting {samples} first")
-            ingest_paths(settings, [samples])
+        with store_for(settings) as store:
+            if not list_documents(store) and samples is not None:
+                click.echo(f"demo: the store is empty; ingesting {samples} first")
+                ingest_paths(store, [samples])
         click.echo(f"demo mode: no login; everyone is user '{DEMO_USER.name}' "
                    f"(groups: {', '.join(DEMO_USER.groups)}). Not for production.")
     else:
-        users = _users(settings)
-        count = len(users.list_users())
-        users.close()
+        with users_for(settings) as users:
+            count = len(users.list_users())
         if not count:
             raise click.ClickException("no users yet: add one with `kb users add NAME --groups "
                                        "all --admin`, or try `kb serve --demo`")
@@ -86,7 +96,8 @@ def users_add(settings: Settings, name: str, groups: str, admin: bool,
     echo "$PW" | kb users add bob --groups all --password-stdin
     """
     password = _read_password(password_stdin)
-    user = _users(settings).add(name, password, parse_groups(groups), is_admin=admin)
+    with users_for(settings) as users:
+        user = users.add(name, password, parse_groups(groups), is_admin=admin)
     click.echo(f"added {user.name} (groups: {','.join(user.groups)}"
                f"{', admin' if user.is_admin else ''})")
 
@@ -95,7 +106,8 @@ def users_add(settings: Settings, name: str, groups: str, admin: bool,
 @with_settings
 def users_list(settings: Settings) -> None:
     """List users, their groups and whether they hold an API token."""
-    users = _users(settings).list_users()
+    with users_for(settings) as service:
+        users = service.list_users()
     for user in users:
         flags = " ".join(f for f, on in (("admin", user.is_admin), ("token", user.has_token)) if on)
         click.echo(f"{user.name:<20} {','.join(user.groups):<24} {flags}")
@@ -108,9 +120,9 @@ def users_list(settings: Settings) -> None:
 @with_settings
 def users_passwd(settings: Settings, name: str, password_stdin: bool) -> None:
     """Set a user's password."""
-    users = _users(settings)
-    users.require(name)
-    users.set_password(name, _read_password(password_stdin))
+    with users_for(settings) as users:
+        users.require(name)
+        users.set_password(name, _read_password(password_stdin))
     click.echo(f"password of {name} changed")
 
 
@@ -121,7 +133,8 @@ def users_passwd(settings: Settings, name: str, password_stdin: bool) -> None:
 @with_settings
 def users_groups(settings: Settings, name: str, groups: str, admin: bool | None) -> None:
     """Replace a user's groups (comma-separated)."""
-    user = _users(settings).set_groups(name, parse_groups(groups), admin)
+    with users_for(settings) as users:
+        user = users.set_groups(name, parse_groups(groups), admin)
     click.echo(f"{user.name}: groups {','.join(user.groups)}{', admin' if user.is_admin else ''}")
 
 
@@ -130,10 +143,20 @@ def users_groups(settings: Settings, name: str, groups: str, admin: bool | None)
 @with_settings
 def users_token(settings: Settings, name: str) -> None:
     """Print a new API bearer token for NAME (replaces the old one; shown only once)."""
-    token = _users(settings).new_token(name)
+    with users_for(settings) as users:
+        token = users.new_token(name)
     click.echo(token)
     click.echo(f"(only its hash is stored; use it as 'Authorization: Bearer ...' for {name})",
                err=True)
 
 
-COMMANDS = [serve_command, users_group]
+def _register() -> None:
+    from ui.ingest_cli import COMMANDS as INGEST_COMMANDS
+    from ui.llm_cli import llm
+    from ui.query_cli import COMMANDS as QUERY_COMMANDS
+
+    for command in [*INGEST_COMMANDS, *QUERY_COMMANDS, serve_command, users_group, llm]:
+        main.add_command(command)
+
+
+_register()

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Collection
 from pathlib import Path
 
-from assistant.types import Answer, Citation, Passage
+from core.types import Answer, Citation, Passage
 from ui.i18n import t
 
 logger = logging.getLogger(__name__)

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from assistant.answer import Assistant, answer_to_json, should_abstain
-from assistant.cli import main
-from assistant.types import Answer, Turn
-from ingest.pipeline import ingest_paths
+from assistant.answer import answer_to_json, should_abstain
+from core.types import Answer, Turn
+from tests.stores import ingest_paths
 from tests.vllm_server import free_port
+from ui.cli import main
+from ui.wiring import open_services
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -40,7 +41,8 @@ def with_llm(settings, llm):  # type: ignore[no-untyped-def]
 @pytest.mark.vllm
 def test_streamed_answer_against_the_real_server(sample_settings, vllm_server) -> None:
     settings = with_llm(sample_settings, vllm_server.llm)
-    assistant = Assistant(settings)
+    services = open_services(settings)
+    assistant = services.assistant
     try:
         items = list(
             assistant.ask_stream(
@@ -67,7 +69,7 @@ def test_streamed_answer_against_the_real_server(sample_settings, vllm_server) -
         followup = assistant.ask("And the sick leave?", ["all"], history=history)
         assert followup.mode == "generated", followup.notice
     finally:
-        assistant.close()
+        services.close()
 
 
 @pytest.mark.vllm
@@ -94,11 +96,12 @@ def test_retrieval_only_when_the_model_server_is_down(sample_settings) -> None:
         connect_timeout_s=1.0,
         retries=0,
     )
-    assistant = Assistant(with_llm(sample_settings, llm))
+    services = open_services(with_llm(sample_settings, llm))
+    assistant = services.assistant
     try:
         answer = assistant.ask("How many days of paid sick leave do employees get?", ["all"])
     finally:
-        assistant.close()
+        services.close()
     assert answer.mode == "retrieval_only"
     assert "unavailable" in answer.answer
     assert answer.citations and answer.citations[0].file == "Employee-Leave-Policy.pdf"
@@ -111,19 +114,21 @@ def test_questions_are_not_written_to_the_embedding_cache(sample_settings) -> No
             return int(db.execute("SELECT count(*) FROM vectors").fetchone()[0])
 
     before = cached()
-    assistant = Assistant(sample_settings)
+    services = open_services(sample_settings)
+    assistant = services.assistant
     try:
         retrieval = assistant.retriever.retrieve(
             "Which sick leave rule did nobody ask before?", ["all"]
         )
     finally:
-        assistant.close()
+        services.close()
     assert retrieval.dense_top > 0  # the question was embedded...
     assert cached() == before  # ...and not kept
 
 
 def test_abstains_when_the_documents_do_not_cover_it(sample_settings) -> None:
-    assistant = Assistant(sample_settings)
+    services = open_services(sample_settings)
+    assistant = services.assistant
     try:
         answer = assistant.ask("量子色动力学中的渐近自由是什么意思？", ["all"])
         assert answer.abstained and answer.mode == "abstained"
@@ -131,11 +136,12 @@ def test_abstains_when_the_documents_do_not_cover_it(sample_settings) -> None:
         covered = assistant.retriever.retrieve("一线城市住宿标准是多少？", ["all"])
         assert not should_abstain(covered, sample_settings)
     finally:
-        assistant.close()
+        services.close()
 
 
 def test_access_control_on_answers_and_sources(sample_settings) -> None:
-    assistant = Assistant(sample_settings)
+    services = open_services(sample_settings)
+    assistant = services.assistant
     try:
         hr_passages = assistant.retrieve("薪酬等级 工资范围 薪资带宽", ["hr"])
         hr_chunk = next(p for p in hr_passages if p.file.startswith("hr-only/"))
@@ -148,4 +154,4 @@ def test_access_control_on_answers_and_sources(sample_settings) -> None:
                 assistant.document_path(hr_chunk.doc_id, groups)
         assert assistant.source(hr_chunk.chunk_id, ["hr"]).text == hr_chunk.text
     finally:
-        assistant.close()
+        services.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant.cite import Marker, best_quote, lexical_support, parse_markers, verify
-from assistant.types import Passage
+from core.types import Passage
 
 LEAVE = Passage(
     "c1", "d1", "Leave.pdf",

@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from assistant.cli import main
-from assistant.evaluate import METRICS, Hit, load_questions, passage_hits, quote_hit, run_eval
+from assistant.evaluation.evaluate import (
+    METRICS,
+    Hit,
+    load_questions,
+    passage_hits,
+    quote_hit,
+    run_eval,
+)
+from ui.cli import main
+from ui.wiring import open_services
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "bench" / "eval_public.json"
@@ -30,7 +38,7 @@ def test_quote_hit_rules() -> None:
 
 @pytest.mark.slow
 def test_public_eval_holds_the_recorded_values(make_settings, shared: Path) -> None:
-    report = run_eval(make_settings(), shared / "eval" / "public", baseline=True)
+    report = run_eval(make_settings(), shared / "eval" / "public", open_services, baseline=True)
     recorded = json.loads(RECORDED.read_text("utf-8"))["ours"]
     ours, starter = report["ours"], report["llamaindex_starter"]
     print(json.dumps(report, indent=1))

@@ -5,16 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assistant.lang import detect_lang
-from assistant.lexical import (
-    BM25Index,
-    TitleIndex,
-    cn_numeral_value,
-    name_runs,
-    stem,
-    tokenize,
-    tokenize_query,
-)
+from assistant.lexical import BM25Index, TitleIndex, name_runs, tokenize_query
+from core.text import cn_numeral_value, detect_lang, stem, tokenize
 
 CORPUS = [
     "职工累计工作已满1年不满10年的，年休假5天；已满10年不满20年的，年休假10天。",

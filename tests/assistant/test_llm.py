@@ -12,14 +12,16 @@ from typing import Any
 import httpx
 import pytest
 
-from assistant.errors import (
+from assistant.llm import LlmClient, endpoint_url, probe
+from assistant.tokens import LocalTokenCounter
+from core.errors import (
     GenerationError,
     GenerationTimeout,
     GenerationUnavailable,
     PromptTooLong,
 )
-from assistant.llm import LlmClient, Usage, endpoint_url, probe
-from assistant.tokens import LocalTokenCounter, Message
+from core.ports import Usage
+from core.types import Message
 
 URL = "http://fake:8000/v1"
 CHAT = [{"role": "user", "content": "年假有几天?"}]
@@ -224,7 +226,7 @@ def test_error_event_in_the_stream_is_a_generation_error() -> None:
 
 
 def test_endpoint_url_prefers_the_configured_url() -> None:
-    from assistant.config import LlmSettings
+    from core.config import LlmSettings
 
     assert endpoint_url(LlmSettings()) == "http://127.0.0.1:8000/v1"
     assert endpoint_url(LlmSettings(host="0.0.0.0", port=9)) == "http://127.0.0.1:9/v1"

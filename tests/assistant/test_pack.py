@@ -11,8 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.errors import PromptTooLong
-from assistant.lang import detect_lang
 from assistant.pack import (
     MARGIN_TOKENS,
     dedupe,
@@ -22,7 +20,9 @@ from assistant.pack import (
     render_passages,
 )
 from assistant.prompt import Message, build_messages, render_chat
-from assistant.types import Passage
+from core.errors import PromptTooLong
+from core.text import detect_lang
+from core.types import Passage
 
 Count = Callable[[str], int]
 _CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")

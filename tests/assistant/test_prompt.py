@@ -9,7 +9,7 @@ from assistant.prompt import (
     retrieval_only_text,
     source_label,
 )
-from assistant.types import Passage
+from core.types import Passage
 
 P = Passage(
     "c1", "d1", "leave.pdf", "You earn 6 hours.", ("3 Leave", "3.2 Annual"), 2, 3, title="Leave"

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from assistant.errors import ConfigError
 from assistant.retrieve import Retriever
+from core.errors import ConfigError
 from ingest.embed import resolve_model_path
-from ingest.pipeline import Store, ingest_paths
+from tests.stores import ingest_paths
+from ui.wiring import open_services
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -50,12 +51,12 @@ def test_reranker_orders_the_fused_candidates(
     plain = make_settings()
     ingest_paths(plain, [docs])
     reranked = make_settings(retrieve={"reranker": str(tiny_cross_encoder)})
-    store = Store(reranked)
+    services = open_services(reranked)
     try:
-        fused = Retriever(plain, store).retrieve(QUESTION, ["all"], k=5).passages
-        retrieval = Retriever(reranked, store).retrieve(QUESTION, ["all"], k=5)
+        fused = Retriever(plain, services.store).retrieve(QUESTION, ["all"], k=5).passages
+        retrieval = services.assistant.retriever.retrieve(QUESTION, ["all"], k=5)
     finally:
-        store.close()
+        services.close()
     passages = retrieval.passages
     expected = CrossEncoder(str(tiny_cross_encoder), device="cpu").predict(
         [(QUESTION, p.text) for p in passages]
@@ -69,9 +70,5 @@ def test_reranker_orders_the_fused_candidates(
 
 def test_a_reranker_that_cannot_be_loaded_is_named(make_settings) -> None:
     settings = make_settings(retrieve={"reranker": "no-such-org/no-such-cross-encoder"})
-    store = Store(settings)
-    try:
-        with pytest.raises(ConfigError, match="retrieve.reranker 'no-such-org/"):
-            Retriever(settings, store)
-    finally:
-        store.close()
+    with pytest.raises(ConfigError, match="retrieve.reranker 'no-such-org/"):
+        open_services(settings)

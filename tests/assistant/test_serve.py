@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from assistant.cli import main
-from assistant.config import LlmSettings, Settings
-from assistant.errors import ConfigError, GenerationUnavailable
-from assistant.serve import VllmServer, resolve_model, vllm_command, vllm_environment
+from assistant.serving.serve import VllmServer, resolve_model, vllm_command, vllm_environment
+from core.config import LlmSettings, Settings
+from core.errors import ConfigError, GenerationUnavailable
 from tests.vllm_server import free_port
+from ui.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -195,7 +195,7 @@ def test_kb_llm_serve_stops_on_sigterm_with_its_child(fake_vllm: Path, model_dir
                                                       tmp_path: Path) -> None:
     port = free_port()
     cli = subprocess.Popen(
-        [sys.executable, "-c", "from assistant.cli import main; main()", "llm", "serve",
+        [sys.executable, "-c", "from ui.cli import main; main()", "llm", "serve",
          "--model", str(model_dir), "--port", str(port), "--store", str(tmp_path / "store")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
     )

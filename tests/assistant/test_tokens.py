@@ -10,15 +10,15 @@ from typing import Any
 import httpx
 import pytest
 
-from assistant.config import LlmSettings
 from assistant.llm import LlmClient
-from assistant.testmodel import build_test_model
+from assistant.serving.testmodel import build_test_model
 from assistant.tokens import (
     LocalTokenCounter,
     RemoteTokenCounter,
     load_token_counter,
     local_model_dir,
 )
+from core.config import LlmSettings
 from tests.vllm_server import MODEL_DIR
 
 

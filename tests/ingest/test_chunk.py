@@ -1,5 +1,6 @@
-from assistant.types import Block
-from ingest.chunk import chunk_blocks, split_sentences
+from core.text import split_sentences
+from core.types import Block
+from ingest.chunk import chunk_blocks
 
 
 def count_chars(texts):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import IngestSettings
-from assistant.errors import IngestError
-from assistant.types import ParsedDoc
+from core.config import IngestSettings
+from core.errors import IngestError
+from core.types import ParsedDoc
 from ingest.parse import ParsePool
 
 # Statuses known for certain files ("ok" for a ParsedDoc).

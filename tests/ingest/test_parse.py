@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import IngestSettings
-from assistant.errors import (
+from core.config import IngestSettings
+from core.errors import (
     BrokenFile,
     EncryptedFile,
     IngestError,
@@ -21,7 +21,7 @@ from assistant.errors import (
     TooLarge,
     UnsupportedFile,
 )
-from assistant.types import Block, ParsedDoc
+from core.types import Block, ParsedDoc
 from ingest.parse import ParsePool, parse_file
 
 SETTINGS = IngestSettings()

@@ -8,7 +8,7 @@ import pytest
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 
-from assistant.errors import BrokenFile, NoText
+from core.errors import BrokenFile, NoText
 from ingest.parse_docx import _declares_doctype, parse_docx
 
 

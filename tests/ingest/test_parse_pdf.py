@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.errors import BrokenFile, EncryptedFile, NoText
-from assistant.types import ParsedDoc
+from core.errors import BrokenFile, EncryptedFile, NoText
+from core.types import ParsedDoc
 from ingest.parse_pdf import parse_pdf
 
 

@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.answer import passage_to_json
-from assistant.cli import main
 from assistant.retrieve import Retriever
 from ingest.ledger import Ledger
-from ingest.pipeline import Store, delete_document, ingest_paths, store_status
-from ingest.reindex import reindex
+from ingest.store import open_store
+from tests.stores import delete_document, ingest_paths, reindex, store_status
+from ui.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -40,7 +40,7 @@ def live_chunks(settings) -> dict[str, tuple[str, str]]:
 
 
 def vector_ids(settings) -> set[str]:
-    store = Store(settings)
+    store = open_store(settings)
     try:
         return store.vectors.all_ids(store.collection)
     finally:
@@ -57,7 +57,7 @@ def test_samples_ingest_reingest_and_groups(make_settings, samples: Path) -> Non
     assert again.counts == {"ingested": 0, "updated": 0, "unchanged": 11, "removed": 0, "failed": 0}
     assert again.embedded == 0
 
-    store = Store(settings)
+    store = open_store(settings)
     try:
         docs = {Path(r.meta.path).name: r.meta for r in store.ledger.documents()}
         assert docs["薪酬等级表.docx"].groups == ("hr",)
@@ -125,7 +125,7 @@ def test_full_reindex_switches_collection_and_keeps_answers(make_settings, sampl
     ]
 
     def top_ids() -> list[list[str]]:
-        store = Store(settings)
+        store = open_store(settings)
         try:
             retriever = Retriever(settings, store)
             return [
@@ -141,7 +141,7 @@ def test_full_reindex_switches_collection_and_keeps_answers(make_settings, sampl
     assert report.counts["failed"] == 0 and report.embedded == 0  # all from the cache
     assert status["collection"] != old_collection
     assert status["vectors"] == status["chunks"]
-    store = Store(settings)
+    store = open_store(settings)
     try:
         assert old_collection not in store.vectors.collections()
     finally:
@@ -171,7 +171,7 @@ def test_crash_before_the_switch_keeps_the_old_version(
     live = live_chunks(settings)
     assert not any("cryptocurrency" in t for _, t in live.values())
     assert vector_ids(settings) > set(live)  # orphans of the new version exist in Chroma only
-    store = Store(settings)
+    store = open_store(settings)
     try:
         passages = (
             Retriever(settings, store).retrieve("cryptocurrency gifts", ["all"], k=20).passages
@@ -272,7 +272,7 @@ def test_printed_page_labels_reach_the_passages(make_settings, fixtures, tmp_pat
     shutil.copy(fixtures["english"], docs / "english.pdf")  # pages labelled i, ii, iii
     settings = make_settings()
     ingest_paths(settings, [docs])
-    store = Store(settings)
+    store = open_store(settings)
     try:
         (record,) = store.ledger.documents()
         assert record.meta.page_labels == ("i", "ii", "iii")

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from assistant.config import Settings, load_settings
-from assistant.users import Users
+from core.config import Settings, load_settings
 from tests.vllm_server import free_port
+from ui.wiring import open_services, users_for
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -45,7 +45,7 @@ class Store:
 def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     """data/samples (a subset) ingested with the repository's config: hr-only/ is group hr.
     Users: alice (all, hr, admin) and bob (all)."""
-    from ingest.pipeline import ingest_paths
+    from tests.stores import ingest_paths
 
     if not SAMPLES.is_dir():
         pytest.skip(f"{SAMPLES} is missing (run scripts/make_samples.py)")
@@ -64,11 +64,10 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     assert settings.ingest.folder_groups.get("hr-only") == ("hr",), "config.toml maps hr-only"
     report = ingest_paths(settings, [docs])
     assert report.counts["failed"] == 0, report.outcomes
-    users = Users.for_store(settings.store_path())
-    users.add("alice", PASSWORDS["alice"], ["all", "hr"], is_admin=True)
-    users.add("bob", PASSWORDS["bob"], ["all"])
-    tokens = {name: users.new_token(name) for name in PASSWORDS}
-    users.close()
+    with users_for(settings) as users:
+        users.add("alice", PASSWORDS["alice"], ["all", "hr"], is_admin=True)
+        users.add("bob", PASSWORDS["bob"], ["all"])
+        tokens = {name: users.new_token(name) for name in PASSWORDS}
     return Store(settings, docs, tokens)
 
 
@@ -90,11 +89,11 @@ class Running:
 def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
     import uvicorn
 
-    from assistant.answer import Assistant
     from ui.app import create_server
 
-    assistant = Assistant(settings)
-    app = create_server(settings, assistant, demo=demo)
+    services = open_services(settings)
+    assistant = services.assistant
+    app = create_server(services, demo=demo)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -109,7 +108,7 @@ def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-        assistant.close()
+        services.close()
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from gradio_client import handle_file
 
-from assistant.users import Users
-from ingest.pipeline import list_documents
+from tests.stores import list_documents
+from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow
 
@@ -46,14 +46,11 @@ def ask(client: Any, question: str, lang: str = "en") -> list[Any]:
 
 
 def hr_chunk_ids(settings: Any) -> list[str]:
-    users = Users.for_store(settings.store_path())
-    try:
+    with users_for(settings) as users:
         rows = users.ledger.db.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
             "WHERE d.groups LIKE '%\"hr\"%'").fetchall()
         return [r[0] for r in rows]
-    finally:
-        users.close()
 
 
 @pytest.mark.vllm
@@ -214,11 +211,8 @@ def test_feedback_is_stored_with_the_question(app_server: Any) -> None:
     bob = app_server.client("bob")
     ask(bob, "How many days of annual leave can I carry over?")
     assert "saved" in bob.predict("too vague", "en", api_name="/thumbs_down")
-    users = Users.for_store(app_server.settings.store_path())
-    try:
+    with users_for(app_server.settings) as users:
         latest = users.feedback()[0]
-    finally:
-        users.close()
     assert latest["user"] == "bob" and latest["rating"] == -1 and latest["comment"] == "too vague"
     assert latest["question"].startswith("How many days") and latest["timings"] != "{}"
     tables = app_server.client("alice").predict(api_name="/admin_tables")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from assistant.config import Settings
-from assistant.types import Answer, Citation, Passage
+from core.config import Settings
+from core.types import Answer, Citation, Passage
 from ui import admin, render
 from ui.i18n import lang_from_header, t
 

@@ -13,11 +13,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assistant.config import Settings
+from core.config import Settings
+from core.errors import ConfigError
 from ingest.embed import resolve_model_path
+
+INSTALL_HINT = (
+    "the LlamaIndex baseline needs the eval extra: .venv/bin/pip install -e '.[eval]' "
+    "(or leave the baseline out: kb eval --no-baseline)"
+)
+
+
+def _require_llama_index() -> None:
+    try:
+        import llama_index.core  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(INSTALL_HINT) from exc
 
 
 def starter_documents(folder: Path) -> list[Any]:
+    _require_llama_index()
     import docx
     from llama_index.core import Document
     from pypdf import PdfReader
@@ -39,6 +53,7 @@ def starter_documents(folder: Path) -> list[Any]:
 
 
 def build_starter_index(settings: Settings, folder: Path) -> Any:
+    _require_llama_index()
     from llama_index.core import VectorStoreIndex
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 

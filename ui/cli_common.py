@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
-from assistant.config import Settings, load_settings
-from assistant.errors import KbError
+from core.config import OFFLINE_ENV, Settings, load_settings
+from core.errors import KbError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,13 +22,7 @@ DEFAULT_CONFIG = "config.toml"
 
 def offline_environment() -> None:
     """Nothing may reach for a model hub or send telemetry at run time."""
-    for key, value in {
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "ANONYMIZED_TELEMETRY": "False",
-        "GRADIO_ANALYTICS_ENABLED": "False",
-        "TOKENIZERS_PARALLELISM": "false",
-    }.items():
+    for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
 
 

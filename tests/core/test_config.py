@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import Settings, load_settings
-from assistant.errors import ConfigError
+from core.config import Settings, load_settings
+from core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,10 +16,10 @@ from typing import Any
 import click
 from tqdm import tqdm
 
-from assistant.cli_common import with_settings
-from assistant.config import Settings
+from core.access import parse_groups
+from core.config import Settings
+from core.types import IngestReport
 from ingest.pipeline import (
-    IngestReport,
     Progress,
     delete_document,
     ingest_paths,
@@ -27,10 +27,12 @@ from ingest.pipeline import (
     store_status,
 )
 from ingest.reindex import reindex
+from ui.cli_common import with_settings
+from ui.wiring import store_for
 
 
 def _groups(value: str | None) -> list[str] | None:
-    return [g.strip() for g in value.split(",") if g.strip()] if value else None
+    return list(parse_groups(value)) if value else None
 
 
 @contextmanager
@@ -92,8 +94,8 @@ def ingest_command(
     kb ingest data/samples
     kb ingest policies/hr --groups hr --prune
     """
-    with _progress_bar(not quiet) as progress:
-        report = ingest_paths(settings, list(paths), _groups(groups), prune, progress, workers)
+    with store_for(settings) as store, _progress_bar(not quiet) as progress:
+        report = ingest_paths(store, list(paths), _groups(groups), prune, progress, workers)
     _print_report(report)
 
 
@@ -111,8 +113,8 @@ def reindex_command(settings: Settings, full: bool, workers: int, quiet: bool) -
     kb reindex
     kb reindex --full
     """
-    with _progress_bar(not quiet) as progress:
-        report = reindex(settings, full, progress, workers)
+    with store_for(settings) as store, _progress_bar(not quiet) as progress:
+        report = reindex(store, full, progress, workers)
     _print_report(report)
 
 
@@ -142,7 +144,8 @@ def _record_json(record: Any) -> dict[str, Any]:
 @with_settings
 def docs_command(settings: Settings, as_json: bool) -> None:
     """List documents: status, chunks, groups, reason."""
-    records = [_record_json(r) for r in list_documents(settings)]
+    with store_for(settings) as store:
+        records = [_record_json(r) for r in list_documents(store)]
     if as_json:
         click.echo(json.dumps(records, ensure_ascii=False, indent=2))
         return
@@ -160,7 +163,8 @@ def docs_command(settings: Settings, as_json: bool) -> None:
 @with_settings
 def delete_command(settings: Settings, doc: str) -> None:
     """Remove a document (id, path or file name) from the store."""
-    record = delete_document(settings, doc)
+    with store_for(settings) as store:
+        record = delete_document(store, doc)
     click.echo(f"deleted {record.meta.path} ({record.chunk_count} chunks)")
 
 
@@ -169,7 +173,8 @@ def delete_command(settings: Settings, doc: str) -> None:
 @with_settings
 def status_command(settings: Settings, as_json: bool) -> None:
     """Store summary: documents, chunks, size, embedder, last run."""
-    status = store_status(settings)
+    with store_for(settings) as store:
+        status = store_status(store)
     if as_json:
         click.echo(json.dumps(status, ensure_ascii=False, indent=2))
         return

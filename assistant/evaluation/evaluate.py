@@ -22,9 +22,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from assistant.config import Settings
+from assistant.answer import Assistant, should_abstain
+from assistant.cite import parse_markers
+from core.config import Settings
+from ingest.pipeline import ingest_paths
+from ingest.store import Store
 
 _SPACE = re.compile(r"\s+")
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "abstain_acc")
@@ -43,6 +47,19 @@ def quote_hit(quote: str, text: str) -> bool:
         return True
     match = SequenceMatcher(None, q, t, autojunk=False).find_longest_match(0, len(q), 0, len(t))
     return match.size >= 0.8 * len(q)
+
+
+class Parts(Protocol):
+    """A store and an assistant over it, opened for a settings object (ui/wiring.py's
+    `open_services` is one)."""
+
+    store: Store
+    assistant: Assistant
+
+    def close(self) -> None: ...
+
+
+Opener = Callable[[Settings], Parts]
 
 
 @dataclass(frozen=True)
@@ -94,34 +111,30 @@ def load_questions(path: Path) -> list[dict[str, Any]]:
     ]
 
 
+def eval_settings(settings: Settings, store_dir: Path) -> Settings:
+    """The settings of an evaluation store: its own folder, no folder groups."""
+    settings = settings.with_store(store_dir)
+    return replace(settings, ingest=replace(settings.ingest, folder_groups={}))
+
+
 def evaluate_ours(
-    settings: Settings,
+    parts: Parts,
     docs: Path,
     questions: Sequence[dict[str, Any]],
-    store_dir: Path,
     on_result: Callable[[str, Any], None] | None = None,
 ) -> dict[str, tuple[bool, list[Hit]]]:
-    from assistant.answer import should_abstain
-    from assistant.retrieve import Retriever
-    from ingest.pipeline import Store, ingest_paths
-
-    settings = settings.with_store(store_dir)
-    settings = replace(settings, ingest=replace(settings.ingest, folder_groups={}))
-    ingest_paths(settings, [docs])
-    store = Store(settings)
-    retriever = Retriever(settings, store)
+    settings = parts.store.settings
+    ingest_paths(parts.store, [docs])
+    retriever = parts.assistant.retriever
     results: dict[str, tuple[bool, list[Hit]]] = {}
-    try:
-        for q in questions:
-            retrieval = retriever.retrieve(
-                q["question"], groups=settings.ingest.default_groups, k=10
-            )
-            hits = [Hit(p.file, p.page, p.page_end, p.text) for p in retrieval.passages]
-            results[q["id"]] = (should_abstain(retrieval, settings), hits)
-            if on_result:
-                on_result(q["id"], retrieval)
-    finally:
-        store.close()
+    for q in questions:
+        retrieval = retriever.retrieve(
+            q["question"], groups=settings.ingest.default_groups, k=10
+        )
+        hits = [Hit(p.file, p.page, p.page_end, p.text) for p in retrieval.passages]
+        results[q["id"]] = (should_abstain(retrieval, settings), hits)
+        if on_result:
+            on_result(q["id"], retrieval)
     return results
 
 
@@ -129,7 +142,7 @@ def evaluate_llamaindex_starter(
     settings: Settings, docs: Path, questions: Sequence[dict[str, Any]]
 ) -> dict[str, tuple[bool, list[Hit]]]:
     """The LlamaIndex starter pipeline (defaults, same embedder): the baseline."""
-    from assistant.baseline import build_starter_index
+    from assistant.evaluation.baseline import build_starter_index
 
     retriever = build_starter_index(settings, docs).as_retriever(similarity_top_k=10)
     results: dict[str, tuple[bool, list[Hit]]] = {}
@@ -145,17 +158,13 @@ def evaluate_llamaindex_starter(
 
 
 def citation_precision(
-    settings: Settings,
-    store_dir: Path,
+    assistant: Assistant,
     questions: Sequence[dict[str, Any]],
     lang: str | None = None,
 ) -> dict[str, float | None]:
     """Ask every answerable question (of `lang`) through the model; the share of [n] markers
     whose passage holds the gold fact (the gold quote, by the hit rule above)."""
-    from assistant.answer import Assistant
-    from assistant.cite import parse_markers
-
-    assistant = Assistant(settings.with_store(store_dir))
+    groups = assistant.settings.ingest.default_groups
     counts = dict.fromkeys(("answered", "raw_markers", "raw_correct", "markers", "correct"), 0)
 
     def tally(text: str, passages: Sequence[Any], gold: Any, prefix: str) -> None:
@@ -168,18 +177,15 @@ def citation_precision(
                         Hit(p.file, p.page, p.page_end, p.text), gold
                     )
 
-    try:
-        for q in questions:
-            if not q["answerable"] or (lang and q["lang"] != lang):
-                continue
-            answer = assistant.ask(q["question"], settings.ingest.default_groups)
-            if answer.mode != "generated":
-                continue
-            counts["answered"] += 1
-            tally(answer.raw_answer, answer.passages, q["gold"], "raw_")
-            tally(answer.answer, answer.passages, q["gold"], "")
-    finally:
-        assistant.close()
+    for q in questions:
+        if not q["answerable"] or (lang and q["lang"] != lang):
+            continue
+        answer = assistant.ask(q["question"], groups)
+        if answer.mode != "generated":
+            continue
+        counts["answered"] += 1
+        tally(answer.raw_answer, answer.passages, q["gold"], "raw_")
+        tally(answer.answer, answer.passages, q["gold"], "")
 
     def ratio(part: int, whole: int) -> float | None:
         return round(part / whole, 3) if whole else None  # no markers: no precision
@@ -196,16 +202,23 @@ def citation_precision(
 def run_eval(
     settings: Settings,
     set_dir: Path,
+    open_parts: Opener,
     baseline: bool = True,
     llm: bool = False,
     llm_lang: str | None = None,
 ) -> dict[str, Any]:
+    """Ingest the set's documents into a temporary store opened by `open_parts`, score our
+    retrieval (and, with `llm`, the model's citations), then the starter's."""
     questions = load_questions(set_dir / "qa.jsonl")
     report: dict[str, Any] = {"set": str(set_dir)}
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
-        ours = score(questions, evaluate_ours(settings, set_dir / "docs", questions, Path(tmp)))
-        if llm:
-            report["citations"] = citation_precision(settings, Path(tmp), questions, llm_lang)
+        parts = open_parts(eval_settings(settings, Path(tmp)))
+        try:
+            ours = score(questions, evaluate_ours(parts, set_dir / "docs", questions))
+            if llm:
+                report["citations"] = citation_precision(parts.assistant, questions, llm_lang)
+        finally:
+            parts.close()
     report["ours"] = ours
     if baseline:
         report["llamaindex_starter"] = score(

@@ -17,9 +17,9 @@ from types import FrameType
 
 import click
 
-from assistant.cli_common import with_settings
-from assistant.config import Settings
-from assistant.errors import GenerationUnavailable
+from core.config import Settings
+from core.errors import GenerationUnavailable
+from ui.cli_common import with_settings
 
 
 @click.group()
@@ -39,7 +39,7 @@ def serve(settings: Settings, model: str | None, port: int | None) -> None:
     kb llm serve
     kb llm serve --model .cache/test-model --port 8011
     """
-    from assistant.serve import VllmServer
+    from assistant.serving.serve import VllmServer
 
     server = VllmServer.for_settings(settings, model=model, port=port)
     click.echo(f"starting vLLM: {' '.join(server.command[1:])}")
@@ -102,11 +102,11 @@ def test_model(out: Path, smollm2: bool) -> None:
     kb llm test-model --smollm2 .cache/smollm2
     """
     if smollm2:
-        from assistant.testmodel import build_smollm2
+        from assistant.serving.testmodel import build_smollm2
 
         build_smollm2(out)
     else:
-        from assistant.testmodel import build_test_model
+        from assistant.serving.testmodel import build_test_model
 
         build_test_model(out)
     click.echo(f"model ready at {out}")

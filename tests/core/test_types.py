@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.types import Passage
+from core.types import Passage
 
 LABELS = ("i", "ii", "1", "2")
 

