@@ -72,13 +72,14 @@ def prepare(args: argparse.Namespace) -> None:
     import dataclasses
 
     from assistant.answer import should_abstain
-    from assistant.cli_common import offline_environment
-    from assistant.config import load_settings
     from assistant.pack import pack, plan_budget, render_passages
     from assistant.prompt import SYSTEM, build_messages
     from assistant.retrieve import Retriever
     from assistant.tokens import LocalTokenCounter
-    from ingest.pipeline import Store, ingest_paths
+    from core.config import load_settings
+    from ingest.pipeline import ingest_paths
+    from ingest.store import open_store
+    from ui.cli_common import offline_environment
 
     offline_environment()
     base = load_settings(REPO / "config.toml")
@@ -96,9 +97,9 @@ def prepare(args: argparse.Namespace) -> None:
     for name in SETS:
         set_dir = args.eval / name
         settings = base.with_store(args.work / f"store-{name}")
-        if not (settings.store_path() / "ledger.sqlite").exists():
-            ingest_paths(settings, [set_dir / "docs"])
-        store = Store(settings)
+        store = open_store(settings)
+        if not store.ledger.chunk_count():
+            ingest_paths(store, [set_dir / "docs"])
         retriever = Retriever(settings, store)
         questions = [json.loads(x) for x in (set_dir / "qa.jsonl").read_text().splitlines() if x]
         groups = settings.ingest.default_groups
@@ -273,8 +274,8 @@ def _users(job: dict[str, Any]) -> list[dict[str, Any]]:
     """One client process: `threads` closed-loop users sending `items` with LlmClient."""
     import httpx
 
-    from assistant.errors import KbError
     from assistant.llm import LlmClient
+    from core.errors import KbError
 
     work: queue.Queue[dict[str, Any]] = queue.Queue()
     for it in job["items"]:
@@ -489,9 +490,9 @@ def _s(x: float | None) -> float | None:
 
 
 def kb_flags(model: str, served: str, port: int) -> list[str]:
-    """`kb llm serve`'s flags for a GPU build (assistant/serve.py, config.toml defaults)."""
-    from assistant.config import LlmSettings
-    from assistant.serve import vllm_command
+    """`kb llm serve`'s flags for a GPU build (assistant/serving/serve.py, config.toml defaults)."""
+    from assistant.serving.serve import vllm_command
+    from core.config import LlmSettings
 
     llm = LlmSettings(served_name=served, port=port)
     cmd = vllm_command(llm, Path(model), host="127.0.0.1", port=port, cpu=False)
