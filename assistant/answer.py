@@ -224,9 +224,8 @@ class Assistant:
                         break
         except GenerationError as exc:
             if not pieces:
-                best_first = sorted(packed, key=lambda p: -p.score)  # packed is in document order
                 yield from self._retrieval_only(
-                    best_first, lang, str(exc), question, user, started, timings
+                    packed, lang, str(exc), question, user, started, timings
                 )
                 return
             logger.warning("generation failed mid-answer: %s", exc)
