@@ -207,3 +207,17 @@ class User:
     is_admin: bool = False
     has_token: bool = False
     created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class QuestionRecord:
+    """A question as the ledger keeps it, with its asker's rating (+1, -1, or None)."""
+
+    id: int
+    user: str
+    question: str
+    mode: str
+    chunk_ids: tuple[str, ...]
+    timings: str  # JSON: stage -> ms
+    created_at: float
+    rating: int | None = None
