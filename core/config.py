@@ -79,6 +79,12 @@ class LlmSettings:
     extra_args: tuple[str, ...] = field(default=(), metadata=_doc("more `vllm serve` flags"))
     answer_tokens: int = field(default=512, metadata=_doc("tokens reserved for the answer"))
     temperature: float = field(default=0.1, metadata=_doc("sampling temperature"))
+    endpoints: tuple[str, ...] = field(
+        default=(), metadata=_doc("several model servers' URLs; empty: llm.url alone")
+    )
+    replica_retry_s: float = field(
+        default=10.0, metadata=_doc("seconds a failed model server is set aside")
+    )
     repetition_penalty: float = field(
         default=1.0, metadata=_doc("vLLM's repetition penalty; 1.0 is off")
     )
