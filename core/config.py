@@ -43,6 +43,13 @@ def _doc(text: str) -> Any:
 class StoreSettings:
     path: str = field(default="data/store", metadata=_doc("store folder: Chroma, ledger, caches"))
     collection: str = field(default="kb_chunks", metadata=_doc("Chroma collection name prefix"))
+    mode: str = field(default="embedded", metadata=_doc('"embedded" Chroma, or a "server"'))
+    host: str = field(default="127.0.0.1", metadata=_doc("server mode: Chroma's host"))
+    port: int = field(default=8000, metadata=_doc("server mode: Chroma's port"))
+    ssl: bool = field(default=False, metadata=_doc("server mode: HTTPS"))
+    token: str = field(default="", metadata=_doc("server mode: bearer token, if it asks one"))
+    tenant: str = field(default="default_tenant", metadata=_doc("server mode: Chroma tenant"))
+    database: str = field(default="default_database", metadata=_doc("server mode: database"))
 
 
 @dataclass(frozen=True)
