@@ -123,7 +123,9 @@ def answer_html(answer: Answer, key: str, lang: str) -> str:
         lines.append(f'<details open><summary>{html.escape(t("sources", lang))}</summary>'
                      f"{cards}</details>")
     if answer.timings_ms or answer.notice:
-        why = f"<br>{escape(answer.notice)}" if answer.notice and answer.mode != "generated" else ""
+        # the reason names internal URLs and errors: the server log has it, users get a hint
+        why = (f"<br>{escape(t('model_down', lang))}"
+               if answer.notice and answer.mode != "generated" else "")
         summary = html.escape(t("details", lang))
         line = html.escape(timings_line(answer.timings_ms, lang))
         lines.append(f'<details class="kb-timings"><summary>{summary}</summary>{line}{why}'
