@@ -106,7 +106,7 @@ def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
         time.sleep(0.05)
     try:
         yield Running(f"http://127.0.0.1:{port}/", settings, {}, assistant, app.state.kb_app,
-                      app.state.login_guard)
+                      getattr(app.state, "login_guard", None))
     finally:
         server.should_exit = True
         thread.join(timeout=10)
