@@ -138,7 +138,7 @@ def login_server(sample_store: Store) -> Iterator[Running]:
     llm = dataclasses.replace(sample_store.settings.llm, url=f"http://127.0.0.1:{free_port()}/v1",
                               connect_timeout_s=1.0, retries=0)
     small = {"login_max_failures": 3, "login_max_failures_per_address": 30,
-             "login_lockout_s": 60.0}
+             "login_lockout_s": 60.0, "login_concurrency": 1}
     ui = sample_store.settings.ui
     ui = dataclasses.replace(ui, **{k: v for k, v in small.items() if hasattr(ui, k)})
     settings = dataclasses.replace(sample_store.settings, llm=llm, ui=ui)

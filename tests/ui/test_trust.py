@@ -68,7 +68,9 @@ def test_login_flood_leaves_the_event_loop_free(login_server: Any, fresh_guard: 
     print(f"12 wrong logins took {flood_s:.2f} s; a page request meanwhile: "
           f"median {median:.0f} ms, max {worst:.0f} ms over {len(latencies)} probes")
     assert set(codes) == {400}, codes
-    assert latencies and max(latencies) < max(0.3, flood_s / 4), (max(latencies), flood_s)
+    # on main each probe waited behind the scrypt work on the event loop (median 208 ms,
+    # 9 probes in 5.2 s on the 2-core CI machine)
+    assert median < 100 and worst < max(300, flood_s * 1000 / 4), (median, worst, flood_s)
 
 
 def test_failed_logins_lock_out_and_are_logged(login_server: Any, fresh_guard: Any,
