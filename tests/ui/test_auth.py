@@ -102,3 +102,39 @@ def test_long_and_colliding_upload_names(tmp_path: Path) -> None:
     first = admin.unique_target(tmp_path, admin.safe_name("a b.pdf", "pdf"), taken)
     second = admin.unique_target(tmp_path, admin.safe_name("a_b.pdf", "pdf"), taken)
     assert (first.name, second.name) == ("a_b.pdf", "a_b-2.pdf")
+
+
+def test_kb_users_commands(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ui.cli import main
+
+    store = ["--store", str(tmp_path / "store")]
+    run = CliRunner().invoke
+
+    def kb(*args: str, stdin: str | None = None) -> str:
+        result = run(main, ["users", *args, *store], input=stdin)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    kb("add", "bob", "--groups", "all", "--password-stdin", stdin="bob-password\n")
+    token = kb("token", "bob", "--days", "2").split()[0]
+    ledger = Ledger(tmp_path / "store" / "ledger.sqlite")
+    users = Users(ledger)
+    try:
+        assert users.by_token(token) is not None
+        kb("revoke-token", "bob")
+        assert users.by_token(token) is None
+        kb("disable", "bob")
+        assert "disabled" in kb("list") and users.authenticate("bob", "bob-password") is None
+        kb("disable", "bob", "--enable")
+        epoch = users.require("bob").epoch
+        kb("logout", "bob")
+        assert users.require("bob").epoch == epoch + 1
+        kb("delete", "bob", "--yes")
+        assert users.get("bob") is None
+        bad = run(main, ["users", "add", "eve", "--groups", "..", "--password-stdin", *store],
+                  input="eve-password\n")
+        assert bad.exit_code != 0 and "lower-case" in bad.output
+    finally:
+        ledger.close()
