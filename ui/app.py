@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -198,8 +199,11 @@ class App:
             raise gr.Error(t("denied", lang)) from exc
         owned = self.mine(conv, user)
         quote = owned.quotes.get(chunk_id, "") if owned else ""
+        pdf_page = bool(passage.page) and path.suffix.lower() == ".pdf"
+        if pdf_page and shutil.which("pdftoppm") is None:
+            return render.passage_html(passage, quote, lang, t("no_pdftoppm", lang))
         html = render.passage_html(passage, quote, lang, "")
-        if passage.page and path.suffix.lower() == ".pdf":
+        if pdf_page:
             src = "page/" + urllib.parse.quote(chunk_id, safe="")
             alt = render.escape(t("page_image", lang))
             html += f'<img class="kb-page" src="{src}" alt="{alt}" style="max-width:100%">'

@@ -3,7 +3,7 @@ users (random groups, admin or not), questions that quote other groups' sentence
 chunk id, nothing outside the asker's groups reaches the API answer (its passages and
 citations), the source view, the page image, the feedback or the admin views.
 
-Short in CI (KB_PROPERTY_EXAMPLES, default 6); by hand: KB_PROPERTY_EXAMPLES=100."""
+Short in CI (KB_PROPERTY_EXAMPLES, default 20); by hand: KB_PROPERTY_EXAMPLES=100."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = int(os.environ.get("KB_PROPERTY_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("KB_PROPERTY_EXAMPLES", "20"))
 GROUP_SETS = [("all",), ("hr",), ("all", "hr"), ("legal",)]
 
 

@@ -164,7 +164,11 @@ def test_page_images_come_from_a_checked_route(login_server: Any) -> None:
     hr_id = next(i for i in hr_chunk_ids(login_server.settings)
                  if app.assistant.source(i, ["hr"]).page)
     html = app.view_source(hr_id, "en", None, FakeRequest("alice"))
-    assert f'src="page/{hr_id}"' in html and "file=" not in html
+    assert "file=" not in html
+    if shutil.which("pdftoppm"):
+        assert f'src="page/{hr_id}"' in html
+    else:
+        assert "poppler" in html  # says why there is no image
     bob = login(login_server.url, "bob", PASSWORDS["bob"])
     assert bob.get(f"page/{hr_id}").status_code == 404
     assert httpx.get(login_server.url + f"page/{hr_id}").status_code == 401
