@@ -157,7 +157,8 @@ def test_a_borrowed_session_id_gets_no_conversation(login_server: Any) -> None:
     assert len(follow[-1][0]) == 4 and "zq-marker" in message_text(follow[-1][0][0])
 
 
-def test_page_images_come_from_a_checked_route(login_server: Any) -> None:
+def test_page_images_come_from_a_checked_route(login_server: Any, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Finding 5: cited page images were served through Gradio's file= route from a shared,
     world-readable temp folder to anyone with the URL."""
     app = login_server.app
@@ -173,10 +174,22 @@ def test_page_images_come_from_a_checked_route(login_server: Any) -> None:
     assert bob.get(f"page/{hr_id}").status_code == 404
     assert httpx.get(login_server.url + f"page/{hr_id}").status_code == 401
     alice = login(login_server.url, "alice", PASSWORDS["alice"])
+    if not shutil.which("pdftoppm"):  # no poppler here: the real check, then a stand-in page
+        from PIL import Image
+
+        png = tmp_path / "page.png"
+        Image.new("RGB", (8, 8)).save(png)
+        real = app.page_image
+
+        def checked_png(chunk_id: str, user: Any) -> Path:
+            real(chunk_id, user)  # AccessDenied outside the user's groups
+            return png
+
+        monkeypatch.setattr(app, "page_image", checked_png)
     reply = alice.get(f"page/{hr_id}")
-    if reply.status_code == 200:  # poppler installed
-        assert reply.headers["content-type"] == "image/png"
-        assert "no-store" in reply.headers["cache-control"]
+    assert reply.status_code == 200 and reply.headers["content-type"] == "image/png"
+    assert "no-store" in reply.headers["cache-control"]
+    assert bob.get(f"page/{hr_id}").status_code == 404  # the real check still refuses bob
     mode = stat.S_IMODE(app.pages.stat().st_mode)
     assert mode == 0o700 and app.pages.is_relative_to(login_server.settings.store_path())
 
