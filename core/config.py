@@ -79,6 +79,12 @@ class LlmSettings:
     extra_args: tuple[str, ...] = field(default=(), metadata=_doc("more `vllm serve` flags"))
     answer_tokens: int = field(default=512, metadata=_doc("tokens reserved for the answer"))
     temperature: float = field(default=0.1, metadata=_doc("sampling temperature"))
+    repetition_penalty: float = field(
+        default=1.0, metadata=_doc("vLLM's repetition penalty; 1.0 is off")
+    )
+    frequency_penalty: float = field(
+        default=0.0, metadata=_doc("OpenAI frequency penalty; 0.0 is off")
+    )
     connect_timeout_s: float = field(default=5.0, metadata=_doc("connect time limit"))
     first_token_timeout_s: float = field(default=30.0, metadata=_doc("first token time limit"))
     total_timeout_s: float = field(default=120.0, metadata=_doc("whole answer time limit"))
@@ -131,6 +137,12 @@ class AnswerSettings:
     )
     min_passage_tokens: int = field(
         default=1024, metadata=_doc("drop old history turns until passages get this many tokens")
+    )
+    loop_max_repeats: int = field(
+        default=2, metadata=_doc("a sentence or phrase said more often stops the answer; 0: off")
+    )
+    fallback_unverified: bool = field(
+        default=True, metadata=_doc("show passages, not an answer with no verified citation")
     )
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from core.errors import StoreError
 from core.text import TEXT_VERSION
-from core.types import Answer, Chunk, DocMeta, DocRecord, User
+from core.types import Answer, Chunk, DocMeta, DocRecord, QuestionRecord, User
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -124,13 +124,25 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        "004_auth_accounts",
+        "004_gap_notes",
+        """
+        CREATE TABLE gap_notes (
+            key TEXT PRIMARY KEY,
+            note TEXT NOT NULL,
+            user TEXT NOT NULL DEFAULT '',
+            updated_at REAL NOT NULL
+        );
+        """,
+    ),
+    (
+        "005_auth_accounts",
         """
         ALTER TABLE users ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE users ADD COLUMN see_all INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE users ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE users ADD COLUMN token_expires_at REAL NOT NULL DEFAULT 0;
-        UPDATE users SET token_expires_at = 1e18 WHERE api_token_hash != ''
+        UPDATE users SET token_expires_at = CAST(strftime('%s', 'now') AS REAL) + 7776000
+            WHERE api_token_hash != ''
         """,
     ),
 ]
@@ -650,3 +662,42 @@ class Ledger:
             if row:
                 out[chunk_id] = tuple(json.loads(row["groups"]))
         return out
+
+    # --- what was asked (the admin view) ---------------------------------------------------
+    def question_records(self, since: float = 0.0) -> list[QuestionRecord]:
+        """Questions asked since `since` (epoch seconds), oldest first, with their rating."""
+        rows = self.db.execute(
+            "SELECT q.id, q.user, q.question, q.mode, q.chunk_ids, q.timings, q.created_at, "
+            "(SELECT f.rating FROM feedback f WHERE f.question_id = q.id "
+            "ORDER BY f.id DESC LIMIT 1) AS rating FROM questions q "
+            "WHERE q.created_at >= ? ORDER BY q.id",
+            (since,),
+        )
+        return [
+            QuestionRecord(
+                r["id"],
+                r["user"],
+                r["question"],
+                r["mode"],
+                tuple(json.loads(r["chunk_ids"] or "[]")),
+                r["timings"],
+                r["created_at"],
+                r["rating"],
+            )
+            for r in rows
+        ]
+
+    def chunk_documents(self) -> dict[str, str]:
+        """Live chunk id -> the id of its document."""
+        return dict(self.db.execute("SELECT id, doc_id FROM chunks").fetchall())
+
+    def gap_notes(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, note FROM gap_notes").fetchall())
+
+    def set_gap_note(self, key: str, note: str, user: str) -> None:
+        """An admin's note on a knowledge gap ("which document should answer this?")."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO gap_notes VALUES (?, ?, ?, ?)",
+                (key, note, user, time.time()),
+            )
