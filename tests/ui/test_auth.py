@@ -138,3 +138,44 @@ def test_kb_users_commands(tmp_path: Path) -> None:
         assert bad.exit_code != 0 and "lower-case" in bad.output
     finally:
         ledger.close()
+
+
+def test_model_errors_stay_in_the_log() -> None:
+    from core.types import Answer, Citation
+    from ui import render
+
+    why = "vLLM at http://10.1.2.3:8000/v1 did not answer /tokenize (connection refused)"
+    only = Answer("Passages [1]", citations=[Citation(1, "leave.pdf", 3, "", "5 days", "c1")],
+                  mode="retrieval_only", notice=why, timings_ms={"total": 5.0})
+    page = render.answer_html(only, "q1", "en")
+    assert "10.1.2.3" not in page and "tokenize" not in page and "did not answer" in page
+    fallback = Answer("Passages [1]", mode="fallback", notice="No citation supports it.",
+                      timings_ms={"total": 5.0})
+    assert "No citation supports it." in render.answer_html(fallback, "q2", "en")
+
+
+def test_tokens_from_before_the_migration_get_90_days(tmp_path: Path) -> None:
+    import sqlite3
+    import time
+
+    from ingest.ledger import MIGRATIONS
+
+    path = tmp_path / "ledger.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+    for name, sql in MIGRATIONS:
+        if name == "005_auth_accounts":
+            break
+        db.executescript(sql)
+        db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+    db.execute("INSERT INTO users (name, password_hash, api_token_hash, created_at) "
+               "VALUES ('old', 'x', 'abc', 0)")
+    db.commit()
+    db.close()
+    ledger = Ledger(path)
+    try:
+        user = Users(ledger).require("old")
+        assert abs(user.token_expires_at - (time.time() + 90 * 86400)) < 60
+        assert not user.disabled and user.epoch == 0
+    finally:
+        ledger.close()
