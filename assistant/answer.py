@@ -135,7 +135,7 @@ class Assistant:
             row = snap.row_of.get(chunk_id)
             if row is None or not snap.allowed(groups)[row]:
                 raise AccessDenied(f"passage {chunk_id}: not found or not visible to your groups")
-            return snap.passage(row)
+            return snap.passage(row, groups=groups)
 
     def document_path(self, doc_id: str, groups: Sequence[str]) -> Path:
         """The original file of a document; AccessDenied when unknown or outside `groups`."""

@@ -165,6 +165,16 @@ class UiSettings:
     port: int = field(default=7860, metadata=_doc("port of `kb serve`"))
     demo: bool = field(default=False, metadata=_doc("demo mode: a sample user, no login"))
     upload_max_mb: float = field(default=50.0, metadata=_doc("largest upload"))
+    session_hours: float = field(default=12.0, metadata=_doc("a login lasts this long"))
+    token_days: float = field(default=90.0, metadata=_doc("an API token lasts this long"))
+    login_max_failures: int = field(
+        default=5, metadata=_doc("failed logins of one user before a lockout"))
+    login_max_failures_per_address: int = field(
+        default=20, metadata=_doc("failed logins from one address before a lockout"))
+    login_lockout_s: float = field(
+        default=300.0, metadata=_doc("failures count over, and a lockout lasts, this long"))
+    login_concurrency: int = field(
+        default=2, metadata=_doc("password checks run at once (scrypt, off the event loop)"))
 
 
 @dataclass(frozen=True)

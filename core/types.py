@@ -207,6 +207,10 @@ class User:
     is_admin: bool = False
     has_token: bool = False
     created_at: float = 0.0
+    disabled: bool = False  # a disabled user can neither log in nor use a token
+    see_all: bool = False  # an admin right: admin views show every group, not only the admin's
+    epoch: int = 0  # bumped on password change, disable, `kb users logout`: older sessions die
+    token_expires_at: float = 0.0  # when the API token stops working (0: no token)
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,13 @@ def answer_html(answer: Answer, key: str, lang: str) -> str:
                      f'{html.escape(t("model_answer", lang))}</summary>'
                      f"<p>{escape(answer.raw_answer)}</p></details>")
     if answer.timings_ms or answer.notice:
-        why = f"<br>{escape(answer.notice)}" if answer.notice and answer.mode != "generated" else ""
+        # retrieval-only: the reason names internal URLs and errors (the log has it); a
+        # fallback's reason is one of the assistant's fixed sentences
+        why = ""
+        if answer.notice and answer.mode == "retrieval_only":
+            why = f"<br>{escape(t('model_down', lang))}"
+        elif answer.notice and answer.mode != "generated":
+            why = f"<br>{escape(answer.notice)}"
         summary = html.escape(t("details", lang))
         line = html.escape(timings_line(answer.timings_ms, lang))
         lines.append(f'<details class="kb-timings"><summary>{summary}</summary>{line}{why}'
