@@ -2,10 +2,12 @@
 questions of the dev sets asked through a model server, with the guard and fallback off (before)
 and on (after), in the same run.
 
-Per variant: answers whose shown text repeats a sentence more than twice, answers keeping at
-least one verified citation, fallback rate, and streamed pieces (about one token each) per
-answer. The config names the model server (SmolLM2-135M-Instruct served by `kb llm serve`, see
-BENCHMARKS.md); start it first.
+Per variant: answers whose shown model text repeats a sentence more than twice (a fallback
+shows the passages, with the model's text behind a toggle: its shown model text is none),
+answers whose model text as kept repeats one, answers keeping at least one verified citation,
+fallback rate, and streamed pieces (about one token each) per answer. The config names the
+model server (SmolLM2-135M-Instruct served by `kb llm serve`, see BENCHMARKS.md); start it
+first.
 
     .venv/bin/python bench/loop_guard.py --config /tmp/smol.toml --limit 15 \\
         ../shared/eval/public ../shared/eval/public2
@@ -66,7 +68,9 @@ def ask_all(settings: Settings, questions: list[dict[str, Any]]) -> dict[str, fl
             tally["pieces"] += pieces - (answer.mode == "fallback")  # the passages piece
             tally["fallback"] += answer.mode == "fallback"
             tally["looped"] += "repeating" in answer.notice
-            tally["repeats_shown"] += repeats_a_sentence(answer.answer)
+            shown = answer.answer if answer.mode == "generated" else ""
+            tally["repeats_shown"] += repeats_a_sentence(shown)
+            tally["repeats_kept"] += repeats_a_sentence(answer.raw_answer or answer.answer)
             tally["verified"] += any(c.supported for c in answer.citations) and (
                 answer.mode == "generated"
             )
@@ -77,6 +81,7 @@ def ask_all(settings: Settings, questions: list[dict[str, Any]]) -> dict[str, fl
         "answers": tally["answers"],
         "not_generated": tally["not_generated"],
         "shown_repeating_a_sentence": tally["repeats_shown"],
+        "kept_model_text_repeating": tally["repeats_kept"],
         "with_verified_citation": round(tally["verified"] / n, 3),
         "fallback_rate": round(tally["fallback"] / n, 3),
         "stopped_by_guard": tally["looped"],

@@ -161,6 +161,9 @@ class AnswerSettings:
 
 @dataclass(frozen=True)
 class UiSettings:
+    metrics_token: str = field(
+        default="", metadata=_doc("bearer token /metrics asks for; empty: open to all")
+    )
     host: str = field(default="127.0.0.1", metadata=_doc("where `kb serve` listens"))
     port: int = field(default=7860, metadata=_doc("port of `kb serve`"))
     demo: bool = field(default=False, metadata=_doc("demo mode: a sample user, no login"))

@@ -17,7 +17,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from assistant.answer import answer_to_json
 from core.errors import KbError
+from core.text import detect_lang
 from core.types import Answer, Turn, User
+from ui.metrics import Metrics
 from ui.users import Users
 
 logger = logging.getLogger(__name__)
@@ -54,7 +56,7 @@ def bearer_user(request: Request, users: Users) -> User | None:
     return users.by_token(token.strip())
 
 
-def api_router(assistant: Asker, users: Users) -> APIRouter:
+def api_router(assistant: Asker, users: Users, metrics: Metrics) -> APIRouter:
     router = APIRouter()
 
     @router.post("/api/ask")
@@ -69,15 +71,19 @@ def api_router(assistant: Asker, users: Users) -> APIRouter:
         except (ValueError, ValidationError) as exc:
             return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)
         history = [Turn(t.question, t.answer) for t in body.history]
+        metrics.in_flight.inc()
         try:
             answer = await run_in_threadpool(assistant.ask, body.question, user.groups, history,
                                              user.name)
         except KbError as exc:
+            metrics.failed(type(exc).__name__, via="api")
             return JSONResponse({"error": str(exc)}, status_code=400)
+        finally:
+            metrics.in_flight.dec()
         if not answer.question_id:
             answer.question_id = await run_in_threadpool(users.record_question, user.name,
                                                          body.question, answer)
-        logger.info("api question by %s answered (%s)", user.name, answer.mode)
+        metrics.answered(answer, detect_lang(body.question), via="api", user=user.name)
         return answer_to_json(answer)
 
     return router

@@ -15,6 +15,7 @@ come from `GET /page/{chunk_id}`, which checks the asker's groups again; only ad
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
 import shutil
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import gradio as gr
+import pandas as pd
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -34,13 +36,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from core.access import parse_groups
 from core.config import Settings
 from core.errors import AccessDenied, GenerationError, KbError
+from core.text import detect_lang
 from core.types import Answer, Passage, Turn, User
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
-from ui import admin, render
+from ui import admin, insights, render
 from ui.api import api_router
 from ui.auth import LoginGuard, SessionTable, client_address, login_check
 from ui.i18n import LANGS, lang_from_header, t
+from ui.metrics import CONTENT_TYPE, Metrics
 from ui.wiring import Services, open_services
 
 logger = logging.getLogger(__name__)
@@ -74,12 +78,15 @@ class App:
         self.store = services.store
         self.assistant = services.assistant
         self.users = services.users
+        self.metrics = services.metrics
         self.demo = demo
         # Rendered pages stay in the store, readable by this account only, and are served by
         # `GET /page/{chunk_id}` after a group check (never through Gradio's file route).
         self.pages = services.settings.store_path() / "cache" / "pages"
-        self.pages.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.pages, 0o700)
+        self.exports = services.settings.store_path() / "cache" / "exports"
+        for folder in (self.pages, self.exports):
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(folder, 0o700)
 
     # --- who ----------------------------------------------------------------------------
     def who(self, request: gr.Request | None) -> User:
@@ -139,6 +146,7 @@ class App:
         yield conv.chat, out_state, "", gr.update()
         text = ""
         answer: Answer | None = None
+        self.metrics.in_flight.inc()
         try:
             for piece in self.assistant.ask_stream(question, groups=user.groups,
                                                    history=conv.turns, user=user.name):
@@ -149,18 +157,23 @@ class App:
                 conv.chat[-1] = {"role": "assistant", "content": render.streaming_html(text)}
                 yield conv.chat, out_state, "", gr.update()
         except GenerationError as exc:  # its text names internal URLs: the log has it
+            self.metrics.failed(type(exc).__name__, via="app")
             logger.warning("question of %s failed: %s", user.name, exc)
             conv.chat[-1] = {"role": "assistant", "content": render.escape(t("model_down", lang))}
             yield conv.chat, out_state, "", gr.update()
             return
         except KbError as exc:
+            self.metrics.failed(type(exc).__name__, via="app")
             conv.chat[-1] = {"role": "assistant", "content": render.escape(str(exc))}
             yield conv.chat, out_state, "", gr.update()
             return
+        finally:
+            self.metrics.in_flight.dec()
         if answer is None:
             return
         if not answer.question_id:
             answer.question_id = self.users.record_question(user.name, question, answer)
+        self.metrics.answered(answer, detect_lang(question), via="app", user=user.name)
         index = len(conv.chat) - 1
         conv.chat[-1] = {"role": "assistant",
                          "content": render.answer_html(answer, f"q{answer.question_id}", lang)}
@@ -268,6 +281,7 @@ class App:
                 progress((done, total), desc=Path(path).name)
 
             report = ingest_paths(self.store, stored, list(chosen), progress=step)
+            self.metrics.ingested(report)
             logger.info("%s ingested %d uploads into %s", user.name, len(stored), chosen)
         return admin.report_rows(report, rejected), self._docs(user)
 
@@ -288,6 +302,7 @@ class App:
             progress((done, max(total, 1)), desc=Path(path).name)
 
         report = reindex(self.store, full=(mode == "full"), progress=step)
+        self.metrics.ingested(report)
         rows = [r for r in admin.report_rows(report) if self._row_visible(user, r[0])]
         return rows, self._docs(user)
 
@@ -295,6 +310,39 @@ class App:
         user = self.admin(request)
         return self._docs(user), store_status(self.store), admin.feedback_rows(
             self.users.feedback(viewer=user))
+
+    def insights(self, request: gr.Request) -> tuple[Any, ...]:
+        """The admin's view of use: figures, plots, cited documents and knowledge gaps, all
+        within what the admin may see; the gaps also as a CSV file."""
+        user = self.admin(request)
+        rows = self.users.question_records(viewer=user)
+        names = {r.meta.id: r.meta.path for r in list_documents(self.store)
+                 if r.status == "ok" and self.sees(user, r.meta.groups)}
+        doc_of = {chunk: names[doc] for chunk, doc in self.store.ledger.chunk_documents().items()
+                  if doc in names}
+        most, never = insights.cited_documents(rows, doc_of, names.values())
+        gaps = insights.knowledge_gaps(rows, self.users.gap_notes())
+        export = self.exports / f"knowledge-gaps-{user.name}.csv"
+        export.write_text(insights.gaps_csv(gaps), encoding="utf-8")
+        figures = insights.summary(rows)
+        return (
+            figures,
+            pd.DataFrame(insights.daily_table(rows), columns=["day", "language", "questions"]),
+            pd.DataFrame([(stage, pct, ms) for stage, by in insights.latency(rows).items()
+                          for pct, ms in by.items() if ms is not None],
+                         columns=["stage", "percentile", "ms"]),
+            [[name, n] for name, n in most],
+            ", ".join(never),
+            insights.gap_rows(gaps),
+            gr.update(choices=[(g.question, g.key) for g in gaps], value=None),
+            str(export),
+        )
+
+    def save_gap_note(self, key: str | None, note: str, request: gr.Request) -> tuple[Any, ...]:
+        user = self.admin(request)
+        if key:
+            self.users.set_gap_note(key, note or "", user.name)
+        return self.insights(request)
 
     def known_groups(self, admin_user: User | None = None) -> list[str]:
         """The groups an admin may give documents: their own, or every known one (see-all)."""
@@ -392,6 +440,29 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
                 feedback = lab(gr.Dataframe(headers=admin.FEEDBACK_HEADERS,
                                             label=t("feedback_list"), interactive=False),
                                label="feedback_list")
+                with gr.Accordion(t("insights"), open=False) as insights_box:
+                    lab(insights_box, label="insights")
+                    show = lab(gr.Button(t("refresh"), size="sm"), value="refresh")
+                    figures = lab(gr.JSON(label=t("figures")), label="figures")
+                    with gr.Row():
+                        per_day = lab(gr.BarPlot(x="day", y="questions", color="language",
+                                                 label=t("per_day")), label="per_day")
+                        latency = lab(gr.BarPlot(x="stage", y="ms", color="percentile",
+                                                 label=t("latency")), label="latency")
+                    cited = lab(gr.Dataframe(headers=["document", "answers citing it"],
+                                             label=t("most_cited"), interactive=False),
+                                label="most_cited")
+                    never = lab(gr.Textbox(label=t("never_cited"), interactive=False),
+                                label="never_cited")
+                    gaps = lab(gr.Dataframe(headers=list(insights.GAP_COLUMNS),
+                                            label=t("gaps"), interactive=False), label="gaps")
+                    with gr.Row():
+                        gap_pick = lab(gr.Dropdown(choices=[], label=t("gap")), label="gap")
+                        gap_note = lab(gr.Textbox(label=t("gap_note"), lines=1),
+                                       label="gap_note")
+                        save_note = lab(gr.Button(t("save"), size="sm"), value="save")
+                    export = lab(gr.DownloadButton(t("export_csv"), size="sm"),
+                                 label="export_csv")
 
         blocks.load(app.on_load, None, [lang, who, admin_tab, logout, groups],
                     api_visibility="private")
@@ -428,6 +499,10 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
         admin_tab.select(app.admin_tables, None, [docs, stats, feedback], api_visibility="private")
         delete.click(app.delete, [doc_ref], [admin_msg, docs], api_name="delete")
         run_reindex.click(app.reindex, [mode], [report, docs], api_name="reindex")
+        seen = [figures, per_day, latency, cited, never, gaps, gap_pick, export]
+        show.click(app.insights, None, seen, api_name="insights")
+        insights_box.expand(app.insights, None, seen, api_visibility="private")
+        save_note.click(app.save_gap_note, [gap_pick, gap_note], seen, api_name="gap_note")
     blocks.kb_app = app
     return cast(gr.Blocks, blocks)
 
@@ -456,13 +531,17 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
         return None
 
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
-    server.include_router(api_router(assistant, users))
+    server.include_router(api_router(assistant, users, services.metrics))
+    server.add_api_route("/metrics", metrics_route(services.metrics, settings.ui.metrics_token),
+                         methods=["GET"], include_in_schema=False)
     server.include_router(page_router(kb_app, session_user))
     server.state.kb_app = kb_app
     server.state.login_guard = guard
 
     mounted = gr.mount_gradio_app(
-        server, blocks, path="/", auth=None if demo else login_check(users, ui, guard),
+        server, blocks, path="/",
+        auth=None if demo else login_check(users, ui, guard,
+                                           services.metrics.login_failures.inc),
         auth_message=t("title") + " · " + t("title", "zh"),
         max_file_size=f"{int(ui.upload_max_mb)}mb", css=render.CSS,
         footer_links=["api"], run_history=False, show_error=False,
@@ -473,6 +552,20 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     cookies += [f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"]
     mounted.add_middleware(GuardGradio, session_user=session_user)
     return cast(FastAPI, mounted)
+
+
+def metrics_route(metrics: Metrics, token: str) -> Any:
+    """`GET /metrics` in Prometheus text format; with `ui.metrics_token` set, only for a
+    scraper that sends it as a bearer token."""
+
+    async def route(request: Request) -> Response:
+        if token:
+            sent = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            if not hmac.compare_digest(sent, token):
+                return Response(status_code=401)
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    return route
 
 
 def page_router(app: App, session_user: Any) -> APIRouter:

@@ -81,8 +81,9 @@ class LoginGuard:
             self._failures.pop("u:" + name, None)
 
 
-def login_check(users: Users, settings: UiSettings,
-                guard: LoginGuard) -> Callable[[str, str], Awaitable[bool]]:
+def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
+                on_failure: Callable[[], None] = lambda: None,
+                ) -> Callable[[str, str], Awaitable[bool]]:
     """The coroutine Gradio's `/login` awaits: throttled, scrypt in a worker thread."""
     limiter = anyio.CapacityLimiter(max(1, settings.login_concurrency))
 
@@ -99,6 +100,7 @@ def login_check(users: Users, settings: UiSettings,
                                               limiter=limiter)
         if user is None:
             guard.failed(shown, address)
+            on_failure()
             logger.warning("login failed for user %r from %s", shown, address)
             return False
         guard.succeeded(shown)

@@ -44,25 +44,29 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     return round(float(np.percentile(np.asarray(values), q)), 1) if values else None
 
 
-def summary(rows: Sequence[QuestionRecord]) -> dict[str, object]:
-    """Totals, rates and latency percentiles (ms) of the question records."""
-    total = len(rows)
-    by_mode = Counter(r.mode for r in rows)
+def latency(rows: Iterable[QuestionRecord]) -> dict[str, dict[str, float | None]]:
+    """p50 and p95 (ms) of each stage over the question records."""
     timings = [json.loads(r.timings or "{}") for r in rows]
-    latency = {
+    return {
         stage: {
             "p50": _percentile([t[stage] for t in timings if stage in t], 50),
             "p95": _percentile([t[stage] for t in timings if stage in t], 95),
         }
         for stage in STAGES
     }
+
+
+def summary(rows: Sequence[QuestionRecord]) -> dict[str, object]:
+    """Totals, rates and latency percentiles (ms) of the question records."""
+    total = len(rows)
+    by_mode = Counter(r.mode for r in rows)
     return {
         "questions": total,
         "by_mode": dict(by_mode),
         "abstention_rate": round(by_mode["abstained"] / total, 3) if total else None,
         "thumbs_up": sum(1 for r in rows if r.rating == 1),
         "thumbs_down": sum(1 for r in rows if r.rating == -1),
-        "latency_ms": latency,
+        "latency_ms": latency(rows),
     }
 
 

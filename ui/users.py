@@ -24,12 +24,12 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.access import parse_groups
 from core.errors import KbError
-from core.types import Answer, User
+from core.types import Answer, QuestionRecord, User
 from ingest.ledger import Ledger
 
 logger = logging.getLogger(__name__)
@@ -208,22 +208,41 @@ class Users:
         items = self.ledger.feedback(limit)
         if viewer is None or viewer.see_all:
             return items
+        sees = self._sees(viewer)
+        return [i for i in items if sees(i["user"], json.loads(i["chunk_ids"] or "[]"))]
+
+    def question_records(self, viewer: User | None = None) -> list[QuestionRecord]:
+        """Every question asked, oldest first, with its rating; with a `viewer` (an admin
+        without the see-all right), only those the viewer may read, by `feedback`'s rule."""
+        rows = self.ledger.question_records()
+        if viewer is None or viewer.see_all:
+            return rows
+        sees = self._sees(viewer)
+        return [r for r in rows if sees(r.user, r.chunk_ids)]
+
+    def _sees(self, viewer: User) -> Callable[[str, Sequence[str]], bool]:
+        """Whether `viewer` may read a question of `asker` citing `chunk_ids`: every cited
+        chunk in one of the viewer's groups, and an asker whose groups are all the viewer's."""
         mine = set(viewer.groups)
         askers: dict[str, User | None] = {}
-        kept = []
-        for item in items:
-            cited = json.loads(item["chunk_ids"] or "[]")
-            groups = self.ledger.chunk_groups(cited)
-            if len(groups) != len(cited) or not all(mine & set(g) for g in groups.values()):
-                continue
-            name = item["user"]
-            if name not in askers:
-                askers[name] = self.get(name)
-            asker = askers[name]
-            if asker is None or not set(asker.groups) <= mine:
-                continue
-            kept.append(item)
-        return kept
+
+        def sees(asker: str, chunk_ids: Sequence[str]) -> bool:
+            groups = self.ledger.chunk_groups(list(chunk_ids))
+            if len(groups) != len(chunk_ids) or not all(mine & set(g) for g in groups.values()):
+                return False
+            if asker not in askers:
+                askers[asker] = self.get(asker)
+            found = askers[asker]
+            return found is not None and set(found.groups) <= mine
+
+        return sees
+
+    def gap_notes(self) -> dict[str, str]:
+        return self.ledger.gap_notes()
+
+    def set_gap_note(self, key: str, note: str, by: str) -> None:
+        """An admin's note on a knowledge gap: which document should answer it."""
+        self.ledger.set_gap_note(key, note[:2000], by)
 
 
 def _check_password(password: str) -> None:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.ports import Generator
 from ingest.store import Store, open_ledger, open_store
+from ui.metrics import Metrics
 from ui.users import Users
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class Services:
     store: Store
     assistant: Assistant
     users: Users
+    metrics: Metrics = field(default_factory=Metrics)
 
     def close(self) -> None:
         self.assistant.generator.close()

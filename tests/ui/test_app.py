@@ -221,3 +221,44 @@ def test_feedback_is_stored_with_the_question(app_server: Any) -> None:
     assert any(row[3] == "too vague" for row in tables[2]["data"])
     with pytest.raises(Exception, match="Administrators only"):
         bob.predict(api_name="/admin_tables")
+
+
+@pytest.mark.vllm
+def test_admin_insights_equal_the_ledgers_own_counts(app_server: Any) -> None:
+    bob = app_server.client("bob")
+    ask(bob, "Is there a company rooftop swimming pool for staff?")
+    ask(bob, "How many days of annual leave can I carry over?")
+    assert "saved" in bob.predict("", "en", api_name="/thumbs_down")
+    with users_for(app_server.settings) as users:  # alice sees every group for this view
+        users.set_see_all("alice", True)
+    try:
+        figures, per_day, _latency, _cited, _never, gaps, _pick, export = app_server.client(
+            "alice").predict(api_name="/insights")
+    finally:
+        with users_for(app_server.settings) as users:
+            users.set_see_all("alice", False)
+    with users_for(app_server.settings) as users:
+        db = users.ledger.db
+        questions = db.execute("SELECT count(*) FROM questions").fetchone()[0]
+        abstained = db.execute(
+            "SELECT count(*) FROM questions WHERE mode = 'abstained'").fetchone()[0]
+        down = db.execute("SELECT count(*) FROM feedback WHERE rating = -1").fetchone()[0]
+    assert figures["questions"] == questions and figures["thumbs_down"] == down
+    assert figures["abstention_rate"] == round(abstained / questions, 3)
+    assert sum(row[2] for row in per_day["data"]) == questions
+    gap_questions = {row[1] for row in gaps["data"]}
+    assert "How many days of annual leave can I carry over?" in gap_questions  # thumbs down
+    assert (export["path"] if isinstance(export, dict) else export).endswith(".csv")
+    with pytest.raises(Exception, match="Administrators only"):
+        bob.predict(api_name="/insights")
+
+
+def test_metrics_count_the_questions_the_app_answers(demo_server: Any) -> None:
+    def asked() -> float:
+        text = httpx.get(demo_server.url + "metrics", timeout=10).text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("kb_questions_total{") and 'via="app"' in line)
+
+    before = asked()
+    ask(demo_server.client(None), "How many days of annual leave can I carry over?")
+    assert asked() == before + 1
