@@ -43,6 +43,9 @@ def _doc(text: str) -> Any:
 class StoreSettings:
     path: str = field(default="data/store", metadata=_doc("store folder: Chroma, ledger, caches"))
     collection: str = field(default="kb_chunks", metadata=_doc("Chroma collection name prefix"))
+    lock_wait_s: float = field(
+        default=600.0, metadata=_doc("a second writer waits this long for the lock; 0: refuse")
+    )
 
 
 @dataclass(frozen=True)

@@ -445,11 +445,21 @@ class Ledger:
             db.execute("DELETE FROM chunks_staging")
 
     def swap_in_staging(
-        self, documents: Sequence[tuple[DocMeta, str, str, int]], collection: str
+        self,
+        documents: Sequence[tuple[DocMeta, str, str, int]],
+        collection: str,
+        generation: int,
     ) -> None:
         """The end of a full re-index: staged chunks, these documents and the new collection
-        become live in one transaction."""
+        become live in one transaction, unless the live chunks changed since `generation`
+        (StoreError: the staged copy is stale, and nothing is switched)."""
         with self.transaction() as db:
+            if self.generation() != generation:
+                raise StoreError(
+                    f"store {self.path.parent}: the ledger changed during the full re-index "
+                    "(a writer without the store's write lock?); nothing was switched: run "
+                    "`kb reindex --full` again"
+                )
             db.execute("DELETE FROM chunks")
             db.execute("INSERT INTO chunks SELECT * FROM chunks_staging")
             db.execute("DELETE FROM chunks_staging")

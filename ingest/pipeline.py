@@ -13,7 +13,9 @@ Per file: an unchanged file (same size and mtime, or same sha256) is skipped wit
 new or changed one is parsed in a worker process with a time limit, chunked, its new passages
 embedded (through the cache) and upserted into Chroma, and only then made live in the ledger in
 one transaction; vectors that stopped being live are deleted afterwards. A crash anywhere leaves
-the old or the new version live; orphans are collected at the start of the next run.
+the old or the new version live; orphans are collected at the start of the next run. Every
+writing function holds the store's write lock (`store.writing`, ingest/lock.py) for its whole
+run, so that collection never meets another run's unfinished work.
 """
 
 from __future__ import annotations
@@ -211,7 +213,9 @@ class Writer:
 
 
 def recover(store: Store) -> None:
-    """After an interrupted run: drop vectors the ledger does not list, and staged chunks."""
+    """After an interrupted run: drop vectors the ledger does not list, staged chunks and
+    collections that are not live. Only under the write lock: another run's unfinished work
+    looks the same as an interrupted one's."""
     if store.ledger.get_meta("dirty") == "1":
         removed = store.vectors.collect_garbage(store.collection, set(store.ledger.chunk_ids()))
         store.ledger.clear_staging()
@@ -230,7 +234,19 @@ def ingest_paths(
     progress: Progress | None = None,
     workers: int = 1,
 ) -> IngestReport:
-    """Ingest files and folders; see the module docstring."""
+    """Ingest files and folders, holding the store's write lock; see the module docstring."""
+    with store.writing("kb ingest"):
+        return _ingest_paths(store, paths, groups, prune, progress, workers)
+
+
+def _ingest_paths(
+    store: Store,
+    paths: Sequence[Path],
+    groups: Sequence[str] | None,
+    prune: bool,
+    progress: Progress | None,
+    workers: int,
+) -> IngestReport:
     started = time.perf_counter()
     embedded_before = store.embedded()
     settings = store.settings
@@ -374,8 +390,9 @@ def _find(store: Store, ref: str) -> DocRecord:
 
 def delete_document(store: Store, ref: str) -> DocRecord:
     """Remove one document (by id, path or file name) from the ledger and Chroma."""
-    record = _find(store, ref)
-    store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
+    with store.writing("kb delete"):
+        record = _find(store, ref)
+        store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
     return record
 
 

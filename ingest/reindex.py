@@ -24,20 +24,26 @@ def reindex(
     store: Store, full: bool = False, progress: Progress | None = None, workers: int = 1
 ) -> IngestReport:
     """Incremental: ingest every remembered source again, pruning what disappeared.
-    Full: rebuild every document into a fresh collection and switch over at the end."""
-    if not full:
-        report = IngestReport()
-        for source, groups in store.ledger.sources():
-            if not Path(source).exists():
-                continue
-            part = ingest_paths(
-                store, [Path(source)], groups, prune=True, progress=progress, workers=workers
-            )
-            report.outcomes += part.outcomes
-            report.embedded += part.embedded
-            report.run_id = part.run_id
-        return report
-    return _full_reindex(store, progress, workers)
+    Full: rebuild every document into a fresh collection and switch over at the end. Either
+    holds the store's write lock throughout."""
+    with store.writing("kb reindex --full" if full else "kb reindex"):
+        if full:
+            return _full_reindex(store, progress, workers)
+        return _incremental(store, progress, workers)
+
+
+def _incremental(store: Store, progress: Progress | None, workers: int) -> IngestReport:
+    report = IngestReport()
+    for source, groups in store.ledger.sources():
+        if not Path(source).exists():
+            continue
+        part = ingest_paths(
+            store, [Path(source)], groups, prune=True, progress=progress, workers=workers
+        )
+        report.outcomes += part.outcomes
+        report.embedded += part.embedded
+        report.run_id = part.run_id
+    return report
 
 
 def _full_reindex(store: Store, progress: Progress | None, workers: int) -> IngestReport:
@@ -45,6 +51,7 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
     embedded_before = store.embedded()
     settings = store.settings
     recover(store)
+    generation = store.ledger.generation()
     old_collection = store.collection
     number = int(old_collection.rsplit("_", 1)[-1]) + 1 if old_collection[-1].isdigit() else 1
     new_collection = f"{settings.store.collection}_{number}"
@@ -92,7 +99,7 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
             if progress:
                 progress(i, len(records), str(path))
     gone = [r for p, r in by_path.items() if not p.exists()]
-    store.ledger.swap_in_staging(finals, new_collection)
+    store.ledger.swap_in_staging(finals, new_collection, generation)
     for record in gone:
         store.ledger.delete_document(record.meta.id)
         report.outcomes.append(
