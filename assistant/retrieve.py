@@ -106,7 +106,7 @@ class Snapshot:
             visible = {
                 doc_id
                 for doc_id, r in self.docs.items()
-                if r.status == "ok" and key & set(r.meta.groups)
+                if r.searchable and key & set(r.meta.groups)
             }
             self._masks[key] = np.fromiter(
                 (d in visible for d in self.doc_ids), dtype=bool, count=len(self.doc_ids)

@@ -375,7 +375,8 @@ class Ledger:
             self._bump(db)
 
     def mark_failed(self, meta: DocMeta, status: str, reason: str) -> None:
-        """Record a failure. A document that had a live version keeps it (and says so)."""
+        """Record a failure. A document that had a live version keeps it, searchable
+        (`DocRecord.searchable`), and its reason says so; readers reload either way."""
         with self.transaction() as db:
             row = db.execute(
                 "SELECT chunk_count, status FROM documents WHERE id = ?", (meta.id,)
@@ -392,6 +393,7 @@ class Ledger:
                 )
             else:
                 self._upsert_document(db, meta, status, reason, 0)
+            self._bump(db)
 
     def delete_document(self, doc_id: str) -> list[str]:
         """Remove a document and its live chunks; returns the chunk ids that went."""

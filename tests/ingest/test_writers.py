@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 
+from assistant.retrieve import Retriever
 from core.config import Settings
 from core.errors import StoreError
 from ingest import pipeline
-from ingest.ledger import Ledger
+from ingest.ledger import KEPT_NOTE, Ledger
 from ingest.reindex import reindex
 from ingest.store import Store, open_store
-from tests.stores import ingest_paths, store_problems
+from tests.stores import ingest_paths, list_documents, store_problems
+from tests.stores import reindex as reindex_settings
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -170,3 +172,43 @@ def test_a_full_reindex_refuses_to_swap_when_the_ledger_moved(
     report = ingest_paths(settings, [old])
     assert report.counts["ingested"] == 1
     assert store_problems(settings) == []
+
+
+def test_a_failed_new_version_keeps_the_previous_one_searchable(
+    make_settings, corpus: tuple[Path, Path]
+) -> None:
+    """Issue 11, finding 2: the README promises it; `mark_failed` used to hide the document."""
+    old, _ = corpus
+    settings = make_settings()
+    ingest_paths(settings, [old])
+    target = old / "Code-of-Conduct.docx"
+    question = "conflicts of interest gifts"
+
+    def code_of_conduct_found() -> bool:
+        store = open_store(settings)
+        try:
+            passages = Retriever(settings, store).retrieve(question, ["all"], k=10).passages
+            return any(p.file.endswith("Code-of-Conduct.docx") for p in passages)
+        finally:
+            store.close()
+
+    assert code_of_conduct_found()
+    before = live_generation(settings)
+    target.write_bytes(b"PK\x03\x04" + b"\x00damaged" * 100)  # a new version that fails
+    assert ingest_paths(settings, [old]).counts["failed"] == 1
+    record = next(r for r in list_documents(settings) if r.meta.path == target.name)
+    assert record.status == "broken" and record.reason.endswith(KEPT_NOTE)
+    assert record.chunk_count > 0 and live_generation(settings) > before
+    assert code_of_conduct_found()
+    # a full re-index carries the previous version over, still searchable
+    reindex_settings(settings, full=True)
+    assert code_of_conduct_found()
+    assert store_problems(settings) == []
+
+
+def live_generation(settings: Settings) -> int:
+    ledger = Ledger(settings.store_path() / "ledger.sqlite")
+    try:
+        return ledger.generation()
+    finally:
+        ledger.close()
