@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import Settings
-from core.errors import IngestError, KbError
+from core.errors import IngestError, KbError, TooManyChunks
 from core.text import detect_lang, tokenize
 from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
 from ingest.chunk import chunk_blocks
@@ -182,6 +182,11 @@ class Writer:
             size,
             self.settings.ingest.chunk_overlap,
         )
+        if len(chunks) > self.settings.ingest.max_chunks:
+            raise TooManyChunks(
+                f"{Path(meta.path).name}: {len(chunks)} passages is over ingest.max_chunks = "
+                f"{self.settings.ingest.max_chunks} (split the file, or raise the limit)"
+            )
         sample = "".join(c.text for c in chunks[:20])
         meta = replace(
             meta,
@@ -198,6 +203,7 @@ class Writer:
         if not fresh:
             return
         self.store.ledger.set_meta("dirty", "1")
+        logger.info("%s: embedding %d new passages", meta.path, len(fresh))
         vectors = self.store.embedder.embed_batch([c.embed_text() for c in fresh])
         metadata = group_metadata(meta.id, meta.groups)
         self.store.vectors.upsert(
@@ -207,6 +213,7 @@ class Writer:
     def write(self, meta: DocMeta, parsed: ParsedDoc) -> int:
         meta, chunks, tokens = self.prepare(meta, parsed)
         self.upsert(meta, chunks)
+        logger.info("%s: switching to %d live chunks", meta.path, len(chunks))
         stale = self.store.ledger.replace_document(meta, chunks, tokens)
         self.store.vectors.delete(self.collection, stale)
         return len(chunks)
@@ -217,6 +224,7 @@ def recover(store: Store) -> None:
     collections that are not live. Only under the write lock: another run's unfinished work
     looks the same as an interrupted one's."""
     if store.ledger.get_meta("dirty") == "1":
+        logger.info("recovering %s from an interrupted run", store.path)
         removed = store.vectors.collect_garbage(store.collection, set(store.ledger.chunk_ids()))
         store.ledger.clear_staging()
         for name in store.vectors.collections():
@@ -320,6 +328,8 @@ def _ingest_paths(
             continue
         todo.append((meta, path, old is not None and old.chunk_count > 0))
 
+    if todo:
+        logger.info("parsing %d new or changed files", len(todo))
     with ParsePool(settings.ingest, workers=workers) as pool:
         metas = {path: (meta, had) for meta, path, had in todo}
         for path, result in pool.imap([path for _, path, _ in todo]):
@@ -352,6 +362,7 @@ def _ingest_paths(
                 and record.meta.id not in seen
                 and not (Path(record.meta.root) / record.meta.path).exists()
             ):
+                logger.info("%s: pruning (its file is gone)", record.meta.path)
                 store.vectors.delete(
                     store.collection, store.ledger.delete_document(record.meta.id)
                 )
@@ -359,6 +370,7 @@ def _ingest_paths(
 
     # Every stale vector was deleted as its document switched; only an interrupted run
     # leaves orphans, and the next run's _recover scans for them.
+    logger.info("ingest run %d: done, marking the store clean", report.run_id)
     store.ledger.set_meta("dirty", "0")
     store.ledger.set_meta("parse_fingerprint", fingerprint)
     return store.finish_run(report, started, embedded_before)

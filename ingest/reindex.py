@@ -8,6 +8,7 @@ keep using the old collection.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +19,8 @@ from ingest.ledger import KEPT_NOTE
 from ingest.parse import ParsePool
 from ingest.pipeline import Progress, Writer, ingest_paths, lexical_terms, recover, sha256_file
 from ingest.store import Store
+
+logger = logging.getLogger(__name__)
 
 
 def reindex(
@@ -58,6 +61,7 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
     store.vectors.drop(new_collection)
     store.ledger.clear_staging()
     store.ledger.set_meta("dirty", "1")
+    logger.info("full re-index into %s (live until the switch: %s)", new_collection, old_collection)
     report = IngestReport(run_id=store.ledger.start_run("reindex-full", ""))
     writer = Writer(store, new_collection)
     records = store.ledger.documents()
@@ -71,6 +75,12 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
             meta = replace(
                 record.meta, sha256=sha256_file(path), size=stat.st_size, mtime=stat.st_mtime
             )
+            try:
+                if isinstance(result, IngestError):
+                    raise result
+                prepared = writer.prepare(meta, result)  # IngestError past ingest.max_chunks
+            except IngestError as exc:
+                result = exc
             if isinstance(result, IngestError):
                 kept = _carry_over(store, writer, record)
                 finals.append(
@@ -83,8 +93,9 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
                 )
                 outcome = FileOutcome(str(path), "failed", result.status, str(result))
             else:
-                meta, chunks, tokens = writer.prepare(meta, result)
+                meta, chunks, tokens = prepared
                 writer.upsert(meta, chunks, skip_existing=False)
+                logger.info("%s: staging %d chunks", meta.path, len(chunks))
                 store.ledger.stage_chunks(chunks, tokens)
                 finals.append((meta, "ok", "", len(chunks)))
                 outcome = FileOutcome(
@@ -99,6 +110,7 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
             if progress:
                 progress(i, len(records), str(path))
     gone = [r for p, r in by_path.items() if not p.exists()]
+    logger.info("switching to collection %s", new_collection)
     store.ledger.swap_in_staging(finals, new_collection, generation)
     for record in gone:
         store.ledger.delete_document(record.meta.id)
@@ -106,6 +118,7 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
             FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed")
         )
     store.vectors.drop(old_collection)
+    logger.info("full re-index done, marking the store clean")
     store.ledger.set_meta("dirty", "0")
     return store.finish_run(report, started, embedded_before)
 
