@@ -42,6 +42,11 @@ class WriteLock:
         self._depth = 0
         self._file: IO[str] | None = None
 
+    @property
+    def held(self) -> bool:
+        """Whether this process holds the lock (some thread of it, inside `hold`)."""
+        return self._depth > 0
+
     def holder(self) -> str:
         """What the lock file says about its holder ("" when nobody wrote to it)."""
         try:

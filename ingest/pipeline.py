@@ -223,6 +223,8 @@ def recover(store: Store) -> None:
     """After an interrupted run: drop vectors the ledger does not list, staged chunks and
     collections that are not live. Only under the write lock: another run's unfinished work
     looks the same as an interrupted one's."""
+    if not store.writing_now:
+        raise RuntimeError("recover() runs only inside store.writing(): another run may be live")
     if store.ledger.get_meta("dirty") == "1":
         logger.info("recovering %s from an interrupted run", store.path)
         removed = store.vectors.collect_garbage(store.collection, set(store.ledger.chunk_ids()))

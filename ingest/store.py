@@ -58,6 +58,11 @@ class Store:
             yield
 
     @property
+    def writing_now(self) -> bool:
+        """Whether this process holds the store's write lock."""
+        return self._lock.held
+
+    @property
     def collection(self) -> str:
         """The Chroma collection that holds the live vectors."""
         return self.ledger.get_meta("collection") or f"{self.settings.store.collection}_1"

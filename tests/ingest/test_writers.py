@@ -24,6 +24,7 @@ from ingest import pipeline
 from ingest.ledger import KEPT_NOTE, Ledger
 from ingest.reindex import reindex
 from ingest.store import Store, open_store
+from tests.fakes import FakeEmbedder, MemoryVectorIndex
 from tests.stores import ingest_paths, list_documents, store_problems
 from tests.stores import reindex as reindex_settings
 
@@ -212,3 +213,16 @@ def live_generation(settings: Settings) -> int:
         return ledger.generation()
     finally:
         ledger.close()
+
+
+def test_recovery_runs_only_under_the_write_lock(make_settings) -> None:
+    settings = make_settings()
+    ledger = Ledger(settings.store_path() / "ledger.sqlite")
+    store = Store(settings, ledger, MemoryVectorIndex(), FakeEmbedder())
+    try:
+        with pytest.raises(RuntimeError, match="only inside store.writing"):
+            pipeline.recover(store)
+        with store.writing("kb test"):
+            pipeline.recover(store)
+    finally:
+        store.close()
