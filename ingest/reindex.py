@@ -1,6 +1,7 @@
 """Re-indexing: every remembered source again (incremental), or a full rebuild into a fresh
 Chroma collection that becomes live in one ledger transaction at the end; until then queries
-keep using the old collection.
+keep using the old collection, which is dropped DROP_GRACE_S after the switch (a question in
+flight at the switch finishes on it).
 
     reindex(store) -> IngestReport             # unchanged files skipped, vanished ones pruned
     reindex(store, full=True) -> IngestReport
@@ -21,6 +22,8 @@ from ingest.pipeline import Progress, Writer, ingest_paths, lexical_terms, recov
 from ingest.store import Store
 
 logger = logging.getLogger(__name__)
+
+DROP_GRACE_S = 5.0  # the old collection outlives the switch by this long (questions in flight)
 
 
 def reindex(
@@ -117,6 +120,10 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
         report.outcomes.append(
             FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed")
         )
+    # A question that took its snapshot before the switch may still be querying the old
+    # collection: give it time to finish before the collection goes.
+    logger.info("waiting %gs for questions in flight on %s", DROP_GRACE_S, old_collection)
+    time.sleep(DROP_GRACE_S)
     store.vectors.drop(old_collection)
     logger.info("full re-index done, marking the store clean")
     store.ledger.set_meta("dirty", "0")

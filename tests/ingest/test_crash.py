@@ -11,7 +11,7 @@ being tested. Then:
   ledger and Chroma agree exactly (no orphan vectors, nothing staged, no stray collection).
 
 A kill lands a little after its line (the time the test takes to read it), so each point is
-"during or just after" that step. The short form below runs in CI; `-m crash` runs every point:
+"during or just after" that step. Two points (SHORT) run in CI; `-m crash` runs the other 13:
 
     pytest -m crash tests/ingest/test_crash.py
 """

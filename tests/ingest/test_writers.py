@@ -226,3 +226,36 @@ def test_recovery_runs_only_under_the_write_lock(make_settings) -> None:
             pipeline.recover(store)
     finally:
         store.close()
+
+
+def test_readers_keep_answering_through_a_full_reindex(
+    make_settings, corpus: tuple[Path, Path]
+) -> None:
+    """Questions asked while a full re-index builds, switches and drops the old collection find
+    the document every time (old or new version, never neither), and never fail."""
+    old, _ = corpus
+    settings = make_settings()
+    ingest_paths(settings, [old])
+    reader = open_store(settings)
+    retriever = Retriever(settings, reader)
+    done = threading.Event()
+    found: list[bool] = []
+    errors: list[Exception] = []
+
+    def ask() -> None:
+        while not done.is_set():
+            try:
+                passages = retriever.retrieve("annual leave carry over", ["all"], k=5).passages
+                found.append(any(p.file == "Employee-Leave-Policy.pdf" for p in passages))
+            except Exception as exc:  # noqa: BLE001  (any failure is the finding)
+                errors.append(exc)
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    try:
+        reindex_settings(settings, full=True)
+    finally:
+        done.set()
+        thread.join()
+        reader.close()
+    assert errors == [] and found and all(found), (errors[:1], len(found))
