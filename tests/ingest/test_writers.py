@@ -122,7 +122,9 @@ def test_a_second_ingest_never_collects_the_first_ones_vectors(
     assert len(errors) == 1 and "is being written by `kb ingest`" in str(errors[0])
 
 
-def test_a_second_writer_waits_for_the_first(make_settings, corpus: tuple[Path, Path]) -> None:
+def test_a_second_writer_waits_for_the_first(
+    make_settings, corpus: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
     old, new = corpus
     settings = waiting(make_settings(), 60.0)
     holder = open_store(settings)
@@ -142,6 +144,8 @@ def test_a_second_writer_waits_for_the_first(make_settings, corpus: tuple[Path, 
         thread.join()
         holder.close()
     assert released.is_set() and report.counts["ingested"] == 3
+    assert "is being written by `kb test-holder` (pid" in caplog.text
+    assert "kb ingest waits up to 60s" in caplog.text
     assert store_problems(settings) == []
 
 
