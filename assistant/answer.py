@@ -7,8 +7,11 @@
 
 When retrieval is not confident the model is skipped and the answer says the documents don't
 cover the question, with the nearest documents as pointers. When the model server cannot be
-reached the answer quotes the best passages instead (retrieval-only mode). Every answer is
-recorded in the ledger with its cited chunks and timings.
+reached the answer quotes the best passages instead (retrieval-only mode). A model that starts
+repeating itself is stopped at once (assistant/loopguard.py); an answer that keeps no verified
+citation, or was cut by the guard, gives way to the best passages (mode "fallback", the model's
+text kept in `raw_answer`). Every answer is recorded in the ledger with its cited chunks and
+timings.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.cite import attribute, verify
+from assistant.loopguard import LoopGuard
 from assistant.pack import pack, plan_budget, render_passages
 from assistant.prompt import abstention_text, build_messages, retrieval_only_text
 from assistant.retrieve import Retrieval, Retriever
@@ -36,6 +40,14 @@ logger = logging.getLogger(__name__)
 MIDWAY_FAILURE = {
     "zh": "（回答生成中断：模型服务出错，以上内容可能不完整。）",
     "en": "(The answer was cut short: the model server failed; what is above may be incomplete.)",
+}
+LOOPED = {
+    "zh": "模型开始重复同样的内容，已被中止。",
+    "en": "The model started repeating itself and was stopped.",
+}
+UNSUPPORTED = {
+    "zh": "模型的回答中没有能被原文证实的引用。",
+    "en": "None of the model's citations could be confirmed in the documents.",
 }
 
 
@@ -71,6 +83,7 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
             for c in answer.citations
         ],
         "passages": [passage_to_json(p, n) for n, p in enumerate(answer.passages, 1)],
+        "model_answer": answer.raw_answer if answer.mode == "fallback" else None,
         "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()},
     }
 
@@ -122,7 +135,7 @@ class Assistant:
             row = snap.row_of.get(chunk_id)
             if row is None or not snap.allowed(groups)[row]:
                 raise AccessDenied(f"passage {chunk_id}: not found or not visible to your groups")
-            return snap.passage(row)
+            return snap.passage(row, groups=groups)
 
     def document_path(self, doc_id: str, groups: Sequence[str]) -> Path:
         """The original file of a document; AccessDenied when unknown or outside `groups`."""
@@ -197,13 +210,18 @@ class Assistant:
         timings["pack"] = (time.perf_counter() - t_pack) * 1000
         pieces: list[str] = []
         notice = ""
+        repeats = self.settings.answer.loop_max_repeats
+        guard = LoopGuard(max_repeats=repeats) if repeats > 0 else None
         try:
-            with client.stream(messages) as stream:
+            with client.stream(messages) as stream:  # leaving it cancels the request
                 for piece in stream:
                     if not pieces:
                         timings["first_token"] = (time.perf_counter() - started) * 1000
                     pieces.append(piece)
                     yield piece
+                    if guard is not None and guard.feed(piece):
+                        logger.warning("the model repeated itself: answer stopped")
+                        break
         except GenerationError as exc:
             if not pieces:
                 yield from self._retrieval_only(
@@ -212,7 +230,8 @@ class Assistant:
                 return
             logger.warning("generation failed mid-answer: %s", exc)
             notice = MIDWAY_FAILURE[lang]
-        raw = "".join(pieces)
+        raw = guard.text if guard is not None else "".join(pieces)
+        looped = guard is not None and guard.tripped
         cited = raw
         if self.settings.answer.attribute_uncited:
             cited = attribute(raw, packed, min_support=self.settings.answer.min_support)
@@ -224,6 +243,13 @@ class Assistant:
             # the bundled embedder reads English only: no embedding evidence for Chinese claims
             similarity=self._similarity if lang == "en" else None,
         )
+        verified = any(c.supported for c in checked.citations)
+        if looped or (self.settings.answer.fallback_unverified and not verified):
+            why = LOOPED[lang] if looped else notice or UNSUPPORTED[lang]
+            yield from self._retrieval_only(
+                packed, lang, why, question, user, started, timings, raw_answer=raw
+            )
+            return
         text = checked.text + (("\n" + notice) if notice else "")
         answer = Answer(
             text,
@@ -249,9 +275,14 @@ class Assistant:
         user: str,
         started: float,
         timings: dict[str, float],
+        raw_answer: str | None = None,
     ) -> Iterator[str | Answer]:
-        logger.warning("retrieval-only answer: %s", reason)
-        shown = list(passages[:3])
+        """The best passages quoted: the model is unavailable, or (with `raw_answer`) its
+        answer could not be trusted."""
+        fallback = raw_answer is not None
+        if not fallback:
+            logger.warning("retrieval-only answer: %s", reason)
+        shown = sorted(passages, key=lambda p: -p.score)[:3]  # the best first, whatever the order
         citations = [
             Citation(
                 n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label
@@ -259,11 +290,13 @@ class Assistant:
             for n, p in enumerate(shown, 1)
         ]
         answer = Answer(
-            retrieval_only_text(lang, shown),
+            retrieval_only_text(lang, shown, fallback=fallback),
             citations=citations,
-            passages=shown,
-            mode="retrieval_only",
+            # a fallback keeps every packed passage: the model's [n] refer to them
+            passages=list(passages) if fallback else shown,
+            mode="fallback" if fallback else "retrieval_only",
             notice=reason,
+            raw_answer=raw_answer or "",
         )
         yield from self._finish(answer, question, user, started, timings)
 
@@ -273,7 +306,9 @@ class Assistant:
         timings["total"] = (time.perf_counter() - started) * 1000
         answer.timings_ms = timings
         answer.question_id = self._record(answer, question, user)
-        if answer.mode != "generated":
+        if answer.mode == "fallback":
+            yield "\n\n" + answer.answer  # after the model's streamed text
+        elif answer.mode != "generated":
             yield answer.answer
         yield answer
 

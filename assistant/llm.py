@@ -123,6 +123,8 @@ class LlmClient:
         max_model_len: int = 4096,
         answer_tokens: int = 512,
         temperature: float = 0.1,
+        repetition_penalty: float = 1.0,
+        frequency_penalty: float = 0.0,
         connect_timeout_s: float = 5.0,
         first_token_timeout_s: float = 30.0,
         total_timeout_s: float = 120.0,
@@ -137,6 +139,8 @@ class LlmClient:
         self.max_model_len = max_model_len
         self.answer_tokens = answer_tokens
         self.temperature = temperature
+        self.repetition_penalty = repetition_penalty
+        self.frequency_penalty = frequency_penalty
         self.connect_timeout_s = connect_timeout_s
         self.first_token_timeout_s = first_token_timeout_s
         self.total_timeout_s = total_timeout_s
@@ -148,7 +152,8 @@ class LlmClient:
         return cls(
             endpoint_url(llm), llm.served_name, counter=counter,
             max_model_len=llm.max_model_len, answer_tokens=llm.answer_tokens,
-            temperature=llm.temperature, connect_timeout_s=llm.connect_timeout_s,
+            temperature=llm.temperature, repetition_penalty=llm.repetition_penalty,
+            frequency_penalty=llm.frequency_penalty, connect_timeout_s=llm.connect_timeout_s,
             first_token_timeout_s=llm.first_token_timeout_s,
             total_timeout_s=llm.total_timeout_s, retries=llm.retries,
         )
@@ -224,6 +229,10 @@ class LlmClient:
         }
         if stream:
             body["stream_options"] = {"include_usage": True}
+        if self.repetition_penalty != 1.0:
+            body["repetition_penalty"] = self.repetition_penalty  # vLLM's extension
+        if self.frequency_penalty:
+            body["frequency_penalty"] = self.frequency_penalty
         body.update(extra_body or {})
         return body
 

@@ -8,8 +8,10 @@ rules, kept history, the question and the template's own tokens); the oldest his
 dropped first when too little is left. Passages are then deduplicated (same chunk, one text
 inside another, or nearly the same text), adjacent chunks of one document are merged (consecutive
 ordinals, or one ends with the text the next starts with: the chunker's overlap),
-ordered by relevance, and added until the budget is reached; the passage that does not fit is
-cut at a sentence end. The block numbers passages [1]..[n] in the order shown.
+taken by relevance, and added until the budget is reached; the passage that does not fit is
+cut at a sentence end. The block shows them in document order (file, then position in it), not
+by score: questions that pack the same passages then send the same prompt prefix, which vLLM's
+prefix cache reuses (docs/gpu.md). The block numbers passages [1]..[n] in the order shown.
 
     render_passages(pack(passages, 1500, count)) -> "[1] 《年休假办法》 p.1\\n职工…\\n\\n[2] …"
 """
@@ -156,7 +158,8 @@ def _cut(kept: list[Passage], p: Passage, budget: int, count: Count) -> Passage 
     only passage and not even one sentence fits), or None."""
 
     def fits(text: str) -> bool:
-        return count(render_passages([*kept, dataclasses.replace(p, text=text)])) <= budget
+        trial = in_document_order([*kept, dataclasses.replace(p, text=text)])
+        return count(render_passages(trial)) <= budget
 
     sentences = split_sentences(p.text.strip())
     lo, hi = 0, len(sentences)  # the largest m with fits(sentences[:m]) in [lo, hi]
@@ -181,20 +184,32 @@ def _cut(kept: list[Passage], p: Passage, budget: int, count: Count) -> Passage 
     return dataclasses.replace(p, text=first[:lo] + "…") if lo else None
 
 
+def in_document_order(passages: Sequence[Passage]) -> list[Passage]:
+    """`passages` sorted by file, document, then position in it: the same set always comes out
+    in the same order, whatever the scores.
+
+    in_document_order([P(file="b.pdf"), P(file="a.pdf", ordinal=7), P(file="a.pdf", ordinal=2)])
+        -> [a.pdf #2, a.pdf #7, b.pdf]
+    """
+    return sorted(passages, key=lambda p: (p.file, p.doc_id, p.ordinal, p.page or 0, p.chunk_id))
+
+
 def pack(passages: Sequence[Passage], budget_tokens: int, count: Count) -> list[Passage]:
-    """The passages to show, best first, whose rendered block counts at most `budget_tokens`.
+    """The most relevant passages whose rendered block counts at most `budget_tokens`, in
+    document order (`in_document_order`).
 
     pack([long_a, dup_of_a, b], 300, len) -> [a cut to fit at a sentence end]
     """
     ordered = sorted(merge_adjacent(dedupe(passages)), key=lambda p: -p.score)
     kept: list[Passage] = []
     for p in ordered:
-        if count(render_passages([*kept, p])) <= budget_tokens:
-            kept.append(p)
+        trial = in_document_order([*kept, p])
+        if count(render_passages(trial)) <= budget_tokens:
+            kept = trial
             continue
         cut = _cut(kept, p, budget_tokens, count)
         if cut is not None:
-            kept.append(cut)
+            kept = in_document_order([*kept, cut])
         break
     return kept
 

@@ -52,6 +52,12 @@ RETRIEVAL_ONLY: dict[str, str] = {
     "en": "Answer generation is unavailable right now; these are the most relevant passages:",
 }
 
+FALLBACK: dict[str, str] = {
+    "zh": "模型的回答无法与文件核对，以下是与问题最相关的原文摘录：",
+    "en": "The generated answer could not be checked against the documents; these are the most "
+    "relevant passages:",
+}
+
 # The ERNIE-4.5 template (shared/model/chat_template.jinja), as plain strings.
 BOS = "<|begin_of_sentence|>"
 EOS = "<|end_of_sentence|>"
@@ -119,13 +125,16 @@ def abstention_text(lang: Lang, nearest: Sequence[Passage] = (), max_pointers: i
     return text
 
 
-def retrieval_only_text(lang: Lang, passages: Sequence[Passage], max_chars: int = 300) -> str:
-    """The answer when the model is unreachable: a notice, then the best passages quoted and
-    numbered like a generated answer's citations.
+def retrieval_only_text(
+    lang: Lang, passages: Sequence[Passage], max_chars: int = 300, fallback: bool = False
+) -> str:
+    """The answer when the model is unreachable (or, with `fallback`, when its answer could not
+    be checked): a notice, then the best passages quoted and numbered like a generated
+    answer's citations.
 
     retrieval_only_text("en", [p]) -> "Answer generation is unavailable …\\n[1] 《Leave》 p.2: …"
     """
-    lines = [RETRIEVAL_ONLY[lang]]
+    lines = [(FALLBACK if fallback else RETRIEVAL_ONLY)[lang]]
     for n, p in enumerate(passages, start=1):
         quote = " ".join(p.text.split())
         if len(quote) > max_chars:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -80,15 +80,18 @@ class Snapshot:
         self.sections = table.sections
         self.pages = table.pages
         self.bm25 = BM25Index.build(zip(table.ids, table.tokens, strict=True))
-        self.superseded = self._superseded()
+        self.superseded = self._superseded(self.docs.values())
+        self._superseded_for: dict[frozenset[str], dict[str, str]] = {}
         self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
         self._masks: dict[frozenset[str], Mask] = {}
         self._vectors: dict[bytes, tuple[list[str], npt.NDArray[np.float32]]] = {}
 
-    def _superseded(self) -> dict[str, str]:
+    @staticmethod
+    def _superseded(records: Iterable[DocRecord]) -> dict[str, str]:
         """doc id -> version string, for documents that a newer one of their series replaces."""
+        records = list(records)
         newest: dict[str, tuple[str, str]] = {}
-        for record in self.docs.values():
+        for record in records:
             meta = record.meta
             if meta.series:
                 key = (meta.effective_date, meta.version)
@@ -96,9 +99,19 @@ class Snapshot:
                     newest[meta.series] = key
         return {
             r.meta.id: r.meta.version or r.meta.effective_date
-            for r in self.docs.values()
+            for r in records
             if r.meta.series and (r.meta.effective_date, r.meta.version) < newest[r.meta.series]
         }
+
+    def superseded_for(self, groups: Sequence[str]) -> dict[str, str]:
+        """`superseded` among the documents these groups see: a newer version the asker may
+        not see neither marks nor demotes the one they may."""
+        key = frozenset(groups)
+        if key not in self._superseded_for:
+            self._superseded_for[key] = self._superseded(
+                r for r in self.docs.values() if r.searchable and key & set(r.meta.groups)
+            )
+        return self._superseded_for[key]
 
     def allowed(self, groups: Sequence[str]) -> Mask:
         key = frozenset(groups)
@@ -123,8 +136,10 @@ class Snapshot:
             self._vectors[key] = (ids, store.vectors.vectors(self.collection, ids))
         return self._vectors[key]
 
-    def passage(self, row: int, score: float = 0.0) -> Passage:
+    def passage(self, row: int, score: float = 0.0, groups: Sequence[str] | None = None) -> Passage:
+        """The passage of a row; `superseded` as the `groups` see it (all groups: None)."""
         record = self.docs[self.doc_ids[row]]
+        superseded = self.superseded if groups is None else self.superseded_for(groups)
         page, page_end = self.pages[row]
         return Passage(
             chunk_id=self.ids[row],
@@ -137,7 +152,7 @@ class Snapshot:
             page_labels=record.meta.page_labels,
             score=score,
             title=record.meta.title,
-            superseded=record.meta.id in self.superseded,
+            superseded=record.meta.id in superseded,
             groups=record.meta.groups,
             ordinal=self.ordinals[row],
         )
@@ -232,11 +247,13 @@ class Retriever:
             AMOUNT: _by_amount(snap, question, lexical),
         }
         fused = rrf(rankings, weights, cfg.rrf_k)
-        passages = [snap.passage(snap.row_of[cid], score) for cid, score in fused[: k * 3]]
+        passages = [
+            snap.passage(snap.row_of[cid], score, groups) for cid, score in fused[: k * 3]
+        ]
         t3 = time.perf_counter()
         if self.reranker is not None:
             passages = self.reranker.rerank(question, passages)
-        passages = self._prefer_newest(passages, question, snap)[:k]
+        passages = self._prefer_newest(passages, question, snap.superseded_for(groups))[:k]
         return Retrieval(
             passages=passages,
             lang=lang,
@@ -252,11 +269,13 @@ class Retriever:
         )
 
     @staticmethod
-    def _prefer_newest(passages: list[Passage], question: str, snap: Snapshot) -> list[Passage]:
+    def _prefer_newest(
+        passages: list[Passage], question: str, superseded: dict[str, str]
+    ) -> list[Passage]:
         """Superseded passages sink below current ones unless the question names their version."""
         ranked: list[tuple[float, int, Passage]] = []
         for i, p in enumerate(passages):
-            named = p.superseded and snap.superseded.get(p.doc_id, "") in question
+            named = p.superseded and superseded.get(p.doc_id, "") in question
             score = p.score * (0.5 if p.superseded and not named else 1.0)
             ranked.append((-score, i, replace(p, score=score)))
         return [p for _, _, p in sorted(ranked)]

@@ -43,6 +43,13 @@ def _doc(text: str) -> Any:
 class StoreSettings:
     path: str = field(default="data/store", metadata=_doc("store folder: Chroma, ledger, caches"))
     collection: str = field(default="kb_chunks", metadata=_doc("Chroma collection name prefix"))
+    mode: str = field(default="embedded", metadata=_doc('"embedded" Chroma, or a "server"'))
+    host: str = field(default="127.0.0.1", metadata=_doc("server mode: Chroma's host"))
+    port: int = field(default=8000, metadata=_doc("server mode: Chroma's port"))
+    ssl: bool = field(default=False, metadata=_doc("server mode: HTTPS"))
+    token: str = field(default="", metadata=_doc("server mode: bearer token, if it asks one"))
+    tenant: str = field(default="default_tenant", metadata=_doc("server mode: Chroma tenant"))
+    database: str = field(default="default_database", metadata=_doc("server mode: database"))
     lock_wait_s: float = field(
         default=600.0, metadata=_doc("a second writer waits this long for the lock; 0: refuse")
     )
@@ -90,6 +97,18 @@ class LlmSettings:
     extra_args: tuple[str, ...] = field(default=(), metadata=_doc("more `vllm serve` flags"))
     answer_tokens: int = field(default=512, metadata=_doc("tokens reserved for the answer"))
     temperature: float = field(default=0.1, metadata=_doc("sampling temperature"))
+    endpoints: tuple[str, ...] = field(
+        default=(), metadata=_doc("several model servers' URLs; empty: llm.url alone")
+    )
+    replica_retry_s: float = field(
+        default=10.0, metadata=_doc("seconds a failed model server is set aside")
+    )
+    repetition_penalty: float = field(
+        default=1.0, metadata=_doc("vLLM's repetition penalty; 1.0 is off")
+    )
+    frequency_penalty: float = field(
+        default=0.0, metadata=_doc("OpenAI frequency penalty; 0.0 is off")
+    )
     connect_timeout_s: float = field(default=5.0, metadata=_doc("connect time limit"))
     first_token_timeout_s: float = field(default=30.0, metadata=_doc("first token time limit"))
     total_timeout_s: float = field(default=120.0, metadata=_doc("whole answer time limit"))
@@ -143,6 +162,12 @@ class AnswerSettings:
     min_passage_tokens: int = field(
         default=1024, metadata=_doc("drop old history turns until passages get this many tokens")
     )
+    loop_max_repeats: int = field(
+        default=2, metadata=_doc("a sentence or phrase said more often stops the answer; 0: off")
+    )
+    fallback_unverified: bool = field(
+        default=True, metadata=_doc("show passages, not an answer with no verified citation")
+    )
 
 
 @dataclass(frozen=True)
@@ -151,6 +176,16 @@ class UiSettings:
     port: int = field(default=7860, metadata=_doc("port of `kb serve`"))
     demo: bool = field(default=False, metadata=_doc("demo mode: a sample user, no login"))
     upload_max_mb: float = field(default=50.0, metadata=_doc("largest upload"))
+    session_hours: float = field(default=12.0, metadata=_doc("a login lasts this long"))
+    token_days: float = field(default=90.0, metadata=_doc("an API token lasts this long"))
+    login_max_failures: int = field(
+        default=5, metadata=_doc("failed logins of one user before a lockout"))
+    login_max_failures_per_address: int = field(
+        default=20, metadata=_doc("failed logins from one address before a lockout"))
+    login_lockout_s: float = field(
+        default=300.0, metadata=_doc("failures count over, and a lockout lasts, this long"))
+    login_concurrency: int = field(
+        default=2, metadata=_doc("password checks run at once (scrypt, off the event loop)"))
 
 
 @dataclass(frozen=True)

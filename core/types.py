@@ -161,7 +161,7 @@ class Answer:
     citations: list[Citation] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    mode: str = "generated"  # "generated" | "retrieval_only" | "abstained"
+    mode: str = "generated"  # "generated" | "fallback" | "retrieval_only" | "abstained"
     unverified: bool = False
     question_id: int = 0  # the ledger's record of this question (feedback refers to it)
     notice: str = ""  # a line for the user, e.g. why generation was unavailable
@@ -213,3 +213,21 @@ class User:
     is_admin: bool = False
     has_token: bool = False
     created_at: float = 0.0
+    disabled: bool = False  # a disabled user can neither log in nor use a token
+    see_all: bool = False  # an admin right: admin views show every group, not only the admin's
+    epoch: int = 0  # bumped on password change, disable, `kb users logout`: older sessions die
+    token_expires_at: float = 0.0  # when the API token stops working (0: no token)
+
+
+@dataclass(frozen=True)
+class QuestionRecord:
+    """A question as the ledger keeps it, with its asker's rating (+1, -1, or None)."""
+
+    id: int
+    user: str
+    question: str
+    mode: str
+    chunk_ids: tuple[str, ...]
+    timings: str  # JSON: stage -> ms
+    created_at: float
+    rating: int | None = None

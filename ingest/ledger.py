@@ -26,7 +26,7 @@ from typing import Any
 
 from core.errors import StoreError
 from core.text import TEXT_VERSION
-from core.types import Answer, Chunk, DocMeta, DocRecord, User
+from core.types import Answer, Chunk, DocMeta, DocRecord, QuestionRecord, User
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -123,6 +123,28 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE documents ADD COLUMN page_labels TEXT NOT NULL DEFAULT '[]';
         """,
     ),
+    (
+        "004_gap_notes",
+        """
+        CREATE TABLE gap_notes (
+            key TEXT PRIMARY KEY,
+            note TEXT NOT NULL,
+            user TEXT NOT NULL DEFAULT '',
+            updated_at REAL NOT NULL
+        );
+        """,
+    ),
+    (
+        "005_auth_accounts",
+        """
+        ALTER TABLE users ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE users ADD COLUMN see_all INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE users ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE users ADD COLUMN token_expires_at REAL NOT NULL DEFAULT 0;
+        UPDATE users SET token_expires_at = CAST(strftime('%s', 'now') AS REAL) + 7776000
+            WHERE api_token_hash != ''
+        """,
+    ),
 ]
 
 # Appended to the reason of a failed document whose previous version stays live.
@@ -195,6 +217,10 @@ def _user_from_row(row: sqlite3.Row) -> User:
         bool(row["is_admin"]),
         bool(row["api_token_hash"]),
         float(row["created_at"]),
+        bool(row["disabled"]),
+        bool(row["see_all"]),
+        int(row["epoch"]),
+        float(row["token_expires_at"]),
     )
 
 
@@ -540,8 +566,34 @@ class Ledger:
         return [_user_from_row(r) for r in self.db.execute("SELECT * FROM users ORDER BY name")]
 
     def set_password_hash(self, name: str, password_hash: str) -> None:
+        """The new hash; the user's epoch moves on, so their open sessions end."""
         with self.transaction() as db:
-            db.execute("UPDATE users SET password_hash = ? WHERE name = ?", (password_hash, name))
+            db.execute(
+                "UPDATE users SET password_hash = ?, epoch = epoch + 1 WHERE name = ?",
+                (password_hash, name),
+            )
+
+    def set_user_disabled(self, name: str, disabled: bool) -> None:
+        """Disable (ending sessions and the token) or enable a user."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE users SET disabled = ?, epoch = epoch + 1 WHERE name = ?",
+                (int(disabled), name),
+            )
+
+    def bump_user_epoch(self, name: str) -> None:
+        """End every open session of the user."""
+        with self.transaction() as db:
+            db.execute("UPDATE users SET epoch = epoch + 1 WHERE name = ?", (name,))
+
+    def set_user_see_all(self, name: str, see_all: bool) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE users SET see_all = ? WHERE name = ?", (int(see_all), name))
+
+    def delete_user(self, name: str) -> bool:
+        """Remove the account (its questions and feedback stay, under its name)."""
+        with self.transaction() as db:
+            return db.execute("DELETE FROM users WHERE name = ?", (name,)).rowcount > 0
 
     def set_user_groups(self, name: str, groups: Sequence[str], is_admin: bool | None) -> None:
         with self.transaction() as db:
@@ -551,9 +603,13 @@ class Ledger:
             if is_admin is not None:
                 db.execute("UPDATE users SET is_admin = ? WHERE name = ?", (int(is_admin), name))
 
-    def set_token_hash(self, name: str, token_hash: str) -> None:
+    def set_token_hash(self, name: str, token_hash: str, expires_at: float) -> None:
+        """The API token's hash and expiry; an empty hash revokes the token."""
         with self.transaction() as db:
-            db.execute("UPDATE users SET api_token_hash = ? WHERE name = ?", (token_hash, name))
+            db.execute(
+                "UPDATE users SET api_token_hash = ?, token_expires_at = ? WHERE name = ?",
+                (token_hash, expires_at if token_hash else 0.0, name),
+            )
 
     def token_hashes(self) -> list[tuple[User, str]]:
         """Every user holding an API token, with the token's hash."""
@@ -606,3 +662,54 @@ class Ledger:
             (limit,),
         )
         return [dict(r) for r in rows]
+
+    def chunk_groups(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The groups of each chunk's document; chunks no longer stored are left out."""
+        out: dict[str, tuple[str, ...]] = {}
+        for chunk_id in chunk_ids:
+            row = self.db.execute(
+                "SELECT d.groups FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?",
+                (chunk_id,),
+            ).fetchone()
+            if row:
+                out[chunk_id] = tuple(json.loads(row["groups"]))
+        return out
+
+    # --- what was asked (the admin view) ---------------------------------------------------
+    def question_records(self, since: float = 0.0) -> list[QuestionRecord]:
+        """Questions asked since `since` (epoch seconds), oldest first, with their rating."""
+        rows = self.db.execute(
+            "SELECT q.id, q.user, q.question, q.mode, q.chunk_ids, q.timings, q.created_at, "
+            "(SELECT f.rating FROM feedback f WHERE f.question_id = q.id "
+            "ORDER BY f.id DESC LIMIT 1) AS rating FROM questions q "
+            "WHERE q.created_at >= ? ORDER BY q.id",
+            (since,),
+        )
+        return [
+            QuestionRecord(
+                r["id"],
+                r["user"],
+                r["question"],
+                r["mode"],
+                tuple(json.loads(r["chunk_ids"] or "[]")),
+                r["timings"],
+                r["created_at"],
+                r["rating"],
+            )
+            for r in rows
+        ]
+
+    def chunk_documents(self) -> dict[str, str]:
+        """Live chunk id -> the id of its document."""
+        return dict(self.db.execute("SELECT id, doc_id FROM chunks").fetchall())
+
+    def gap_notes(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, note FROM gap_notes").fetchall())
+
+    def set_gap_note(self, key: str, note: str, user: str) -> None:
+        """An admin's note on a knowledge gap ("which document should answer this?")."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO gap_notes VALUES (?, ?, ?, ?)",
+                (key, note, user, time.time()),
+            )

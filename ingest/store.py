@@ -25,7 +25,7 @@ from core.types import IngestReport
 from ingest.embed import CachedEmbedder, open_embedder
 from ingest.ledger import Ledger
 from ingest.lock import WriteLock
-from ingest.vectors import VectorStore
+from ingest.vectors import open_vector_index
 
 EmbedderSource = Callable[[], Embedder]
 
@@ -109,13 +109,14 @@ def open_ledger(settings: Settings) -> Ledger:
 
 
 def open_store(settings: Settings) -> Store:
-    """The real parts: the SQLite ledger, Chroma and the configured embedder with its cache."""
+    """The real parts: the SQLite ledger, Chroma (embedded or a server, `store.mode`) and the
+    configured embedder with its cache."""
     path = settings.store_path()
     cache = settings.embed.cache
     cache_path = Path(cache).expanduser() if cache else path / "embed_cache.sqlite"
     return Store(
         settings,
         open_ledger(settings),
-        VectorStore(path / "chroma"),
+        open_vector_index(settings),
         lambda: open_embedder(settings.embed, cache_path),
     )

@@ -5,7 +5,7 @@ Chroma holds the vectors and, on each, the metadata a server-mode deployment wou
 vector the ledger does not list is an orphan of an interrupted run and is never returned as a
 passage (the query side filters by the ledger) and is removed by `collect_garbage`.
 
-    store = VectorStore(Path("data/store/chroma"))
+    store = open_vector_index(settings)       # embedded (path/chroma) or a Chroma server
     store.upsert("kb_chunks_1", ["c1"], vectors, [{"doc_id": "d1", "groups": "|all|"}])
     store.query("kb_chunks_1", vector, 10) -> [("c1", 0.93)]
 """
@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from core.errors import StoreError
+from core.config import Settings
+from core.errors import ConfigError, StoreError
 from core.ports import Metadata
 
 logger = logging.getLogger(__name__)
+
 
 def group_metadata(doc_id: str, groups: Iterable[str]) -> Metadata:
     """The metadata stored on every vector: doc id, groups as "|a|b|", one flag per group.
@@ -37,20 +38,49 @@ def group_metadata(doc_id: str, groups: Iterable[str]) -> Metadata:
     return meta
 
 
-class VectorStore:
-    """`VectorIndex` over Chroma's embedded (persistent) client."""
+def open_vector_index(settings: Settings) -> VectorStore:
+    """Chroma as `store.mode` says: embedded under the store folder, or a server's HTTP API."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
 
-    def __init__(self, path: Path) -> None:
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
-
+    cfg = settings.store
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if cfg.mode == "embedded":
+        path = settings.store_path() / "chroma"
         try:
             path.mkdir(parents=True, exist_ok=True)
-            self._client = chromadb.PersistentClient(
-                path=str(path), settings=ChromaSettings(anonymized_telemetry=False)
-            )
+            client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
         except Exception as exc:  # chromadb raises many kinds; all mean the same to the user
             raise StoreError(f"Chroma store at {path} could not be opened ({exc})") from exc
+        return VectorStore(client)
+    if cfg.mode == "server":
+        where = f"{'https' if cfg.ssl else 'http'}://{cfg.host}:{cfg.port}"
+        headers = {"Authorization": f"Bearer {cfg.token}"} if cfg.token else None
+        try:
+            client = chromadb.HttpClient(
+                host=cfg.host,
+                port=cfg.port,
+                ssl=cfg.ssl,
+                headers=headers,
+                tenant=cfg.tenant,
+                database=cfg.database,
+                settings=chroma_settings,
+            )
+            client.heartbeat()
+        except Exception as exc:
+            raise StoreError(
+                f"Chroma server at {where} did not answer ({exc}); start it (`chroma run "
+                "--path DIR --port N`) or check store.host, store.port and store.token"
+            ) from exc
+        return VectorStore(client)
+    raise ConfigError(f'store.mode {cfg.mode!r}: use "embedded" or "server"')
+
+
+class VectorStore:
+    """`VectorIndex` over a Chroma client (embedded or HTTP: the same API)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
         self._collections: dict[str, Any] = {}
         self._max_batch = int(self._client.get_max_batch_size())
 

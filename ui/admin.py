@@ -51,14 +51,28 @@ def sniff_type(path: Path) -> str | None:
     return None
 
 
-def safe_name(original: str, kind: str, max_len: int = 120) -> str:
-    """A file name without folders, control or shell characters, ending in `.kind`."""
+def safe_name(original: str, kind: str, max_bytes: int = 200) -> str:
+    """A file name without folders, control or shell characters, ending in `.kind`, at most
+    `max_bytes` UTF-8 bytes before the suffix (file systems allow 255 bytes in all)."""
     base = re.split(r"[\\/]", original)[-1]
     stem = base.rsplit(".", 1)[0] if "." in base else base
     stem = unicodedata.normalize("NFC", stem)
     stem = "".join(ch if (ch.isalnum() or ch in "-_.") else "_" for ch in stem)
-    stem = re.sub(r"_+", "_", stem).strip("._-")[:max_len] or "upload"
+    stem = re.sub(r"_+", "_", stem).strip("._-")
+    stem = stem.encode()[:max_bytes].decode(errors="ignore").rstrip("._-") or "upload"
     return f"{stem}.{kind}"
+
+
+def unique_target(folder: Path, name: str, taken: set[str]) -> Path:
+    """`folder/name`, or `folder/stem-2.kind`, ... when another upload of this batch took it.
+    A file already stored under the name is a new version of that document and is replaced."""
+    stem, _, kind = name.rpartition(".")
+    n, candidate = 1, name
+    while candidate in taken:
+        n += 1
+        candidate = f"{stem}-{n}.{kind}"
+    taken.add(candidate)
+    return folder / candidate
 
 
 def group_folder(groups: Sequence[str]) -> str:
@@ -74,6 +88,7 @@ def store_uploads(settings: Settings, files: Sequence[tuple[Path, str]],
     folder = settings.store_path() / "uploads" / group_folder(groups)
     stored: list[Path] = []
     rejected: list[Rejected] = []
+    taken: set[str] = set()
     for temp, original in files:
         display = re.split(r"[\\/]", original)[-1]
         size = temp.stat().st_size
@@ -86,7 +101,7 @@ def store_uploads(settings: Settings, files: Sequence[tuple[Path, str]],
             rejected.append(Rejected(display, "not a PDF or DOCX file (checked by content)"))
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / safe_name(original, kind)
+        target = unique_target(folder, safe_name(original, kind), taken)
         if not target.resolve().is_relative_to(folder.resolve()):
             raise KbError(f"{display}: unsafe file name")  # cannot happen after safe_name
         shutil.copyfile(temp, target)

@@ -5,31 +5,41 @@
     app = create_server(services)             # FastAPI: /api/ask + the page behind a login
     serve(settings)                           # opens the services, uvicorn on ui.host:port
 
-Who is asking comes from the login (Gradio's session cookie -> `gr.Request.username`) or, in
-demo mode, is the demo user; the user's groups are read from the ledger on every request and
-drive every question, source view and file. Nothing the browser sends names a group.
+Who is asking comes from the login (Gradio's session cookie -> `gr.Request.username`, checked
+by `ui/auth.py`: expiry, disabled users, password changes) or, in demo mode, is the demo user;
+the user's groups are read from the ledger on every request and drive every question, source
+view, page image and file. Nothing the browser sends names a group. A conversation belongs to
+the user who started it: another user who sends its session id gets none of it. Cited PDF pages
+come from `GET /page/{chunk_id}`, which checks the asker's groups again; only admins may upload.
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
+import os
+import shutil
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import gradio as gr
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from core.access import parse_groups
 from core.config import Settings
-from core.errors import AccessDenied, KbError
+from core.errors import AccessDenied, GenerationError, KbError
 from core.types import Answer, Passage, Turn, User
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
 from ui import admin, render
 from ui.api import api_router
+from ui.auth import LoginGuard, SessionTable, client_address, login_check
 from ui.i18n import LANGS, lang_from_header, t
 from ui.wiring import Services, open_services
 
@@ -41,8 +51,10 @@ LANG_CHOICES = [("English", "en"), ("中文", "zh")]
 
 @dataclass
 class Conversation:
-    """One browser session's conversation, kept on the server (gr.State)."""
+    """One browser session's conversation, kept on the server (gr.State), owned by the user
+    who started it."""
 
+    owner: str = ""
     chat: list[dict[str, str]] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
     qids: dict[int, int] = field(default_factory=dict)  # chat index of an answer -> question id
@@ -63,7 +75,11 @@ class App:
         self.assistant = services.assistant
         self.users = services.users
         self.demo = demo
-        self.pages = Path(tempfile.mkdtemp(prefix="kb-pages-"))
+        # Rendered pages stay in the store, readable by this account only, and are served by
+        # `GET /page/{chunk_id}` after a group check (never through Gradio's file route).
+        self.pages = services.settings.store_path() / "cache" / "pages"
+        self.pages.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.pages, 0o700)
 
     # --- who ----------------------------------------------------------------------------
     def who(self, request: gr.Request | None) -> User:
@@ -86,20 +102,41 @@ class App:
         lang = lang_from_header(request.headers.get("accept-language"))
         user = self.who(request)
         who = t("signed_in", lang, user=user.name, groups=", ".join(user.groups))
-        return lang, who, gr.update(visible=user.is_admin), gr.update(visible=not self.demo)
+        # group names reach admins only, and only those they may give (none are in /config)
+        choices = self.known_groups(user) if user.is_admin else []
+        return (lang, who, gr.update(visible=user.is_admin), gr.update(visible=not self.demo),
+                gr.update(choices=choices, value=[g for g in ("all",) if g in choices]))
+
+    @staticmethod
+    def mine(conv: Conversation | None, user: User) -> Conversation | None:
+        """The session's conversation when `user` owns it (or it is fresh), else None."""
+        if conv is None or not conv.owner:
+            return Conversation(owner=user.name)
+        if conv.owner != user.name:
+            logger.warning("%s sent the session of %s's conversation: refused", user.name,
+                           conv.owner)
+            return None
+        return conv
+
+    def sees(self, admin: User, groups: Any) -> bool:
+        """Whether an admin view may show something of `groups`."""
+        return admin.see_all or bool(set(admin.groups) & set(groups))
 
     # --- chat ---------------------------------------------------------------------------
     def ask(self, question: str, lang: str, conv: Conversation | None,
             request: gr.Request) -> Iterator[tuple[Any, ...]]:
         user = self.who(request)
-        conv = conv or Conversation()
         lang = lang if lang in LANGS else "en"
+        owned = self.mine(conv, user)
+        # someone else's session: answer in a fresh conversation and leave theirs untouched
+        conv = owned if owned is not None else Conversation(owner=user.name)
+        out_state: Any = conv if owned is not None else gr.skip()
         question = (question or "").strip()
         if not question:
             raise gr.Error(t("empty_question", lang))
         conv.chat = conv.chat + [{"role": "user", "content": render.escape(question)},
                                  {"role": "assistant", "content": t("thinking", lang)}]
-        yield conv.chat, conv, "", gr.update()
+        yield conv.chat, out_state, "", gr.update()
         text = ""
         answer: Answer | None = None
         try:
@@ -110,10 +147,15 @@ class App:
                     break
                 text += piece
                 conv.chat[-1] = {"role": "assistant", "content": render.streaming_html(text)}
-                yield conv.chat, conv, "", gr.update()
+                yield conv.chat, out_state, "", gr.update()
+        except GenerationError as exc:  # its text names internal URLs: the log has it
+            logger.warning("question of %s failed: %s", user.name, exc)
+            conv.chat[-1] = {"role": "assistant", "content": render.escape(t("model_down", lang))}
+            yield conv.chat, out_state, "", gr.update()
+            return
         except KbError as exc:
             conv.chat[-1] = {"role": "assistant", "content": render.escape(str(exc))}
-            yield conv.chat, conv, "", gr.update()
+            yield conv.chat, out_state, "", gr.update()
             return
         if answer is None:
             return
@@ -134,42 +176,53 @@ class App:
                              p.chunk_id) for p in answer.passages]
         pick = gr.update(choices=conv.sources,
                          value=conv.sources[0][1] if conv.sources else None)
-        yield conv.chat, conv, "", pick
+        yield conv.chat, out_state, "", pick
 
-    def new_conversation(self) -> tuple[Any, ...]:
-        conv = Conversation()
-        return conv.chat, conv, "", gr.update(choices=[], value=None), "", gr.update(
-            value=None, visible=False), ""
+    def new_conversation(self, conv: Conversation | None,
+                         request: gr.Request) -> tuple[Any, ...]:
+        user = self.who(request)
+        state: Any = Conversation(owner=user.name) if self.mine(conv, user) else gr.skip()
+        return [], state, "", gr.update(choices=[], value=None), "", ""
 
     def view_source(self, chunk_id: str | None, lang: str, conv: Conversation | None,
-                    request: gr.Request) -> tuple[Any, ...]:
-        """The cited passage (and its PDF page as an image when poppler is installed); the
-        user's groups are checked again here, whatever chunk id was sent."""
+                    request: gr.Request | None) -> str:
+        """The cited passage, and its PDF page as an image from `page/{chunk_id}` (which checks
+        the groups again); the user's groups are checked here, whatever chunk id was sent."""
         user = self.who(request)
         if not chunk_id:
-            return "", gr.update(value=None, visible=False)
+            return ""
         try:
             passage: Passage = self.assistant.source(chunk_id, user.groups)
             path = self.assistant.document_path(passage.doc_id, user.groups)
         except AccessDenied as exc:
             logger.warning("source view refused for %s: %s", user.name, exc)
             raise gr.Error(t("denied", lang)) from exc
-        quote = (conv.quotes.get(chunk_id, "") if conv else "")
-        image = None
-        note = ""
-        if passage.page and path.suffix.lower() == ".pdf":
-            image = render.render_pdf_page(path, passage.page, self.pages)
-            if image is None:
-                note = t("no_pdftoppm", lang)
-        html = render.passage_html(passage, quote, lang, note)
-        if image is None:
-            return html, gr.update(value=None, visible=False)
-        return html, gr.update(value=str(image), visible=True)
+        owned = self.mine(conv, user)
+        quote = owned.quotes.get(chunk_id, "") if owned else ""
+        pdf_page = bool(passage.page) and path.suffix.lower() == ".pdf"
+        if pdf_page and shutil.which("pdftoppm") is None:
+            return render.passage_html(passage, quote, lang, t("no_pdftoppm", lang))
+        html = render.passage_html(passage, quote, lang, "")
+        if pdf_page:
+            src = "page/" + urllib.parse.quote(chunk_id, safe="")
+            alt = render.escape(t("page_image", lang))
+            html += f'<img class="kb-page" src="{src}" alt="{alt}" style="max-width:100%">'
+        return html
+
+    def page_image(self, chunk_id: str, user: User) -> Path | None:
+        """The PNG of the page a passage starts on, for `user`; AccessDenied outside their
+        groups, None when the page cannot be rendered."""
+        passage = self.assistant.source(chunk_id, user.groups)
+        path = self.assistant.document_path(passage.doc_id, user.groups)
+        if not passage.page or path.suffix.lower() != ".pdf":
+            return None
+        return render.render_pdf_page(path, passage.page, self.pages)
 
     def feedback(self, rating: int, comment: str, lang: str, conv: Conversation | None,
                  request: gr.Request) -> str:
         user = self.who(request)
-        qid = conv.last_qid if conv else 0
+        owned = self.mine(conv, user)
+        qid = owned.last_qid if owned else 0
         if not qid:
             return t("no_answer_yet", lang)
         self.users.record_feedback(qid, user.name, rating, comment or "")
@@ -187,7 +240,8 @@ class App:
                 request: gr.Request) -> str:
         user = self.who(request)
         index = data.index if isinstance(data.index, int) else data.index[0]
-        qid = conv.qids.get(index, 0) if conv else 0
+        owned = self.mine(conv, user)
+        qid = owned.qids.get(index, 0) if owned else 0
         if not qid:
             return t("no_answer_yet", lang)
         self.users.record_feedback(qid, user.name, 1 if data.liked else -1)
@@ -199,6 +253,8 @@ class App:
                       progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
         user = self.admin(request)
         chosen = parse_groups(groups or []) or self.settings.ingest.default_groups
+        if not user.see_all and not set(chosen) <= set(user.groups):
+            raise gr.Error(t("groups_outside", groups=", ".join(user.groups)))
         pairs = []
         for f in files or []:
             temp = Path(f if isinstance(f, str) else getattr(f, "name", str(f)))
@@ -213,29 +269,37 @@ class App:
 
             report = ingest_paths(self.store, stored, list(chosen), progress=step)
             logger.info("%s ingested %d uploads into %s", user.name, len(stored), chosen)
-        return admin.report_rows(report, rejected), self._docs()
+        return admin.report_rows(report, rejected), self._docs(user)
 
     def delete(self, ref: str, request: gr.Request) -> tuple[Any, ...]:
-        self.admin(request)
-        record = delete_document(self.store, (ref or "").strip())
-        return f"deleted {record.meta.path} ({record.chunk_count} chunks)", self._docs()
+        user = self.admin(request)
+        ref = (ref or "").strip()
+        found = [r for r in list_documents(self.store) if ref in (r.meta.id, r.meta.path)]
+        if not found or not all(self.sees(user, r.meta.groups) for r in found):
+            raise gr.Error(f"no document {ref!r} in your groups")
+        record = delete_document(self.store, ref)
+        return f"deleted {record.meta.path} ({record.chunk_count} chunks)", self._docs(user)
 
     def reindex(self, mode: str, request: gr.Request,
                 progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
-        self.admin(request)
+        user = self.admin(request)
 
         def step(done: int, total: int, path: str) -> None:
             progress((done, max(total, 1)), desc=Path(path).name)
 
         report = reindex(self.store, full=(mode == "full"), progress=step)
-        return admin.report_rows(report), self._docs()
+        rows = [r for r in admin.report_rows(report) if self._row_visible(user, r[0])]
+        return rows, self._docs(user)
 
     def admin_tables(self, request: gr.Request) -> tuple[Any, ...]:
-        self.admin(request)
-        return self._docs(), store_status(self.store), admin.feedback_rows(
-            self.users.feedback())
+        user = self.admin(request)
+        return self._docs(user), store_status(self.store), admin.feedback_rows(
+            self.users.feedback(viewer=user))
 
-    def known_groups(self) -> list[str]:
+    def known_groups(self, admin_user: User | None = None) -> list[str]:
+        """The groups an admin may give documents: their own, or every known one (see-all)."""
+        if admin_user is not None and not admin_user.see_all:
+            return sorted(admin_user.groups)
         groups = {"all"}
         for user in self.users.list_users():
             groups.update(user.groups)
@@ -244,8 +308,13 @@ class App:
         groups.update(g for gs in self.settings.ingest.folder_groups.values() for g in gs)
         return sorted(groups)
 
-    def _docs(self) -> list[list[Any]]:
-        return admin.document_rows(list_documents(self.store))
+    def _row_visible(self, user: User, name: str) -> bool:
+        docs = [r for r in list_documents(self.store) if Path(r.meta.path).name == name]
+        return not docs or any(self.sees(user, r.meta.groups) for r in docs)
+
+    def _docs(self, user: User) -> list[list[Any]]:
+        return admin.document_rows([r for r in list_documents(self.store)
+                                    if self.sees(user, r.meta.groups)])
 
 
 def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
@@ -258,7 +327,8 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
         labels.append((component, keys))
         return component
 
-    with gr.Blocks(title=t("title")) as blocks:
+    # Gradio's cache (uploads, outputs): files older than an hour go, checked every hour
+    with gr.Blocks(title=t("title"), delete_cache=(3600, 3600)) as blocks:
         conv = gr.State(Conversation())
         with gr.Row(equal_height=True):
             title = gr.Markdown(f"## {t('title')}")
@@ -295,15 +365,13 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
                         view = lab(gr.Button(t("view_source"), elem_id="kb-view"),
                                    value="view_source")
                         source_html = gr.HTML(elem_id="kb-source")
-                        source_img = gr.Image(type="filepath", interactive=False, visible=False,
-                                              show_label=False, elem_id="kb-page")
             with gr.Tab(t("admin_tab"), id="admin", visible=False) as admin_tab:
                 lab(admin_tab, label="admin_tab")
                 with gr.Row():
                     files = lab(gr.File(label=t("upload"), file_count="multiple",
                                         file_types=[".pdf", ".docx"]), label="upload")
                     with gr.Column():
-                        groups = lab(gr.Dropdown(choices=app.known_groups(), value=["all"],
+                        groups = lab(gr.Dropdown(choices=[], value=[],
                                                  multiselect=True, allow_custom_value=True,
                                                  label=t("groups")), label="groups")
                         ingest = lab(gr.Button(t("ingest"), variant="primary"), value="ingest")
@@ -325,7 +393,8 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
                                             label=t("feedback_list"), interactive=False),
                                label="feedback_list")
 
-        blocks.load(app.on_load, None, [lang, who, admin_tab, logout], api_visibility="private")
+        blocks.load(app.on_load, None, [lang, who, admin_tab, logout, groups],
+                    api_visibility="private")
         components = [c for c, _ in labels]
 
         def relabel(code: str, request: gr.Request) -> list[Any]:
@@ -345,13 +414,11 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
         send.click(app.ask, ask_inputs, ask_outputs, api_name="ask", concurrency_limit=8)
         question.submit(app.ask, ask_inputs, ask_outputs, api_visibility="private",
                         concurrency_limit=8)
-        new.click(app.new_conversation, None,
-                  [chatbot, conv, question, pick, source_html, source_img, fb_status],
+        new.click(app.new_conversation, conv,
+                  [chatbot, conv, question, pick, source_html, fb_status],
                   api_name="new_conversation")
-        view.click(app.view_source, [pick, lang, conv], [source_html, source_img],
-                   api_name="view_source")
-        pick.input(app.view_source, [pick, lang, conv], [source_html, source_img],
-                   api_visibility="private")
+        view.click(app.view_source, [pick, lang, conv], source_html, api_name="view_source")
+        pick.input(app.view_source, [pick, lang, conv], source_html, api_visibility="private")
         up.click(app.thumbs_up, [comment, lang, conv], fb_status, api_name="thumbs_up")
         down.click(app.thumbs_down, [comment, lang, conv], fb_status, api_name="thumbs_down")
         chatbot.like(app.on_like, [lang, conv], fb_status, api_visibility="private")
@@ -366,24 +433,97 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
 
 
 def create_server(services: Services, demo: bool | None = None) -> FastAPI:
-    """FastAPI with `POST /api/ask`, and the page at `/` behind the login (none in demo mode)."""
+    """FastAPI with `POST /api/ask` and `GET /page/{chunk_id}`, and the page at `/` behind the
+    login (none in demo mode), with Gradio's sessions, uploads and files guarded."""
     settings, assistant, users = services.settings, services.assistant, services.users
     demo = settings.ui.demo if demo is None else demo
     blocks = build_app(services, demo)
     blocks.queue(default_concurrency_limit=4)
+    kb_app: App = blocks.kb_app  # type: ignore[attr-defined]
+    sessions = SessionTable(users, settings.ui.session_hours * 3600)
+    ui = settings.ui
+    guard = LoginGuard(ui.login_max_failures, ui.login_max_failures_per_address,
+                       ui.login_lockout_s)
+    cookies: list[str] = []  # Gradio's session cookie names, known once it is mounted
+
+    def session_user(request: Request) -> User | None:
+        if demo:
+            return DEMO_USER
+        for name in cookies:
+            user = sessions.user(request.cookies.get(name))
+            if user is not None:
+                return user
+        return None
+
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
     server.include_router(api_router(assistant, users))
-    server.state.kb_app = blocks.kb_app  # type: ignore[attr-defined]
+    server.include_router(page_router(kb_app, session_user))
+    server.state.kb_app = kb_app
+    server.state.login_guard = guard
 
-    def check_login(name: str, password: str) -> bool:
-        return users.authenticate(name, password) is not None
-
-    return cast(FastAPI, gr.mount_gradio_app(
-        server, blocks, path="/", auth=None if demo else check_login,
+    mounted = gr.mount_gradio_app(
+        server, blocks, path="/", auth=None if demo else login_check(users, ui, guard),
         auth_message=t("title") + " · " + t("title", "zh"),
-        max_file_size=f"{int(settings.ui.upload_max_mb)}mb", css=render.CSS,
-        footer_links=["api"], run_history=False, show_error=True,
-    ))
+        max_file_size=f"{int(ui.upload_max_mb)}mb", css=render.CSS,
+        footer_links=["api"], run_history=False, show_error=False,
+    )
+    gradio_app: Any = next(r.app for r in mounted.routes if isinstance(r, Mount))
+    gradio_app.tokens = sessions
+    cookie_id = gradio_app.cookie_id
+    cookies += [f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"]
+    mounted.add_middleware(GuardGradio, session_user=session_user)
+    return cast(FastAPI, mounted)
+
+
+def page_router(app: App, session_user: Any) -> APIRouter:
+    """`GET /page/{chunk_id}`: the PDF page of a passage as a PNG, for a signed-in user whose
+    groups include the passage's document (404 otherwise: no hint that it exists)."""
+    router = APIRouter()
+
+    @router.get("/page/{chunk_id}")
+    async def page(chunk_id: str, request: Request) -> Response:
+        user = await run_in_threadpool(session_user, request)
+        if user is None:
+            return JSONResponse({"error": "not signed in"}, status_code=401)
+        try:
+            image = await run_in_threadpool(app.page_image, chunk_id, user)
+        except AccessDenied:
+            logger.warning("page image refused for %s: %s", user.name, chunk_id[:80])
+            image = None
+        if image is None:
+            return JSONResponse({"error": "no such page"}, status_code=404)
+        return FileResponse(image, media_type="image/png",
+                            headers={"Cache-Control": "private, no-store"})
+
+    return router
+
+
+class GuardGradio:
+    """ASGI middleware in front of the app: remembers the client address (for the login
+    throttle) and lets only admins use Gradio's upload and file routes (the chat needs
+    neither; the admin tab's uploads do)."""
+
+    ADMIN_ONLY = ("/gradio_api/upload", "/gradio_api/file=", "/gradio_api/file/")
+
+    def __init__(self, app: ASGIApp, session_user: Any) -> None:
+        self.app, self.session_user = app, session_user
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        client_address.set(client[0] if client else "?")
+        path: str = scope.get("path", "")
+        if any(marker in path for marker in self.ADMIN_ONLY):
+            user = await run_in_threadpool(self.session_user, Request(scope))
+            if user is None or not user.is_admin:
+                logger.warning("%s refused for %s", path.split("?")[0][:80],
+                               user.name if user else "an anonymous client")
+                await JSONResponse({"error": "administrators only"}, status_code=403)(
+                    scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def serve(settings: Settings, demo: bool | None = None, host: str | None = None,

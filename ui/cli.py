@@ -109,7 +109,9 @@ def users_list(settings: Settings) -> None:
     with users_for(settings) as service:
         users = service.list_users()
     for user in users:
-        flags = " ".join(f for f, on in (("admin", user.is_admin), ("token", user.has_token)) if on)
+        flags = " ".join(f for f, on in (("admin", user.is_admin), ("see-all", user.see_all),
+                                         ("token", user.has_token),
+                                         ("disabled", user.disabled)) if on)
         click.echo(f"{user.name:<20} {','.join(user.groups):<24} {flags}")
     click.echo(f"{len(users)} users")
 
@@ -140,14 +142,84 @@ def users_groups(settings: Settings, name: str, groups: str, admin: bool | None)
 
 @users_group.command("token")
 @click.argument("name")
+@click.option("--days", type=float, default=None,
+              help="How long the token works (default: ui.token_days).")
 @with_settings
-def users_token(settings: Settings, name: str) -> None:
-    """Print a new API bearer token for NAME (replaces the old one; shown only once)."""
+def users_token(settings: Settings, name: str, days: float | None) -> None:
+    """Print a new API bearer token for NAME (replaces the old one; shown only once).
+
+    \b
+    kb users token alice --days 30
+    """
+    days = settings.ui.token_days if days is None else days
+    if days <= 0:
+        raise click.ClickException("--days must be positive")
     with users_for(settings) as users:
-        token = users.new_token(name)
+        token = users.new_token(name, days)
     click.echo(token)
-    click.echo(f"(only its hash is stored; use it as 'Authorization: Bearer ...' for {name})",
-               err=True)
+    click.echo(f"(only its hash is stored; use it as 'Authorization: Bearer ...' for {name}; "
+               f"it works {days:g} days)", err=True)
+
+
+@users_group.command("revoke-token")
+@click.argument("name")
+@with_settings
+def users_revoke_token(settings: Settings, name: str) -> None:
+    """Make NAME's API token stop working at once."""
+    with users_for(settings) as users:
+        users.revoke_token(name)
+    click.echo(f"API token of {name} revoked")
+
+
+@users_group.command("disable")
+@click.argument("name")
+@click.option("--enable", is_flag=True, help="Allow the user again.")
+@with_settings
+def users_disable(settings: Settings, name: str, enable: bool) -> None:
+    """Refuse NAME's logins, open sessions and API token (the account stays).
+
+    \b
+    kb users disable bob            # ends bob's sessions at his next click
+    kb users disable bob --enable
+    """
+    with users_for(settings) as users:
+        users.disable(name, not enable)
+    click.echo(f"{name} {'enabled' if enable else 'disabled'}")
+
+
+@users_group.command("logout")
+@click.argument("name")
+@with_settings
+def users_logout(settings: Settings, name: str) -> None:
+    """End every open web session of NAME (they must log in again)."""
+    with users_for(settings) as users:
+        users.end_sessions(name)
+    click.echo(f"sessions of {name} ended")
+
+
+@users_group.command("see-all")
+@click.argument("name")
+@click.option("--off", is_flag=True, help="Take the right away.")
+@with_settings
+def users_see_all(settings: Settings, name: str, off: bool) -> None:
+    """Let admin NAME see every group's documents and feedback in the admin tab (without it, an
+    admin sees only their own groups there)."""
+    with users_for(settings) as users:
+        users.set_see_all(name, not off)
+    click.echo(f"{name}: see-all {'off' if off else 'on'}")
+
+
+@users_group.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask.")
+@with_settings
+def users_delete(settings: Settings, name: str, yes: bool) -> None:
+    """Remove NAME's account (their questions and feedback stay on record)."""
+    if not yes:
+        click.confirm(f"delete user {name}?", abort=True)
+    with users_for(settings) as users:
+        users.delete(name)
+    click.echo(f"{name} deleted")
 
 
 def _register() -> None:

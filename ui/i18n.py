@@ -40,6 +40,9 @@ LABELS: dict[str, tuple[str, str]] = {
                 "总计 {total} 毫秒"),
     "retrieval_only": ("Retrieval only: the language model is unavailable",
                        "仅检索：语言模型暂不可用"),
+    "fallback": ("Passages instead of the model's answer, which could not be checked",
+                 "以原文代替无法核对的模型回答"),
+    "model_answer": ("Show the model's answer", "查看模型的回答"),
     "unverified": ("Some statements could not be matched to a source; check the citations.",
                    "部分内容未能与来源对应，请核对引用。"),
     "feedback": ("Feedback on the last answer", "对上一个回答的反馈"),
@@ -67,6 +70,11 @@ LABELS: dict[str, tuple[str, str]] = {
     "admin_only": ("Administrators only.", "仅限管理员。"),
     "not_signed_in": ("Please sign in.", "请先登录。"),
     "denied": ("That source is outside your groups.", "该来源不在您的访问范围内。"),
+    "model_down": ("The language model did not answer; an administrator can see why in the "
+                   "server log.", "语言模型未响应；管理员可在服务器日志中查看原因。"),
+    "page_image": ("The cited page", "引用所在页面"),
+    "groups_outside": ("You may only give documents your own groups: {groups}",
+                       "只能为文档指定您自己的访问组：{groups}"),
     "no_pdftoppm": ("(page image unavailable: install poppler-utils; showing the page text)",
                     "（无法渲染页面图像：请安装 poppler-utils；显示页面文本）"),
 }

@@ -108,8 +108,8 @@ def answer_html(answer: Answer, key: str, lang: str) -> str:
     by_chunk = {p.chunk_id: p for p in answer.passages}
     mode = "abstained" if answer.abstained else answer.mode
     lines: list[str] = [f'<div class="kb-answer" data-mode="{html.escape(mode)}">']
-    if mode == "retrieval_only":
-        lines.append(f'<p class="kb-badge">{html.escape(t("retrieval_only", lang))}</p>')
+    if mode in ("retrieval_only", "fallback"):
+        lines.append(f'<p class="kb-badge">{html.escape(t(mode, lang))}</p>')
     if answer.notice and mode == "generated":
         lines.append(f'<p class="kb-notice">{escape(answer.notice)}</p>')
     # An abstention's text names the nearest documents itself; they open under "view source".
@@ -122,8 +122,18 @@ def answer_html(answer: Answer, key: str, lang: str) -> str:
                         for c in answer.citations)
         lines.append(f'<details open><summary>{html.escape(t("sources", lang))}</summary>'
                      f"{cards}</details>")
+    if mode == "fallback" and answer.raw_answer:
+        lines.append(f'<details class="kb-model-answer"><summary>'
+                     f'{html.escape(t("model_answer", lang))}</summary>'
+                     f"<p>{escape(answer.raw_answer)}</p></details>")
     if answer.timings_ms or answer.notice:
-        why = f"<br>{escape(answer.notice)}" if answer.notice and answer.mode != "generated" else ""
+        # retrieval-only: the reason names internal URLs and errors (the log has it); a
+        # fallback's reason is one of the assistant's fixed sentences
+        why = ""
+        if answer.notice and answer.mode == "retrieval_only":
+            why = f"<br>{escape(t('model_down', lang))}"
+        elif answer.notice and answer.mode != "generated":
+            why = f"<br>{escape(answer.notice)}"
         summary = html.escape(t("details", lang))
         line = html.escape(timings_line(answer.timings_ms, lang))
         lines.append(f'<details class="kb-timings"><summary>{summary}</summary>{line}{why}'

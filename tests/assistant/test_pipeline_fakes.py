@@ -27,10 +27,12 @@ SALARY = "Salary bands for grade seven range from ninety to one hundred twenty t
 QUESTION = "How many days of unused annual leave can employees carry over?"
 
 
-def settings_for(tmp_path: Path) -> Settings:
+def settings_for(tmp_path: Path, **answer: object) -> Settings:
     settings = load_settings(REPO / "config.toml", environ={}).with_store(tmp_path / "store")
     retrieve = dataclasses.replace(settings.retrieve, abstain_dense_en=0.3, abstain_lexical_en=0.3)
-    return dataclasses.replace(settings, retrieve=retrieve)
+    return dataclasses.replace(
+        settings, retrieve=retrieve, answer=dataclasses.replace(settings.answer, **answer)
+    )
 
 
 def add_document(store: Store, name: str, text: str, groups: tuple[str, ...] = ("all",)) -> None:
@@ -38,9 +40,11 @@ def add_document(store: Store, name: str, text: str, groups: tuple[str, ...] = (
     Writer(store, store.collection).write(meta, ParsedDoc([Block(text, ("Policy",), 1, 1)]))
 
 
-@pytest.fixture
-def parts(tmp_path: Path) -> Iterator[tuple[Assistant, FakeGenerator, Store]]:
-    settings = settings_for(tmp_path)
+@pytest.fixture(params=[True], ids=["fallback"])
+def parts(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[Assistant, FakeGenerator, Store]]:
+    settings = settings_for(tmp_path, fallback_unverified=request.param)
     store = Store(settings, Ledger(tmp_path / "ledger.sqlite"), MemoryVectorIndex(), FakeEmbedder())
     add_document(store, "leave.pdf", LEAVE)
     add_document(store, "travel.pdf", TRAVEL)
@@ -63,11 +67,36 @@ def test_a_generated_answer_cites_the_passage_it_copies(parts) -> None:  # type:
     assert store.ledger.question_owner(answer.question_id) == "ann"
 
 
-def test_a_citation_the_passage_does_not_support_is_flagged(parts) -> None:  # type: ignore[no-untyped-def]
+UNSUPPORTED = "Managers approve every expense within ninety minutes [1]."
+
+
+def test_an_answer_no_passage_supports_gives_way_to_the_passages(parts) -> None:  # type: ignore[no-untyped-def]
     assistant, generator, _ = parts
-    generator.enqueue("Managers approve every expense within ninety minutes [1].")
+    generator.enqueue(UNSUPPORTED)
     answer = assistant.ask(QUESTION, ["all"])
+    assert answer.mode == "fallback" and answer.raw_answer == UNSUPPORTED
+    assert answer.citations[0].file == "leave.pdf" and LEAVE[:30] in answer.answer
+    assert "could be confirmed" in answer.notice
+
+
+@pytest.mark.parametrize("parts", [False], ids=["no-fallback"], indirect=True)
+def test_without_the_fallback_an_unsupported_citation_is_flagged(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, _ = parts
+    generator.enqueue(UNSUPPORTED)
+    answer = assistant.ask(QUESTION, ["all"])
+    assert answer.mode == "generated"
     assert [c.supported for c in answer.citations] == [False] and answer.unverified
+
+
+def test_a_looping_model_is_stopped_and_its_loop_trimmed(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, _ = parts
+    loop = "The answer is: 2.2 Mandatory training. " * 40
+    generator.enqueue("Up to five days of unused annual leave carry over [1]. " + loop)
+    items = list(assistant.ask_stream(QUESTION, ["all"]))
+    answer, streamed = items[-1], items[:-2]  # the passages come as one last piece
+    assert answer.mode == "fallback" and "repeating" in answer.notice
+    assert len(streamed) < len(loop.split()) // 2  # the request was cut off early
+    assert answer.raw_answer.count("Mandatory training") == 1
 
 
 def test_no_evidence_abstains_without_asking_the_model(parts) -> None:  # type: ignore[no-untyped-def]
@@ -87,12 +116,21 @@ def test_a_model_that_cannot_be_reached_gives_the_passages(parts) -> None:  # ty
     assert answer.citations[0].file == "leave.pdf"
 
 
+@pytest.mark.parametrize("parts", [False], ids=["no-fallback"], indirect=True)
 def test_a_model_that_fails_midway_keeps_the_text_and_says_so(parts) -> None:  # type: ignore[no-untyped-def]
     assistant, generator, _ = parts
     generator.enqueue(["Employees may carry ", GenerationUnavailable("connection lost")])
     answer = assistant.ask(QUESTION, ["all"])
     assert answer.mode == "generated" and answer.unverified
     assert answer.answer.startswith("Employees may carry") and "cut short" in answer.notice
+
+
+def test_a_model_that_fails_midway_gives_the_passages_and_says_why(parts) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, _ = parts
+    generator.enqueue(["Employees may carry ", GenerationUnavailable("connection lost")])
+    answer = assistant.ask(QUESTION, ["all"])
+    assert answer.mode == "fallback" and "cut short" in answer.notice
+    assert answer.raw_answer == "Employees may carry "
 
 
 def test_groups_decide_what_is_retrieved_and_opened(parts) -> None:  # type: ignore[no-untyped-def]

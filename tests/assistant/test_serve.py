@@ -126,6 +126,14 @@ def test_gpu_command_sets_the_memory_share(model_dir: Path) -> None:
     assert "--enforce-eager" not in text
 
 
+def test_gpu_command_runs_the_cli_so_api_server_count_takes_effect(model_dir: Path) -> None:
+    llm = LlmSettings(extra_args=("--api-server-count", "4"))
+    command = vllm_command(llm, model_dir, host="127.0.0.1", port=8000, cpu=False)
+    assert command[:5] == [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve",
+                           str(model_dir)]
+    assert "--model" not in command and command[-2:] == ["--api-server-count", "4"]
+
+
 def test_environment_is_offline_with_caches_in_the_given_folder(tmp_path: Path) -> None:
     env = vllm_environment(LlmSettings(cpu_kvcache_gib=2), tmp_path, cpu=True, base={})
     assert env["HF_HUB_OFFLINE"] == "1" and env["VLLM_NO_USAGE_STATS"] == "1"

@@ -78,6 +78,7 @@ class Running:
     tokens: dict[str, str]
     assistant: Any
     app: Any  # ui.app.App: the handlers, for calls a browser cannot make
+    guard: Any = None  # ui.auth.LoginGuard of the server (tests reset it)
 
     def client(self, user: str | None) -> Any:
         from gradio_client import Client
@@ -104,7 +105,8 @@ def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
             pytest.fail("the app did not start within 60 s", pytrace=False)
         time.sleep(0.05)
     try:
-        yield Running(f"http://127.0.0.1:{port}/", settings, {}, assistant, app.state.kb_app)
+        yield Running(f"http://127.0.0.1:{port}/", settings, {}, assistant, app.state.kb_app,
+                      getattr(app.state, "login_guard", None))
     finally:
         server.should_exit = True
         thread.join(timeout=10)
@@ -127,3 +129,19 @@ def demo_server(sample_store: Store) -> Iterator[Running]:
                               connect_timeout_s=1.0, retries=0)
     settings = dataclasses.replace(sample_store.settings, llm=llm)
     yield from _serve(settings, demo=True)
+
+
+@pytest.fixture(scope="session")
+def login_server(sample_store: Store) -> Iterator[Running]:
+    """The app with login and the model unreachable (retrieval-only answers, no vLLM needed),
+    a small login lockout (3 failures per user, 30 per address) for the trust tests."""
+    llm = dataclasses.replace(sample_store.settings.llm, url=f"http://127.0.0.1:{free_port()}/v1",
+                              connect_timeout_s=1.0, retries=0)
+    small = {"login_max_failures": 3, "login_max_failures_per_address": 30,
+             "login_lockout_s": 60.0, "login_concurrency": 1}
+    ui = sample_store.settings.ui
+    ui = dataclasses.replace(ui, **{k: v for k, v in small.items() if hasattr(ui, k)})
+    settings = dataclasses.replace(sample_store.settings, llm=llm, ui=ui)
+    for running in _serve(settings, demo=False):
+        running.tokens = sample_store.tokens
+        yield running

@@ -70,7 +70,7 @@ def test_question_gets_streamed_answer_with_sources(app_server: Any) -> None:
     # every [n] link points at a card on the page
     for n in re.findall(r'href="#kb-q\d+-(\d+)"', final):
         assert re.search(rf'id="kb-q\d+-{n}"', final)
-    html, _image = client.predict(choices[0][1], "en", api_name="/view_source")
+    html = client.predict(choices[0][1], "en", api_name="/view_source")
     assert "kb-card" in html
     # follow-up and a new conversation
     follow = ask(client, "And by when must I take them?")
@@ -87,10 +87,12 @@ def test_retrieval_only_demo_answer_has_citation_links(demo_server: Any) -> None
     links = re.findall(r'<a href="#kb-q\d+-(\d+)" class="kb-cite"', final)
     assert links and all(f'-{n}"' in final for n in links)
     assert "Employee-Leave-Policy.pdf" in final and "<mark>" in final
-    html, image = client.predict(outputs[-1][2]["value"], "en", api_name="/view_source")
+    html = client.predict(outputs[-1][2]["value"], "en", api_name="/view_source")
     assert "Employee-Leave-Policy.pdf" in html and "page" in html
-    if shutil.which("pdftoppm"):  # poppler-utils installed: the PDF page as an image
-        assert re.search(r"-p\d+\.png", repr(image)), image
+    if shutil.which("pdftoppm"):  # poppler-utils installed: the page from the checked route
+        assert re.search(r'<img class="kb-page" src="page/[^"]+"', html), html
+        src = re.search(r'src="(page/[^"]+)"', html)
+        assert src and httpx.get(demo_server.url + src.group(1)).status_code == 200
     zh = message_text(ask(client, "出差住宿费标准是多少？", lang="zh")[-1][0][-1])
     assert "详情" in zh and "检索" in zh  # labels follow the chosen language
     assert 'data-mode="retrieval_only"' in zh or 'data-mode="abstained"' in zh
@@ -138,7 +140,7 @@ def test_user_never_receives_other_groups_passages(app_server: Any) -> None:
     reply = httpx.post(api, json={"question": HR_QUESTIONS[0]}, timeout=120,
                        headers={"Authorization": f"Bearer {app_server.tokens['alice']}"})
     assert any(p["file"].endswith(HR_FILES) for p in reply.json()["passages"]), reply.json()
-    html, _ = app_server.app.view_source(hr_ids[0], "en", None, FakeRequest("alice"))
+    html = app_server.app.view_source(hr_ids[0], "en", None, FakeRequest("alice"))
     assert "kb-card" in html
 
 
@@ -180,7 +182,7 @@ def test_upload_is_ingested_and_answerable(app_server: Any, tmp_path: Path) -> N
     fake.write_text("just text pretending to be a PDF")
 
     bob = app_server.client("bob")
-    with pytest.raises(Exception, match="Administrators only"):
+    with pytest.raises(Exception, match="403|Administrators only"):  # Gradio's upload refuses
         bob.predict([handle_file(str(path))], ["all"], api_name="/ingest")
 
     alice = app_server.client("alice")

@@ -123,7 +123,8 @@ def test_chat_page_shows_answer_with_citation_link(demo_server: Any, browser: Pa
     browser.eval("document.querySelector('#kb-view').click()")
     browser.wait_for("document.querySelector('#kb-source')?.innerText.includes('page')")
     if shutil.which("pdftoppm"):
-        browser.wait_for("!!document.querySelector('#kb-page img')")
+        # served by /page/{chunk_id} after a group check, not by Gradio's file route
+        browser.wait_for("document.querySelector('#kb-source img.kb-page')?.naturalWidth > 0")
     # the answer's first lines (not the end of its source cards) in the picture
     browser.eval("document.querySelector('#kb-chat .kb-answer').scrollIntoView({block: 'start'});"
                  "window.scrollTo(0, 0); true")

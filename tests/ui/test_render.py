@@ -31,6 +31,17 @@ def test_citation_markers_become_links_to_their_cards() -> None:
     assert "\n\n" not in out  # one HTML block: Markdown leaves it alone
 
 
+def test_a_fallback_shows_passages_and_keeps_the_model_text_behind_a_toggle() -> None:
+    fallback = Answer("Passages [1]", citations=[Citation(1, "leave.pdf", 3, "", "5 days", "c1")],
+                      passages=[passage()], mode="fallback", notice="repeated itself",
+                      raw_answer="<i>loop</i> loop")
+    out = render.answer_html(fallback, "q3", "en")
+    assert 'data-mode="fallback"' in out and "could not be checked" in out
+    assert "<summary>Show the model&#x27;s answer</summary>" in out
+    assert "&lt;i&gt;loop&lt;/i&gt; loop" in out and "<i>loop</i>" not in out
+    assert "查看模型的回答" in render.answer_html(fallback, "q3", "zh")
+
+
 def test_retrieval_only_and_abstained_say_so_in_the_chosen_language() -> None:
     only = Answer("Passages [1]", citations=[Citation(1, "leave.pdf", 3, "", "5 days", "c1")],
                   passages=[passage()], mode="retrieval_only", notice="vLLM down")

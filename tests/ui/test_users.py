@@ -85,3 +85,15 @@ def test_feedback_only_on_own_questions_and_listed_with_the_question(users: User
     assert (item["rating"], item["comment"]) == (-1, "too vague")
     assert item["question"] == "How many days?"
     assert '"c1"' in item["chunk_ids"] and '"retrieve"' in item["timings"]
+
+
+def test_questions_recorded_from_many_threads(users: Users) -> None:
+    """Issue 11, finding 8: threads shared one SQLite connection; 1 of 80 records failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    answer = Answer("Five days [1].", citations=[Citation(1, "leave.pdf", 2, "", "5 days", "c1")])
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(lambda i: users.record_question("bob", f"q{i}", answer), range(80)))
+    assert len(set(ids)) == 80 and all(ids)
+    count = users.ledger.db.execute("SELECT COUNT(*) FROM questions").fetchone()[0]
+    assert count == 80

@@ -1,0 +1,181 @@
+"""The login throttle, the session table, accounts, group names and upload names, without a
+server (a real ledger in a temp folder, a fake clock)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.access import parse_groups
+from core.errors import KbError
+from ingest.ledger import Ledger
+from ui import admin
+from ui.auth import LoginGuard, SessionTable
+from ui.users import Users
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def users(tmp_path: Path) -> Iterator[Users]:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    service = Users(ledger)
+    service.add("bob", "bob-password", ["all"])
+    yield service
+    ledger.close()
+
+
+def test_guard_locks_a_name_and_an_address_then_forgets() -> None:
+    clock = Clock()
+    guard = LoginGuard(max_user=3, max_address=5, lockout_s=60, clock=clock)
+    for _ in range(3):
+        assert guard.locked("bob", "10.0.0.1") == 0
+        guard.failed("bob", "10.0.0.1")
+    assert guard.locked("bob", "10.0.0.2") == pytest.approx(60)  # the name, from anywhere
+    assert guard.locked("alice", "10.0.0.1") == 0
+    guard.failed("carol", "10.0.0.1")
+    guard.failed("dave", "10.0.0.1")  # 5 from this address: locked for every name
+    assert guard.locked("erin", "10.0.0.1") > 0 and guard.locked("erin", "10.0.0.3") == 0
+    clock.now += 61
+    assert guard.locked("bob", "10.0.0.1") == 0 and guard.locked("erin", "10.0.0.1") == 0
+    guard.failed("bob", "10.0.0.1")
+    guard.succeeded("bob")
+    assert guard.locked("bob", "10.0.0.9") == 0
+
+
+def test_sessions_expire_and_follow_the_account(users: Users) -> None:
+    clock = Clock()
+    table = SessionTable(users, max_age_s=3600, clock=clock)
+    table["t1"] = "bob"
+    assert table.get("t1") == "bob" and table.get("nope") is None
+    clock.now += 3601
+    assert table.get("t1") is None and "t1" not in table  # expired and dropped
+    table["t2"] = "bob"
+    users.set_password("bob", "bob-password-2")
+    assert table.get("t2") is None
+    table["t3"] = "bob"
+    users.end_sessions("bob")
+    assert table.get("t3") is None
+    table["t4"] = "bob"
+    users.disable("bob")
+    assert table.get("t4") is None
+    users.disable("bob", False)
+    table["t5"] = "bob"
+    assert table.get("t5") == "bob"
+    users.delete("bob")
+    assert table.get("t5") is None
+
+
+def test_disabled_users_and_tokens(users: Users) -> None:
+    token = users.new_token("bob", days=1)
+    assert users.by_token(token) is not None
+    users.disable("bob")
+    assert users.authenticate("bob", "bob-password") is None and users.by_token(token) is None
+    users.disable("bob", False)
+    assert users.authenticate("bob", "bob-password") is not None
+    users.revoke_token("bob")
+    assert users.by_token(token) is None and not users.require("bob").has_token
+    expired = users.new_token("bob", days=-1)
+    assert users.by_token(expired) is None
+
+
+@pytest.mark.parametrize("bad", ["..", ".", "HR", "a/b", "a.b", "", "x" * 65, "hr*"])
+def test_group_names_follow_one_rule(bad: str) -> None:
+    with pytest.raises(KbError, match="lower-case"):
+        parse_groups([bad] if bad else ["ok", " "] + [bad + "!"])
+    assert parse_groups("hr_team, all,legal-eu") == ("all", "hr_team", "legal-eu")
+
+
+def test_long_and_colliding_upload_names(tmp_path: Path) -> None:
+    long = "差" * 90 + ".pdf"  # 270 bytes of UTF-8: over the 255 a file name may have
+    name = admin.safe_name(long, "pdf")
+    assert len(name.encode()) <= 255 and name.endswith(".pdf") and name.startswith("差")
+    taken: set[str] = set()
+    first = admin.unique_target(tmp_path, admin.safe_name("a b.pdf", "pdf"), taken)
+    second = admin.unique_target(tmp_path, admin.safe_name("a_b.pdf", "pdf"), taken)
+    assert (first.name, second.name) == ("a_b.pdf", "a_b-2.pdf")
+
+
+def test_kb_users_commands(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ui.cli import main
+
+    store = ["--store", str(tmp_path / "store")]
+    run = CliRunner().invoke
+
+    def kb(*args: str, stdin: str | None = None) -> str:
+        result = run(main, ["users", *args, *store], input=stdin)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    kb("add", "bob", "--groups", "all", "--password-stdin", stdin="bob-password\n")
+    token = kb("token", "bob", "--days", "2").split()[0]
+    ledger = Ledger(tmp_path / "store" / "ledger.sqlite")
+    users = Users(ledger)
+    try:
+        assert users.by_token(token) is not None
+        kb("revoke-token", "bob")
+        assert users.by_token(token) is None
+        kb("disable", "bob")
+        assert "disabled" in kb("list") and users.authenticate("bob", "bob-password") is None
+        kb("disable", "bob", "--enable")
+        epoch = users.require("bob").epoch
+        kb("logout", "bob")
+        assert users.require("bob").epoch == epoch + 1
+        kb("delete", "bob", "--yes")
+        assert users.get("bob") is None
+        bad = run(main, ["users", "add", "eve", "--groups", "..", "--password-stdin", *store],
+                  input="eve-password\n")
+        assert bad.exit_code != 0 and "lower-case" in bad.output
+    finally:
+        ledger.close()
+
+
+def test_model_errors_stay_in_the_log() -> None:
+    from core.types import Answer, Citation
+    from ui import render
+
+    why = "vLLM at http://10.1.2.3:8000/v1 did not answer /tokenize (connection refused)"
+    only = Answer("Passages [1]", citations=[Citation(1, "leave.pdf", 3, "", "5 days", "c1")],
+                  mode="retrieval_only", notice=why, timings_ms={"total": 5.0})
+    page = render.answer_html(only, "q1", "en")
+    assert "10.1.2.3" not in page and "tokenize" not in page and "did not answer" in page
+    fallback = Answer("Passages [1]", mode="fallback", notice="No citation supports it.",
+                      timings_ms={"total": 5.0})
+    assert "No citation supports it." in render.answer_html(fallback, "q2", "en")
+
+
+def test_tokens_from_before_the_migration_get_90_days(tmp_path: Path) -> None:
+    import sqlite3
+    import time
+
+    from ingest.ledger import MIGRATIONS
+
+    path = tmp_path / "ledger.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+    for name, sql in MIGRATIONS:
+        if name == "005_auth_accounts":
+            break
+        db.executescript(sql)
+        db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+    db.execute("INSERT INTO users (name, password_hash, api_token_hash, created_at) "
+               "VALUES ('old', 'x', 'abc', 0)")
+    db.commit()
+    db.close()
+    ledger = Ledger(path)
+    try:
+        user = Users(ledger).require("old")
+        assert abs(user.token_expires_at - (time.time() + 90 * 86400)) < 60
+        assert not user.disabled and user.epoch == 0
+    finally:
+        ledger.close()
