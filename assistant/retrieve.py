@@ -109,7 +109,7 @@ class Snapshot:
         key = frozenset(groups)
         if key not in self._superseded_for:
             self._superseded_for[key] = self._superseded(
-                r for r in self.docs.values() if r.status == "ok" and key & set(r.meta.groups)
+                r for r in self.docs.values() if r.searchable and key & set(r.meta.groups)
             )
         return self._superseded_for[key]
 
@@ -119,7 +119,7 @@ class Snapshot:
             visible = {
                 doc_id
                 for doc_id, r in self.docs.items()
-                if r.status == "ok" and key & set(r.meta.groups)
+                if r.searchable and key & set(r.meta.groups)
             }
             self._masks[key] = np.fromiter(
                 (d in visible for d in self.doc_ids), dtype=bool, count=len(self.doc_ids)

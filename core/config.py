@@ -50,12 +50,23 @@ class StoreSettings:
     token: str = field(default="", metadata=_doc("server mode: bearer token, if it asks one"))
     tenant: str = field(default="default_tenant", metadata=_doc("server mode: Chroma tenant"))
     database: str = field(default="default_database", metadata=_doc("server mode: database"))
+    lock_wait_s: float = field(
+        default=600.0, metadata=_doc("a second writer waits this long for the lock; 0: refuse")
+    )
 
 
 @dataclass(frozen=True)
 class IngestSettings:
     max_file_mb: float = field(default=100.0, metadata=_doc("files larger than this are refused"))
     file_timeout_s: float = field(default=120.0, metadata=_doc("per-file parse time limit"))
+    parse_memory_mb: float = field(
+        default=2048.0, metadata=_doc("address space of a parse worker, MiB; 0: no limit")
+    )
+    max_unpacked_mb: float = field(
+        default=64.0, metadata=_doc("XML a .docx may unpack to, MiB (zip bombs)")
+    )
+    max_blocks: int = field(default=50_000, metadata=_doc("blocks a file may parse into"))
+    max_chunks: int = field(default=20_000, metadata=_doc("passages a file may chunk into"))
     pdf_passwords: tuple[str, ...] = field(default=(), metadata=_doc("passwords to try"))
     default_groups: tuple[str, ...] = field(default=("all",), metadata=_doc("groups if none given"))
     folder_groups: dict[str, tuple[str, ...]] = field(

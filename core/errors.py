@@ -8,7 +8,10 @@ KbError
 │   ├── EncryptedFile        encrypted and no configured password opens it
 │   ├── BrokenFile           the parser could not read it
 │   ├── NoText               it has no text layer / no text at all
-│   ├── TooLarge             over ingest.max_file_mb
+│   ├── TooLarge             over ingest.max_file_mb, or unpacks past ingest.max_unpacked_mb
+│   ├── OverMemory           its parser needed more than ingest.parse_memory_mb
+│   ├── TooManyBlocks        more blocks than ingest.max_blocks
+│   ├── TooManyChunks        more passages than ingest.max_chunks
 │   └── ParseTimeout         parsing took longer than ingest.file_timeout_s
 ├── AccessDenied             a user asked for something outside their groups
 └── GenerationError          the model server failed
@@ -56,6 +59,18 @@ class NoText(IngestError):
 
 class TooLarge(IngestError):
     status = "too_large"
+
+
+class OverMemory(IngestError):
+    status = "over_memory"
+
+
+class TooManyBlocks(IngestError):
+    status = "too_many_blocks"
+
+
+class TooManyChunks(IngestError):
+    status = "too_many_chunks"
 
 
 class ParseTimeout(IngestError):

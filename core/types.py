@@ -95,6 +95,12 @@ class DocRecord:
     chunk_count: int
     updated_at: float
 
+    @property
+    def searchable(self) -> bool:
+        """Has a live version: an `ok` document, or one whose new version failed and whose
+        previous version stays live (its status says the failure, its reason that it kept)."""
+        return self.chunk_count > 0
+
 
 @dataclass(frozen=True)
 class Passage:

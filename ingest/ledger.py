@@ -401,7 +401,8 @@ class Ledger:
             self._bump(db)
 
     def mark_failed(self, meta: DocMeta, status: str, reason: str) -> None:
-        """Record a failure. A document that had a live version keeps it (and says so)."""
+        """Record a failure. A document that had a live version keeps it, searchable
+        (`DocRecord.searchable`), and its reason says so; readers reload either way."""
         with self.transaction() as db:
             row = db.execute(
                 "SELECT chunk_count, status FROM documents WHERE id = ?", (meta.id,)
@@ -418,6 +419,7 @@ class Ledger:
                 )
             else:
                 self._upsert_document(db, meta, status, reason, 0)
+            self._bump(db)
 
     def delete_document(self, doc_id: str) -> list[str]:
         """Remove a document and its live chunks; returns the chunk ids that went."""
@@ -471,11 +473,21 @@ class Ledger:
             db.execute("DELETE FROM chunks_staging")
 
     def swap_in_staging(
-        self, documents: Sequence[tuple[DocMeta, str, str, int]], collection: str
+        self,
+        documents: Sequence[tuple[DocMeta, str, str, int]],
+        collection: str,
+        generation: int,
     ) -> None:
         """The end of a full re-index: staged chunks, these documents and the new collection
-        become live in one transaction."""
+        become live in one transaction, unless the live chunks changed since `generation`
+        (StoreError: the staged copy is stale, and nothing is switched)."""
         with self.transaction() as db:
+            if self.generation() != generation:
+                raise StoreError(
+                    f"store {self.path.parent}: the ledger changed during the full re-index "
+                    "(a writer without the store's write lock?); nothing was switched: run "
+                    "`kb reindex --full` again"
+                )
             db.execute("DELETE FROM chunks")
             db.execute("INSERT INTO chunks SELECT * FROM chunks_staging")
             db.execute("DELETE FROM chunks_staging")

@@ -6,16 +6,20 @@
         for path, result in pool.imap(paths):   # result: ParsedDoc or an IngestError
             ...
 
-`parse_file` raises only `IngestError` subclasses for files it cannot use. `ParsePool` parses
-in worker processes ("spawn": the parent may hold torch and threads), kills and replaces a
-worker whose file takes longer than `file_timeout_s` (ParseTimeout), and gives the file of a
-worker that died (segfault, out of memory) a BrokenFile; the batch always goes on.
+`parse_file` raises only `IngestError` subclasses for files it cannot use, among them the
+bounds: `max_file_mb`, `max_unpacked_mb` (TooLarge), `max_blocks` (TooManyBlocks) and running
+out of memory (OverMemory). `ParsePool` parses in worker processes ("spawn": the parent may hold
+torch and threads) whose address space is limited to `parse_memory_mb` (`resource.RLIMIT_AS`),
+kills and replaces a worker whose file takes longer than `file_timeout_s` (ParseTimeout),
+replaces one that ran out of memory, and gives the file of a worker that died (segfault) a
+BrokenFile; the batch always goes on.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import resource
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -30,8 +34,10 @@ from core.errors import (
     EncryptedFile,
     IngestError,
     NoText,
+    OverMemory,
     ParseTimeout,
     TooLarge,
+    TooManyBlocks,
     UnsupportedFile,
 )
 from core.types import ParsedDoc
@@ -100,10 +106,20 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
             raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
         kind = sniff(path)
         if kind == "pdf":
-            return parse_pdf(path, settings.pdf_passwords)
-        return parse_docx(path)
+            parsed = parse_pdf(path, settings.pdf_passwords)
+        else:
+            parsed = parse_docx(path, int(settings.max_unpacked_mb * 1024 * 1024))
+        if len(parsed.blocks) > settings.max_blocks:
+            raise TooManyBlocks(
+                f"{path.name}: {len(parsed.blocks)} blocks (paragraphs, headings, tables) is "
+                f"over ingest.max_blocks = {settings.max_blocks} (split the file, or raise the "
+                "limit)"
+            )
+        return parsed
     except IngestError:
         raise
+    except MemoryError as exc:
+        raise _over_memory(path, settings) from exc
     except OSError as exc:
         raise BrokenFile(f"{path.name}: cannot be read ({exc}); check the file") from exc
     except Exception as exc:  # MemoryError, RecursionError, a parser bug on a strange file
@@ -114,10 +130,26 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
         ) from exc
 
 
+def _over_memory(path: Path, settings: IngestSettings) -> OverMemory:
+    return OverMemory(
+        f"{path.name}: parsing needed more than ingest.parse_memory_mb = "
+        f"{settings.parse_memory_mb:g} MiB (a malformed or oversized file: split or re-save it, "
+        "or raise the limit)"
+    )
+
+
+def _limit_memory(megabytes: float) -> None:
+    """Cap this process's address space; a larger allocation raises MemoryError."""
+    if megabytes > 0:
+        limit = int(megabytes * 1024 * 1024)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
     """Worker loop: receive a path, send back a ParsedDoc or an IngestError; None stops."""
     # The worker has no log handlers: keep pypdf's per-font warnings off stderr.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
+    _limit_memory(settings.parse_memory_mb)
     conn.send("ready")
     while True:
         try:
@@ -131,6 +163,8 @@ def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
             result = parser(path, settings)
         except IngestError as exc:
             result = exc
+        except MemoryError:
+            result = _over_memory(path, settings)
         except Exception as exc:
             result = BrokenFile(f"{path.name}: the parser failed ({type(exc).__name__}: {exc})")
         conn.send(result)
@@ -229,6 +263,8 @@ class ParsePool:
                 result, lost = self._timed_out(path), True
             if result is None:
                 continue
+            # a worker that ran out of memory may keep its heap: the next file gets a fresh one
+            lost = lost or isinstance(result, OverMemory)
             out.append((index, path, result))
             worker.job = None
             if lost:

@@ -28,7 +28,7 @@ from docx.document import Document
 from docx.oxml import parse_xml
 from docx.text.paragraph import Paragraph
 
-from core.errors import BrokenFile, NoText, UnsupportedFile
+from core.errors import BrokenFile, NoText, TooLarge, UnsupportedFile
 from core.types import Block, ParsedDoc
 from ingest.clean import clean_text
 
@@ -40,7 +40,8 @@ MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fall
 # Relationship type (its last segment) -> the note element that part holds.
 NOTE_PARTS = {"footnotes": "footnote", "endnotes": "endnote"}
 NOTE_SEPARATORS = {"separator", "continuationSeparator", "continuationNotice"}
-MAX_UNPACKED_BYTES = 1 << 30  # larger when unpacked: refused as a zip bomb
+MAX_UNPACKED_BYTES = 1 << 30  # larger when unpacked, media included: refused as a zip bomb
+DEFAULT_MAX_XML_BYTES = 64 << 20  # ingest.max_unpacked_mb: the XML python-docx would parse
 _HEADING_NAME = re.compile(
     r"(?:heading|标题|標題|titre|überschrift|encabezado|título|titolo|kop|заголовок|見出し|제목)"
     r"\s*([1-9])",
@@ -51,9 +52,10 @@ _DOCTYPE = (b"<!DOCTYPE", b"<!ENTITY")
 _STRICT_OOXML = b"purl.oclc.org/ooxml/officeDocument"
 
 
-def parse_docx(path: Path) -> ParsedDoc:
-    """Parse a .docx; raises BrokenFile or NoText for files it cannot use."""
-    _check_package(path)
+def parse_docx(path: Path, max_xml_bytes: int = DEFAULT_MAX_XML_BYTES) -> ParsedDoc:
+    """Parse a .docx; raises BrokenFile, TooLarge (XML unpacking past `max_xml_bytes`: a zip
+    bomb), UnsupportedFile or NoText for files it cannot use."""
+    _check_package(path, max_xml_bytes)
     try:
         document = docx.Document(str(path))
     except Exception as exc:
@@ -91,7 +93,11 @@ def parse_docx(path: Path) -> ParsedDoc:
     return ParsedDoc(blocks=blocks, title=_core_title(document) or first_heading or path.stem)
 
 
-def _check_package(path: Path) -> None:
+def _is_xml(name: str) -> bool:
+    return name.endswith((".xml", ".rels"))
+
+
+def _check_package(path: Path, max_xml_bytes: int) -> None:
     """Refuse packages that are not Word documents, unpack too large, or declare a DOCTYPE."""
     try:
         with zipfile.ZipFile(path) as package:
@@ -108,20 +114,27 @@ def _check_package(path: Path) -> None:
                     f"{path.name}: a Strict Open XML document, which python-docx cannot read "
                     "(in Word: Save As > Word Document (.docx), then ingest that)"
                 )
+            xml = sum(info.file_size for info in infos if _is_xml(info.filename))
+            if xml > max_xml_bytes:
+                raise TooLarge(
+                    f"{path.name}: its XML unpacks to {xml / 1024 / 1024:.0f} MiB, over "
+                    f"ingest.max_unpacked_mb = {max_xml_bytes / 1024 / 1024:g} (a zip bomb, or "
+                    "a document to split); remove or split the file"
+                )
             if sum(info.file_size for info in infos) > MAX_UNPACKED_BYTES:
                 raise BrokenFile(
                     f"{path.name}: unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB "
                     "(a zip bomb?); remove the file"
                 )
             for info in infos:
-                if info.filename.endswith((".xml", ".rels")) and _declares_doctype(
+                if _is_xml(info.filename) and _declares_doctype(
                     package.read(info)
                 ):
                     raise BrokenFile(
                         f"{path.name}: part {info.filename} declares a DOCTYPE or entities, "
                         "refused for safety (re-save the file in Word, or remove it)"
                     )
-    except (BrokenFile, UnsupportedFile):
+    except (BrokenFile, TooLarge, UnsupportedFile):
         raise
     except Exception as exc:  # BadZipFile, truncated members, bad compression, ...
         raise BrokenFile(

@@ -13,7 +13,9 @@ Per file: an unchanged file (same size and mtime, or same sha256) is skipped wit
 new or changed one is parsed in a worker process with a time limit, chunked, its new passages
 embedded (through the cache) and upserted into Chroma, and only then made live in the ledger in
 one transaction; vectors that stopped being live are deleted afterwards. A crash anywhere leaves
-the old or the new version live; orphans are collected at the start of the next run.
+the old or the new version live; orphans are collected at the start of the next run. Every
+writing function holds the store's write lock (`store.writing`, ingest/lock.py) for its whole
+run, so that collection never meets another run's unfinished work.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import Settings
-from core.errors import IngestError, KbError
+from core.errors import IngestError, KbError, TooManyChunks
 from core.text import detect_lang, tokenize
 from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
 from ingest.chunk import chunk_blocks
@@ -180,6 +182,11 @@ class Writer:
             size,
             self.settings.ingest.chunk_overlap,
         )
+        if len(chunks) > self.settings.ingest.max_chunks:
+            raise TooManyChunks(
+                f"{Path(meta.path).name}: {len(chunks)} passages is over ingest.max_chunks = "
+                f"{self.settings.ingest.max_chunks} (split the file, or raise the limit)"
+            )
         sample = "".join(c.text for c in chunks[:20])
         meta = replace(
             meta,
@@ -196,6 +203,7 @@ class Writer:
         if not fresh:
             return
         self.store.ledger.set_meta("dirty", "1")
+        logger.info("%s: embedding %d new passages", meta.path, len(fresh))
         vectors = self.store.embedder.embed_batch([c.embed_text() for c in fresh])
         metadata = group_metadata(meta.id, meta.groups)
         self.store.vectors.upsert(
@@ -205,14 +213,20 @@ class Writer:
     def write(self, meta: DocMeta, parsed: ParsedDoc) -> int:
         meta, chunks, tokens = self.prepare(meta, parsed)
         self.upsert(meta, chunks)
+        logger.info("%s: switching to %d live chunks", meta.path, len(chunks))
         stale = self.store.ledger.replace_document(meta, chunks, tokens)
         self.store.vectors.delete(self.collection, stale)
         return len(chunks)
 
 
 def recover(store: Store) -> None:
-    """After an interrupted run: drop vectors the ledger does not list, and staged chunks."""
+    """After an interrupted run: drop vectors the ledger does not list, staged chunks and
+    collections that are not live. Only under the write lock: another run's unfinished work
+    looks the same as an interrupted one's."""
+    if not store.writing_now:
+        raise RuntimeError("recover() runs only inside store.writing(): another run may be live")
     if store.ledger.get_meta("dirty") == "1":
+        logger.info("recovering %s from an interrupted run", store.path)
         removed = store.vectors.collect_garbage(store.collection, set(store.ledger.chunk_ids()))
         store.ledger.clear_staging()
         for name in store.vectors.collections():
@@ -230,7 +244,19 @@ def ingest_paths(
     progress: Progress | None = None,
     workers: int = 1,
 ) -> IngestReport:
-    """Ingest files and folders; see the module docstring."""
+    """Ingest files and folders, holding the store's write lock; see the module docstring."""
+    with store.writing("kb ingest"):
+        return _ingest_paths(store, paths, groups, prune, progress, workers)
+
+
+def _ingest_paths(
+    store: Store,
+    paths: Sequence[Path],
+    groups: Sequence[str] | None,
+    prune: bool,
+    progress: Progress | None,
+    workers: int,
+) -> IngestReport:
     started = time.perf_counter()
     embedded_before = store.embedded()
     settings = store.settings
@@ -304,6 +330,8 @@ def ingest_paths(
             continue
         todo.append((meta, path, old is not None and old.chunk_count > 0))
 
+    if todo:
+        logger.info("parsing %d new or changed files", len(todo))
     with ParsePool(settings.ingest, workers=workers) as pool:
         metas = {path: (meta, had) for meta, path, had in todo}
         for path, result in pool.imap([path for _, path, _ in todo]):
@@ -336,6 +364,7 @@ def ingest_paths(
                 and record.meta.id not in seen
                 and not (Path(record.meta.root) / record.meta.path).exists()
             ):
+                logger.info("%s: pruning (its file is gone)", record.meta.path)
                 store.vectors.delete(
                     store.collection, store.ledger.delete_document(record.meta.id)
                 )
@@ -343,6 +372,7 @@ def ingest_paths(
 
     # Every stale vector was deleted as its document switched; only an interrupted run
     # leaves orphans, and the next run's _recover scans for them.
+    logger.info("ingest run %d: done, marking the store clean", report.run_id)
     store.ledger.set_meta("dirty", "0")
     store.ledger.set_meta("parse_fingerprint", fingerprint)
     return store.finish_run(report, started, embedded_before)
@@ -374,8 +404,9 @@ def _find(store: Store, ref: str) -> DocRecord:
 
 def delete_document(store: Store, ref: str) -> DocRecord:
     """Remove one document (by id, path or file name) from the ledger and Chroma."""
-    record = _find(store, ref)
-    store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
+    with store.writing("kb delete"):
+        record = _find(store, ref)
+        store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
     return record
 
 

@@ -1,6 +1,7 @@
 """Re-indexing: every remembered source again (incremental), or a full rebuild into a fresh
 Chroma collection that becomes live in one ledger transaction at the end; until then queries
-keep using the old collection.
+keep using the old collection, which is dropped DROP_GRACE_S after the switch (a question in
+flight at the switch finishes on it).
 
     reindex(store) -> IngestReport             # unchanged files skipped, vanished ones pruned
     reindex(store, full=True) -> IngestReport
@@ -8,6 +9,7 @@ keep using the old collection.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -19,25 +21,35 @@ from ingest.parse import ParsePool
 from ingest.pipeline import Progress, Writer, ingest_paths, lexical_terms, recover, sha256_file
 from ingest.store import Store
 
+logger = logging.getLogger(__name__)
+
+DROP_GRACE_S = 5.0  # the old collection outlives the switch by this long (questions in flight)
+
 
 def reindex(
     store: Store, full: bool = False, progress: Progress | None = None, workers: int = 1
 ) -> IngestReport:
     """Incremental: ingest every remembered source again, pruning what disappeared.
-    Full: rebuild every document into a fresh collection and switch over at the end."""
-    if not full:
-        report = IngestReport()
-        for source, groups in store.ledger.sources():
-            if not Path(source).exists():
-                continue
-            part = ingest_paths(
-                store, [Path(source)], groups, prune=True, progress=progress, workers=workers
-            )
-            report.outcomes += part.outcomes
-            report.embedded += part.embedded
-            report.run_id = part.run_id
-        return report
-    return _full_reindex(store, progress, workers)
+    Full: rebuild every document into a fresh collection and switch over at the end. Either
+    holds the store's write lock throughout."""
+    with store.writing("kb reindex --full" if full else "kb reindex"):
+        if full:
+            return _full_reindex(store, progress, workers)
+        return _incremental(store, progress, workers)
+
+
+def _incremental(store: Store, progress: Progress | None, workers: int) -> IngestReport:
+    report = IngestReport()
+    for source, groups in store.ledger.sources():
+        if not Path(source).exists():
+            continue
+        part = ingest_paths(
+            store, [Path(source)], groups, prune=True, progress=progress, workers=workers
+        )
+        report.outcomes += part.outcomes
+        report.embedded += part.embedded
+        report.run_id = part.run_id
+    return report
 
 
 def _full_reindex(store: Store, progress: Progress | None, workers: int) -> IngestReport:
@@ -45,12 +57,14 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
     embedded_before = store.embedded()
     settings = store.settings
     recover(store)
+    generation = store.ledger.generation()
     old_collection = store.collection
     number = int(old_collection.rsplit("_", 1)[-1]) + 1 if old_collection[-1].isdigit() else 1
     new_collection = f"{settings.store.collection}_{number}"
     store.vectors.drop(new_collection)
     store.ledger.clear_staging()
     store.ledger.set_meta("dirty", "1")
+    logger.info("full re-index into %s (live until the switch: %s)", new_collection, old_collection)
     report = IngestReport(run_id=store.ledger.start_run("reindex-full", ""))
     writer = Writer(store, new_collection)
     records = store.ledger.documents()
@@ -64,6 +78,12 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
             meta = replace(
                 record.meta, sha256=sha256_file(path), size=stat.st_size, mtime=stat.st_mtime
             )
+            try:
+                if isinstance(result, IngestError):
+                    raise result
+                prepared = writer.prepare(meta, result)  # IngestError past ingest.max_chunks
+            except IngestError as exc:
+                result = exc
             if isinstance(result, IngestError):
                 kept = _carry_over(store, writer, record)
                 finals.append(
@@ -76,8 +96,9 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
                 )
                 outcome = FileOutcome(str(path), "failed", result.status, str(result))
             else:
-                meta, chunks, tokens = writer.prepare(meta, result)
+                meta, chunks, tokens = prepared
                 writer.upsert(meta, chunks, skip_existing=False)
+                logger.info("%s: staging %d chunks", meta.path, len(chunks))
                 store.ledger.stage_chunks(chunks, tokens)
                 finals.append((meta, "ok", "", len(chunks)))
                 outcome = FileOutcome(
@@ -92,13 +113,19 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
             if progress:
                 progress(i, len(records), str(path))
     gone = [r for p, r in by_path.items() if not p.exists()]
-    store.ledger.swap_in_staging(finals, new_collection)
+    logger.info("switching to collection %s", new_collection)
+    store.ledger.swap_in_staging(finals, new_collection, generation)
     for record in gone:
         store.ledger.delete_document(record.meta.id)
         report.outcomes.append(
             FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed")
         )
+    # A question that took its snapshot before the switch may still be querying the old
+    # collection: give it time to finish before the collection goes.
+    logger.info("waiting %gs for questions in flight on %s", DROP_GRACE_S, old_collection)
+    time.sleep(DROP_GRACE_S)
     store.vectors.drop(old_collection)
+    logger.info("full re-index done, marking the store clean")
     store.ledger.set_meta("dirty", "0")
     return store.finish_run(report, started, embedded_before)
 

@@ -4,6 +4,8 @@ held together for a process. Ingestion writes through it; the query side reads t
     store = open_store(settings)            # ledger.sqlite + Chroma under store.path
     store.ledger.documents(); store.vectors.count(store.collection)
     store.embedder.embed_batch(["年假"])     # loaded on first use, cached per passage text
+    with store.writing("kb ingest"):        # one writer at a time (ingest/lock.py)
+        ...
     store.close()
 
 Its parts are ports (`core.ports`): `Store(settings, ledger, vectors, embedder)` takes fakes in
@@ -13,7 +15,8 @@ the unit tests and the real adapters from `open_store`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from core.config import Settings
@@ -21,6 +24,7 @@ from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
 from ingest.embed import CachedEmbedder, open_embedder
 from ingest.ledger import Ledger
+from ingest.lock import WriteLock
 from ingest.vectors import open_vector_index
 
 EmbedderSource = Callable[[], Embedder]
@@ -43,6 +47,20 @@ class Store:
         self.vectors = vectors
         self._embedder: Embedder | None = None
         self._source = embedder
+        self._lock = WriteLock(self.path, settings.store.lock_wait_s)
+
+    @contextmanager
+    def writing(self, what: str) -> Iterator[None]:
+        """Hold the store's write lock (`ingest/lock.py`) for the block: every write to the
+        ledger's documents and chunks or to Chroma happens inside one; readers never wait.
+        `what` names the writer in the message another writer gets."""
+        with self._lock.hold(what):
+            yield
+
+    @property
+    def writing_now(self) -> bool:
+        """Whether this process holds the store's write lock."""
+        return self._lock.held
 
     @property
     def collection(self) -> str:

@@ -6,6 +6,7 @@ opens the store, runs one public function of `ingest/` and closes the store agai
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,3 +43,25 @@ def list_documents(settings: Settings) -> list[DocRecord]:
 def store_status(settings: Settings) -> dict[str, Any]:
     with store_for(settings) as store:
         return pipeline.store_status(store)
+
+
+def store_problems(settings: Settings) -> list[str]:
+    """What is wrong between the ledger and Chroma ([] when they agree): vectors no live chunk
+    owns, live chunks without a vector, documents whose chunk count is not their live chunks."""
+    problems: list[str] = []
+    with store_for(settings) as store:
+        rows = store.ledger.db.execute("SELECT id, doc_id FROM chunks").fetchall()
+        live = {r[0] for r in rows}
+        per_doc = Counter(r[1] for r in rows)
+        vectors = store.vectors.all_ids(store.collection)
+        if vectors - live:
+            problems.append(f"{len(vectors - live)} orphan vectors in {store.collection}")
+        if live - vectors:
+            problems.append(f"{len(live - vectors)} live chunks without a vector")
+        for record in store.ledger.documents():
+            if record.chunk_count != per_doc.get(record.meta.id, 0):
+                problems.append(
+                    f"{record.meta.path} ({record.status}): chunk_count {record.chunk_count}, "
+                    f"{per_doc.get(record.meta.id, 0)} live chunks"
+                )
+    return problems

@@ -17,8 +17,10 @@ from core.errors import (
     EncryptedFile,
     IngestError,
     NoText,
+    OverMemory,
     ParseTimeout,
     TooLarge,
+    TooManyBlocks,
     UnsupportedFile,
 )
 from core.types import Block, ParsedDoc
@@ -89,6 +91,10 @@ def fake_parser(path: Path, settings: IngestSettings) -> ParsedDoc:
         os.kill(os.getpid(), signal.SIGSEGV)
     if path.name.startswith("memory"):
         raise MemoryError
+    if path.name.startswith("hungry"):
+        import numpy as np
+
+        np.empty(3 << 30, dtype=np.uint8)  # 3 GiB of address space, never touched
     if path.name.startswith("bad"):
         raise BrokenFile(f"{path.name}: bad on purpose")
     return ParsedDoc([Block(f"{path.name} in {os.getpid()}")])
@@ -110,7 +116,7 @@ def test_pool_times_out_and_survives_crashes() -> None:
         "crash1": "broken",
         "c": "ok",
         "bad1": "broken",
-        "memory1": "broken",
+        "memory1": "over_memory",
         "d": "ok",
         "e": "ok",
     }
@@ -118,7 +124,53 @@ def test_pool_times_out_and_survives_crashes() -> None:
     assert isinstance(dict(results)[Path("hang1")], ParseTimeout)
     assert "hang1: parsing took longer than 2s" in errors["hang1"]
     assert "crash1: the parser process died" in errors["crash1"]
-    assert "memory1: the parser failed (MemoryError" in errors["memory1"]
+    assert "memory1: parsing needed more than ingest.parse_memory_mb" in errors["memory1"]
+
+
+def test_parse_workers_have_a_memory_limit() -> None:
+    """Issue 11, finding 7: parse workers had no memory limit. A file whose parser wants more
+    than ingest.parse_memory_mb gets status over_memory; the next file gets a fresh worker."""
+    settings = IngestSettings(parse_memory_mb=1024)
+    with ParsePool(settings, parser=fake_parser) as pool:
+        results = dict(pool.imap([Path("hungry1"), Path("a")]))
+    assert isinstance(results[Path("hungry1")], OverMemory)
+    assert "ingest.parse_memory_mb = 1024 MiB" in str(results[Path("hungry1")])
+    assert isinstance(results[Path("a")], ParsedDoc)
+
+
+def docx_bomb(template: Path, target: Path, xml_mib: int) -> Path:
+    """`template` with its document.xml swapped for `xml_mib` MiB of one repeated paragraph:
+    the shape of issue 11's 383 KiB file that unpacked to a 100 MiB document.xml."""
+    paragraph = b"<w:p><w:r><w:t>Lorem ipsum dolor sit amet, consectetur.</w:t></w:r></w:p>"
+    with zipfile.ZipFile(template) as package:
+        parts = {name: package.read(name) for name in package.namelist()}
+    head, _, tail = parts["word/document.xml"].partition(b"<w:body>")
+    body = paragraph * ((xml_mib << 20) // len(paragraph))
+    parts["word/document.xml"] = head + b"<w:body>" + body + b"</w:body></w:document>"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as package:
+        for name, data in parts.items():
+            package.writestr(name, data)
+    return target
+
+
+def test_a_docx_zip_bomb_is_refused_before_parsing(
+    tmp_path: Path, fixtures: dict[str, Path]
+) -> None:
+    """Issue 11, finding 7: 383 KiB unpacking to a 100 MiB document.xml took 868 MiB, 35 s and
+    gave 852,500 blocks."""
+    bomb = docx_bomb(fixtures["headings"], tmp_path / "bomb.docx", 100)
+    assert bomb.stat().st_size < 1 << 20
+    started = time.monotonic()
+    expected = r"bomb.docx: its XML unpacks to 10[01] MiB, over ingest.max_unpacked_mb = 64"
+    with pytest.raises(TooLarge, match=expected) as caught:
+        parse_file(bomb, SETTINGS)
+    assert caught.value.status == "too_large" and time.monotonic() - started < 5
+
+
+def test_blocks_per_file_are_capped(fixtures: dict[str, Path]) -> None:
+    with pytest.raises(TooManyBlocks, match=r"over ingest.max_blocks = 2 \(split") as caught:
+        parse_file(fixtures["headings"], IngestSettings(max_blocks=2))
+    assert caught.value.status == "too_many_blocks"
 
 
 def test_pool_parses_real_files(fixtures: dict[str, Path]) -> None:

@@ -13,8 +13,11 @@ from click.testing import CliRunner
 
 from assistant.answer import passage_to_json
 from assistant.retrieve import Retriever
+from ingest import pipeline
+from ingest import reindex as reindexing
 from ingest.ledger import Ledger
-from ingest.store import open_store
+from ingest.store import Store, open_store
+from tests.fakes import FakeEmbedder, MemoryVectorIndex
 from tests.stores import delete_document, ingest_paths, reindex, store_status
 from ui.cli import main
 
@@ -299,3 +302,35 @@ def test_a_store_from_before_page_labels_is_migrated(make_settings, samples: Pat
     finally:
         ledger.close()
     assert len(records) == 11 and all(r.meta.page_labels == () for r in records)
+
+
+def test_chunks_per_file_are_capped(make_settings, tmp_path: Path) -> None:
+    """A file that chunks into more than ingest.max_chunks passages gets its own status; its
+    previous version stays searchable, through an ingest and through a full re-index."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(SAMPLES / "Code-of-Conduct.docx", folder)
+
+    def fake_store(max_chunks: int) -> Store:
+        settings = make_settings(ingest={"max_chunks": max_chunks})
+        ledger = Ledger(settings.store_path() / "ledger.sqlite")
+        return Store(settings, ledger, vectors, FakeEmbedder())
+
+    vectors = MemoryVectorIndex()
+    store = fake_store(1000)
+    assert pipeline.ingest_paths(store, [folder]).counts["ingested"] == 1
+    store.close()
+
+    store = fake_store(3)
+    document = docx.Document(str(folder / "Code-of-Conduct.docx"))
+    document.add_paragraph("A new version, with too many passages for the new limit.")
+    document.save(str(folder / "Code-of-Conduct.docx"))
+    report = pipeline.ingest_paths(store, [folder])
+    assert [(o.status, "ingest.max_chunks = 3" in o.reason) for o in report.outcomes] == [
+        ("too_many_chunks", True)
+    ]
+    full = reindexing.reindex(store, full=True)
+    assert [o.status for o in full.outcomes] == ["too_many_chunks"]
+    record = store.ledger.documents()[0]
+    assert record.status == "too_many_chunks" and record.searchable
+    store.close()
