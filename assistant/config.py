@@ -102,6 +102,9 @@ class RetrieveSettings:
         default=0.5, metadata=_doc("RRF weight, passages stating the amount a question asks for")
     )
     rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
+    hit_share: float = field(
+        default=1.0, metadata=_doc("share of the passage budget for hits before neighbours")
+    )
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
     abstain_dense_en: float = field(default=0.45, metadata=_doc("English: dense top-1 floor"))
     abstain_lexical_en: float = field(default=0.6, metadata=_doc("English: scaled BM25 floor"))

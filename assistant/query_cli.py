@@ -88,7 +88,8 @@ def retrieve_command(
     groups: str | None,
     as_json: bool,
 ) -> None:
-    """Show the passages a question retrieves, in packing order.
+    """Show the passages a question puts into the prompt: packed into the passage budget,
+    best first, with the text and page span as packed.
 
     \b
     kb retrieve "年假可以结转吗？" --json
@@ -97,6 +98,7 @@ def retrieve_command(
     from assistant.answer import passage_to_json, should_abstain
     from assistant.evaluate import load_questions
     from assistant.retrieve import Retriever
+    from assistant.window import fill_window, window_counter
     from ingest.pipeline import Store
 
     if (question is None) == (questions_file is None):
@@ -108,11 +110,15 @@ def retrieve_command(
         items = [{"id": None, "question": question}]
     store = Store(settings)
     retriever = Retriever(settings, store)
+    count = window_counter(settings)
     try:
         for item in items:
             retrieval = retriever.retrieve(item["question"], _groups(groups, settings))
             abstain = should_abstain(retrieval, settings)
-            passages = [passage_to_json(p, n) for n, p in enumerate(retrieval.passages, 1)]
+            packed = fill_window(
+                retrieval.passages, item["question"], retrieval.lang, count, settings
+            )
+            passages = [passage_to_json(p, n) for n, p in enumerate(packed, 1)]
             if as_json:
                 line: dict[str, Any] = {"abstain": abstain, "passages": passages}
                 if questions_file is not None:
@@ -165,8 +171,11 @@ def eval_command(
             continue
         click.echo(system)
         for lang, metrics in report[system].items():
-            values = "  ".join(f"{m} {metrics[m]:.3f}" for m in METRICS)
-            click.echo(f"  {lang:<4} {values}  (n={metrics['questions']})")
+            rows = [(lang, metrics)]
+            rows += [(f"  {k}", m) for k, m in metrics.get("kinds", {}).items()]
+            for name, m in rows:
+                values = "  ".join(f"{key} {m[key]:.3f}" for key in METRICS)
+                click.echo(f"  {name:<14} {values}  ({m['counts']}; n={m['questions']})")
     if "citations" in report:
         c = report["citations"]
 

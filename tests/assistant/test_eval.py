@@ -10,7 +10,16 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.cli import main
-from assistant.evaluate import METRICS, Hit, load_questions, passage_hits, quote_hit, run_eval
+from assistant.evaluate import (
+    METRICS,
+    Hit,
+    Outcome,
+    load_questions,
+    passage_hits,
+    quote_hit,
+    run_eval,
+    score,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "bench" / "eval_public.json"
@@ -26,6 +35,29 @@ def test_quote_hit_rules() -> None:
     assert passage_hits(Hit("a.pdf", 2, 3, "Carry over"), gold)
     assert not passage_hits(Hit("a.pdf", 4, 4, "Carry over"), gold)
     assert not passage_hits(Hit("b.pdf", 3, 3, "Carry over"), gold)
+
+
+def test_score_splits_languages_kinds_window_and_abstention_errors() -> None:
+    gold = [{"file": "a.pdf", "page": 2, "quote": "twelve weeks"}]
+    right, wrong = Hit("a.pdf", 2, 2, "You get twelve weeks."), Hit("a.pdf", 5, 5, "Other.")
+    questions = [
+        {"id": "1", "lang": "en", "answerable": True, "gold": gold, "kind": "direct"},
+        {"id": "2", "lang": "en", "answerable": True, "gold": gold, "kind": "paraphrase"},
+        {"id": "3", "lang": "en", "answerable": False, "gold": [], "kind": "unanswerable"},
+        {"id": "4", "lang": "en", "answerable": False, "gold": [], "kind": "unanswerable"},
+    ]
+    results = {
+        "1": Outcome(False, [right, wrong], [right]),  # hit@1, in the window
+        "2": Outcome(True, [wrong, right], [wrong]),  # hit at 2, cut from the window, refused
+        "3": Outcome(True, [wrong], [wrong]),  # rightly refused
+        "4": Outcome(False, [wrong], [wrong]),  # answered
+    }
+    en = score(questions, results)["en"]
+    assert (en["hit@1"], en["hit@5"], en["mrr@10"], en["in_window"]) == (0.5, 1.0, 0.75, 0.5)
+    assert (en["abstain_acc"], en["refused"], en["answered"]) == (0.5, 0.5, 0.5)
+    assert en["kinds"]["paraphrase"]["in_window"] == 0.0
+    assert en["kinds"]["direct"]["in_window"] == 1.0
+    assert en["kinds"]["unanswerable"]["answered"] == 0.5
 
 
 @pytest.mark.slow
