@@ -22,6 +22,7 @@ def main(verbose: bool) -> None:
 
 
 def _register() -> None:
+    from assistant.abstain_cli import abstain
     from assistant.llm_cli import llm
     from assistant.query_cli import COMMANDS as QUERY_COMMANDS
     from ingest.cli import COMMANDS as INGEST_COMMANDS
@@ -30,6 +31,7 @@ def _register() -> None:
     for command in [*INGEST_COMMANDS, *QUERY_COMMANDS, *UI_COMMANDS]:
         main.add_command(command)
     main.add_command(llm)
+    main.add_command(abstain)
 
 
 _register()

@@ -95,8 +95,10 @@ def _metrics(subset: Sequence[dict[str, Any]], results: dict[str, Outcome]) -> d
         sums["in_window"] += any(passage_hits(p, q["gold"]) for p in outcome.window)
     refused = sum(1 for q in answerable if results[q["id"]].abstained)
     answered = sum(1 for q in subset if not q["answerable"] and not results[q["id"]].abstained)
-    out: dict[str, Any] = {
-        m: round(sums[m] / max(len(answerable), 1), 3) for m in METRICS if m != "abstain_acc"
+    out: dict[str, Any] = {  # None: no answerable question to score
+        m: round(sums[m] / len(answerable), 3) if answerable else None
+        for m in METRICS
+        if m != "abstain_acc"
     }
     out["abstain_acc"] = round((len(subset) - refused - answered) / max(len(subset), 1), 3)
     out["refused"] = round(refused / max(len(answerable), 1), 3)
@@ -139,7 +141,7 @@ def evaluate_ours(
 ) -> dict[str, Outcome]:
     from assistant.answer import should_abstain
     from assistant.retrieve import Retriever
-    from assistant.window import fill_window, window_counter
+    from assistant.window import fill_window, snapshot_neighbours, window_counter
     from ingest.pipeline import Store, ingest_paths
 
     settings = settings.with_store(store_dir)
@@ -156,7 +158,12 @@ def evaluate_ours(
                 q["question"], groups=settings.ingest.default_groups, k=max(10, top_k)
             )
             window = fill_window(
-                retrieval.passages[:top_k], q["question"], retrieval.lang, count, settings
+                retrieval.passages[:top_k],
+                q["question"],
+                retrieval.lang,
+                count,
+                settings,
+                snapshot_neighbours(retriever.snapshot()),
             )
             results[q["id"]] = Outcome(
                 should_abstain(retrieval, settings),

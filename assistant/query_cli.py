@@ -98,7 +98,7 @@ def retrieve_command(
     from assistant.answer import passage_to_json, should_abstain
     from assistant.evaluate import load_questions
     from assistant.retrieve import Retriever
-    from assistant.window import fill_window, window_counter
+    from assistant.window import fill_window, snapshot_neighbours, window_counter
     from ingest.pipeline import Store
 
     if (question is None) == (questions_file is None):
@@ -116,7 +116,12 @@ def retrieve_command(
             retrieval = retriever.retrieve(item["question"], _groups(groups, settings))
             abstain = should_abstain(retrieval, settings)
             packed = fill_window(
-                retrieval.passages, item["question"], retrieval.lang, count, settings
+                retrieval.passages,
+                item["question"],
+                retrieval.lang,
+                count,
+                settings,
+                snapshot_neighbours(retriever.snapshot()),
             )
             passages = [passage_to_json(p, n) for n, p in enumerate(packed, 1)]
             if as_json:
@@ -174,7 +179,9 @@ def eval_command(
             rows = [(lang, metrics)]
             rows += [(f"  {k}", m) for k, m in metrics.get("kinds", {}).items()]
             for name, m in rows:
-                values = "  ".join(f"{key} {m[key]:.3f}" for key in METRICS)
+                values = "  ".join(
+                    f"{key} " + ("–" if m[key] is None else f"{m[key]:.3f}") for key in METRICS
+                )
                 click.echo(f"  {name:<14} {values}  ({m['counts']}; n={m['questions']})")
     if "citations" in report:
         c = report["citations"]

@@ -1,5 +1,6 @@
-"""`kb eval` on the public set, in CI: our retrieval must not fall more than 0.02 below the
-values recorded in bench/eval_public.json, and must stay ahead of the LlamaIndex starter."""
+"""`kb eval` on the public sets, in CI: our retrieval must not fall more than 0.02 below the
+values recorded in bench/eval_public.json (and bench/eval_public2.json, the harder set), and
+must stay ahead of the LlamaIndex starter on the public set."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from assistant.evaluate import (
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "bench" / "eval_public.json"
+RECORDED2 = REPO / "bench" / "eval_public2.json"
 TOLERANCE = 0.02
 
 
@@ -74,6 +76,23 @@ def test_public_eval_holds_the_recorded_values(make_settings, shared: Path) -> N
                 ours[lang],
             )
             assert ours[lang][metric] >= starter[lang][metric], (lang, metric, "behind the starter")
+
+
+@pytest.mark.slow
+def test_public2_eval_holds_the_recorded_values(make_settings, shared: Path) -> None:
+    """The harder set (issue 10), ours only: the starter's figures on it are recorded in
+    bench/eval_public2.json, and re-measuring them would cost CI minutes."""
+    report = run_eval(make_settings(), shared / "eval" / "public2", baseline=False)
+    recorded = json.loads(RECORDED2.read_text("utf-8"))["ours"]
+    ours = report["ours"]
+    print(json.dumps(report, indent=1))
+    for lang in ("en", "zh"):
+        for metric in METRICS:
+            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (
+                lang,
+                metric,
+                ours[lang],
+            )
 
 
 @pytest.mark.vllm
