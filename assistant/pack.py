@@ -106,11 +106,12 @@ def _join(first: Passage, second: Passage, second_start: int) -> Passage | None:
     a, b = first.text.strip(), second.text.strip()
     overlap = _edge_overlap(a, b)
     if overlap:
-        text = a + b[overlap:]
+        text, b_at = a + b[overlap:], len(a) - overlap
     elif first.ordinal >= 0 and second_start == first.ordinal + 1:
-        text = a + "\n" + b
+        text, b_at = a + "\n" + b, len(a) + 1
     else:
         return None
+    starts = _page_starts(first, 0) + _page_starts(second, b_at)
     pages = [x for x in (first.page, second.page) if x is not None]
     ends = [x for x in (first.page_end, second.page_end, *pages) if x is not None]
     best = first if first.score >= second.score else second
@@ -121,7 +122,16 @@ def _join(first: Passage, second: Passage, second_start: int) -> Passage | None:
         page_end=max(ends) if ends else None,
         score=max(first.score, second.score),
         ordinal=second.ordinal,  # the last chunk's, so a following chunk still joins
+        page_starts=starts,
     )
+
+
+def _page_starts(p: Passage, shift: int) -> tuple[tuple[int, int], ...]:
+    """`p`'s chunk starts and pages, its text starting at `shift` of a merged text."""
+    lead = len(p.text) - len(p.text.lstrip())
+    if p.page_starts:
+        return tuple((max(offset - lead, 0) + shift, page) for offset, page in p.page_starts)
+    return ((shift, p.page),) if p.page is not None else ()
 
 
 def merge_adjacent(passages: Sequence[Passage]) -> list[Passage]:

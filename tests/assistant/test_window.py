@@ -112,3 +112,19 @@ def test_kb_retrieve_prints_what_is_packed(make_settings, tmp_path: Path) -> Non
         assert estimate_tokens(render_passages(as_packed)) < 4096 - 512
         assert all(p["page"] is None or p["page"] <= p["page_end"] for p in passages)
     assert lines[1]["passages"][0]["file"].startswith("差旅费管理办法-2024")
+
+
+def test_a_widened_passage_still_cites_the_page_of_the_quoted_chunk() -> None:
+    from assistant.cite import verify
+
+    on_3 = Passage("d-0", "d", "d.pdf", "Leave requests go to your manager first.", ("s",),
+                   3, 3, 2.0, title="d", ordinal=0)
+    on_4 = Passage("d-1", "d", "d.pdf", "Parental leave lasts twelve weeks at full pay.",
+                   ("s",), 4, 4, 2.0, title="d", ordinal=1)
+    packed = fill_budget([on_3], 10_000, estimate_tokens, neighbours_in([on_3, on_4]),
+                         hit_share=0.5)
+    assert len(packed) == 1 and (packed[0].page, packed[0].page_end) == (3, 4)
+    checked = verify("Parental leave lasts twelve weeks [1].", packed, min_support=0.5)
+    assert [(c.page, c.supported) for c in checked.citations] == [(4, True)]
+    first = verify("Leave requests go to your manager [1].", packed, min_support=0.5)
+    assert [c.page for c in first.citations] == [3]
