@@ -20,6 +20,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from assistant.errors import PromptTooLong
 from assistant.lang import Lang
@@ -47,12 +48,22 @@ def render_passages(passages: Sequence[Passage]) -> str:
     )
 
 
+@lru_cache(maxsize=4096)
 def _norm(text: str) -> str:
     return _WS.sub("", text).casefold()
 
 
-def _bigrams(text: str) -> set[str]:
-    return {text[i : i + 2] for i in range(len(text) - 1)} or {text}
+@lru_cache(maxsize=4096)
+def _bigrams(text: str) -> frozenset[str]:
+    return frozenset({text[i : i + 2] for i in range(len(text) - 1)} or {text})
+
+
+def _near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Character-bigram Jaccard >= NEAR_DUPLICATE (sets of too different sizes never are)."""
+    small, large = sorted((len(a), len(b)))
+    if small < NEAR_DUPLICATE * large:
+        return False
+    return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 
 def dedupe(passages: Sequence[Passage]) -> list[Passage]:
@@ -62,14 +73,14 @@ def dedupe(passages: Sequence[Passage]) -> list[Passage]:
 
     dedupe([a, a, b]) -> [a, b]
     """
-    kept: list[tuple[Passage, str, set[str]]] = []
+    kept: list[tuple[Passage, str, frozenset[str]]] = []
     for p in passages:
         norm = _norm(p.text)
         grams = _bigrams(norm)
         if any(
             p.chunk_id == q.chunk_id
             or norm in qnorm
-            or len(grams & qgrams) / len(grams | qgrams) >= NEAR_DUPLICATE
+            or _near_duplicate(grams, qgrams)
             for q, qnorm, qgrams in kept
         ):
             continue

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from assistant.retrieve import Snapshot
 
 Neighbours = Callable[[Passage], list[Passage]]
+# Tokens a passage may add where it joins the block ("\n\n", a two-digit [n]): the running
+# sum stays an upper bound. Packing checks the exact count at the end in any case.
+SEAM_TOKENS = 4
 
 _CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]")
 
@@ -101,16 +104,27 @@ def fill_budget(
     fill_budget([a, b], 1000, len) -> [a, b]   (both fit; no neighbours given)
     """
 
-    def size(chosen: Sequence[Passage]) -> int:
-        return count(render_passages(merge_adjacent(dedupe(chosen))))
-
     chosen: list[Passage] = []
+    used = 0  # an upper bound of the chosen block's tokens: the sum of each one's own block
+
+    def fits(p: Passage, limit: float) -> bool:
+        """Whether `p` joins the chosen within `limit`: by the running sum while that is
+        clearly under it, else by packing them (merged and deduplicated) and counting."""
+        nonlocal used
+        alone = count(render_passages([p])) + SEAM_TOKENS
+        if used + alone > limit:
+            exact = count(render_passages(merge_adjacent(dedupe([*chosen, p]))))
+            if exact > limit:
+                return False
+        used += alone
+        return True
+
     rest = list(hits)
-    while rest and size([*chosen, rest[0]]) <= budget * hit_share:
+    while rest and fits(rest[0], budget * hit_share):
         chosen.append(rest.pop(0))
     for hit in list(chosen):
         for extra in neighbours(hit):
-            if size([*chosen, extra]) <= budget:
+            if fits(extra, budget):
                 chosen.append(extra)
     return pack([*chosen, *rest], budget, count)
 
