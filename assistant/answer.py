@@ -20,14 +20,18 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from assistant.answerable import load_model
 from assistant.cite import attribute, verify
+from assistant.lead import lead_with_best
 from assistant.loopguard import LoopGuard
-from assistant.pack import pack, plan_budget, render_passages
+from assistant.pack import plan_budget, render_passages
 from assistant.prompt import abstention_text, build_messages, retrieval_only_text
 from assistant.retrieve import Retrieval, Retriever
+from assistant.window import fill_budget, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, GenerationError, KbError
 from core.ports import Generator, Reranker, TokenCounter
@@ -52,16 +56,14 @@ UNSUPPORTED = {
 
 
 def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
-    """Too little evidence to answer: no passage, or the question's language's calibrated
-    signals are below their floors (dense similarity and BM25 for English, BM25 for Chinese,
-    which the bundled embedder cannot read)."""
-    cfg = settings.retrieve
+    """Too little evidence to answer: no passage, or the answerability model of the question's
+    language (retrieve.answerable_model; assistant/answerable.py) puts the chance that the
+    documents answer it below its threshold."""
     if not retrieval.passages:
         return True
-    if retrieval.lang == "zh":
-        return retrieval.lexical_scaled < cfg.abstain_lexical_zh
-    weak_dense = retrieval.dense_top < cfg.abstain_dense_en
-    return weak_dense or retrieval.lexical_scaled < cfg.abstain_lexical_en
+    path = settings.retrieve.answerable_model
+    model = load_model(str(settings.base_dir / path) if path else "")
+    return model.refuses(retrieval.evidence, retrieval.lang)
 
 
 def answer_to_json(answer: Answer) -> dict[str, Any]:
@@ -164,6 +166,7 @@ class Assistant:
             raise KbError("empty question: type a question about the policies")
         with self._lock:
             retrieval = self.retriever.retrieve(question, groups)
+            neighbours = snapshot_neighbours(self.retriever.snapshot())
         timings = {"retrieve": retrieval.timings_ms["retrieve"]}
         lang: Lang = "zh" if retrieval.lang == "zh" else "en"
         if should_abstain(retrieval, self.settings):
@@ -199,7 +202,13 @@ class Assistant:
                 max_model_len=self.settings.llm.max_model_len,
                 answer_tokens=self.settings.llm.answer_tokens,
             )
-            packed = pack(retrieval.passages, budget.passages, counter.count)
+            packed = fill_budget(
+                retrieval.passages,
+                budget.passages,
+                counter.count,
+                neighbours,
+                self.settings.retrieve.hit_share,
+            )
         except GenerationError as exc:
             # also a token counter that cannot be loaded: no model to count for
             yield from self._retrieval_only(
@@ -240,8 +249,8 @@ class Assistant:
             packed,
             min_support=self.settings.answer.min_support,
             min_similarity=self.settings.answer.min_similarity,
-            # the bundled embedder reads English only: no embedding evidence for Chinese claims
-            similarity=self._similarity if lang == "en" else None,
+            # no embedding evidence for claims in a language the embedder does not read
+            similarity=self._similarity if lang in self.settings.embed.languages else None,
         )
         verified = any(c.supported for c in checked.citations)
         if looped or (self.settings.answer.fallback_unverified and not verified):
@@ -278,11 +287,12 @@ class Assistant:
         raw_answer: str | None = None,
     ) -> Iterator[str | Answer]:
         """The best passages quoted: the model is unavailable, or (with `raw_answer`) its
-        answer could not be trusted."""
+        answer could not be trusted. Each quote leads with its best sentence for the question."""
         fallback = raw_answer is not None
         if not fallback:
             logger.warning("retrieval-only answer: %s", reason)
-        shown = sorted(passages, key=lambda p: -p.score)[:3]  # the best first, whatever the order
+        best = sorted(passages, key=lambda p: -p.score)[:3]  # the best first, whatever the order
+        shown = [replace(p, text=lead_with_best(question, p.text)) for p in best]
         citations = [
             Citation(
                 n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label

@@ -189,6 +189,10 @@ def verify(
                 supported.add(n)
             rank = support + (1.0 if ok else 0.0)
             if n not in found or rank > best_support[n]:
+                # a passage merged from chunks of several pages: the quoted chunk's page
+                page = p.page_at(max(p.text.find(quote), 0))
+                if page != p.page:
+                    p = dataclasses.replace(p, page=page, page_end=page)
                 found[n] = Citation(
                     n=n,
                     file=p.file,

@@ -20,94 +20,52 @@ the top-k, and a filtered search costs what an unfiltered one does.
 from __future__ import annotations
 
 import re
+import tomllib
 import unicodedata
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
+from core.errors import ConfigError
 from core.text import EN_STOP, IDEOGRAPH_RUN, stem, tokenize
 
 # --- question-side paraphrases ------------------------------------------------------------
 
-# Question-side paraphrases: a word people ask with -> the words policies are written in.
-# Applied to queries only; each entry should be a paraphrase any HR/legal text might use.
-ZH_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "加班": ("延长工作时间", "加点"),
-    "加班费": ("延长工作时间", "工资报酬"),
-    "年假": ("年休假",),
-    "休年假": ("年休假",),
-    "带薪假": ("年休假", "带薪"),
-    "工资": ("薪酬", "报酬", "薪资"),
-    "薪水": ("工资", "薪酬"),
-    "薪酬": ("工资", "报酬"),
-    "工资条": ("工资",),
-    "辞职": ("解除劳动合同", "离职"),
-    "离职": ("解除劳动合同", "终止劳动合同"),
-    "辞退": ("解除劳动合同", "用人单位解除"),
-    "开除": ("解除劳动合同",),
-    "裁员": ("裁减人员",),
-    "炒鱿鱼": ("解除劳动合同",),
-    "公司": ("用人单位",),
-    "单位": ("用人单位",),
-    "老板": ("用人单位",),
-    "员工": ("劳动者", "职工"),
-    "职工": ("劳动者",),
-    "雇员": ("劳动者",),
-    "工人": ("劳动者",),
-    "上班": ("工作",),
-    "周末": ("休息日",),
-    "双休": ("休息日",),
-    "节假日": ("法定休假日", "节日"),
-    "放假": ("休假", "假期"),
-    "休息": ("休假",),
-    "请假": ("休假", "假期"),
-    "生孩子": ("生育", "产假"),
-    "生小孩": ("生育", "产假"),
-    "怀孕": ("孕期",),
-    "孕妇": ("孕期", "女职工"),
-    "女员工": ("女职工",),
-    "喂奶": ("哺乳",),
-    "补偿": ("经济补偿",),
-    "赔偿": ("赔偿金",),
-    "合同": ("劳动合同",),
-    "签合同": ("订立劳动合同",),
-    "试用": ("试用期",),
-    "社保": ("社会保险",),
-    "五险一金": ("社会保险", "住房公积金"),
-    "公积金": ("住房公积金",),
-    "暑期工": ("未成年人",),
-    "童工": ("未成年人",),
-    "岁": ("周岁",),
-    "招": ("招用", "录用"),
-    "招人": ("招用",),
-    "招聘": ("招用", "录用"),
-    "兼职": ("非全日制用工",),
-    "小时工": ("非全日制用工",),
-    "跳槽": ("新用人单位", "入职"),
-    "入职": ("用工",),
-    "个人信息": ("个人信息",),
-    "隐私": ("个人信息",),
-    "泄露": ("泄露", "安全事件"),
-    "出差": ("差旅",),
-    "报销": ("费用", "报销"),
-    "日薪": ("日工资",),
-    "月薪": ("月工资",),
-    "多久": ("期限", "时间"),
-    "多长时间": ("期限",),
-    "最多": ("不得超过", "最长"),
-    "最长": ("不得超过",),
-    "至少": ("不低于", "不少于"),
-    "最低": ("不得低于",),
-    "什么时候": ("之日起", "施行"),
-    "生效": ("施行",),
-}
+# Question-side paraphrases live in a data file a deployment can edit (retrieve.synonyms).
+SHIPPED_SYNONYMS = Path(__file__).parent / "data" / "zh_synonyms.toml"
+Synonyms = Mapping[str, Sequence[str]]
+
+
+@lru_cache(maxsize=8)
+def load_synonyms(path: str = "") -> Synonyms:
+    """The paraphrase table at `path` ("" for the shipped one): word -> terms also searched.
+
+    load_synonyms()["年假"] -> ["年休假"]
+    """
+    source = Path(path) if path else SHIPPED_SYNONYMS
+    try:
+        table = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(
+            f"{source}: not a synonym table ({exc}); fix it or set retrieve.synonyms to empty "
+            "for the shipped one"
+        ) from exc
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in table.values()):
+        raise ConfigError(f'{source}: each entry must read "word" = ["term", ...]')
+    return {word: tuple(alts) for word, alts in table.items()}
 
 
 
-def tokenize_query(text: str, *, synonyms: bool = True, bigrams: bool = False) -> list[str]:
-    """`tokenize` for a question, plus the paraphrases of its Chinese words, each term once.
+
+def tokenize_query(
+    text: str, *, synonyms: Synonyms | bool = True, bigrams: bool = False
+) -> list[str]:
+    """`tokenize` for a question, plus the paraphrases of its words (`synonyms`: a table, True
+    for the shipped one, False for none), each term once.
 
     tokenize_query("加班") -> ["加班", "延长", "工作", "时间", ...]
     """
@@ -115,7 +73,8 @@ def tokenize_query(text: str, *, synonyms: bool = True, bigrams: bool = False) -
     if synonyms:
         norm = unicodedata.normalize("NFKC", text)
         extra: list[str] = []
-        for word, alts in ZH_SYNONYMS.items():
+        table = load_synonyms() if synonyms is True else synonyms
+        for word, alts in table.items():
             if word in norm:
                 for alt in alts:
                     extra.extend(tokenize(alt, bigrams=bigrams))
@@ -311,6 +270,14 @@ class BM25Index:
         for j, span in self._postings(set(query_tokens)):
             out[self._weights.indices[span]] += self._idf[j]
         return out
+
+    def idf(self, token: str) -> float | None:
+        """The (Lucene) idf of an indexed token; None for a token no row holds.
+
+        index.idf("加班") -> 0.69...
+        """
+        j = self.vocab.get(token)
+        return None if j is None else float(self._idf[j])
 
     def _postings(self, tokens: Iterable[str]) -> Iterator[tuple[int, slice]]:
         """For each indexed token: its column and the span of its rows in the matrix."""

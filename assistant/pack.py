@@ -22,6 +22,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from assistant.prompt import build_messages, render_chat, source_label
 from core.errors import PromptTooLong
@@ -48,12 +49,22 @@ def render_passages(passages: Sequence[Passage]) -> str:
     )
 
 
+@lru_cache(maxsize=4096)
 def _norm(text: str) -> str:
     return _WS.sub("", text).casefold()
 
 
-def _bigrams(text: str) -> set[str]:
-    return {text[i : i + 2] for i in range(len(text) - 1)} or {text}
+@lru_cache(maxsize=4096)
+def _bigrams(text: str) -> frozenset[str]:
+    return frozenset({text[i : i + 2] for i in range(len(text) - 1)} or {text})
+
+
+def _near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Character-bigram Jaccard >= NEAR_DUPLICATE (sets of too different sizes never are)."""
+    small, large = sorted((len(a), len(b)))
+    if small < NEAR_DUPLICATE * large:
+        return False
+    return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 
 def dedupe(passages: Sequence[Passage]) -> list[Passage]:
@@ -63,14 +74,14 @@ def dedupe(passages: Sequence[Passage]) -> list[Passage]:
 
     dedupe([a, a, b]) -> [a, b]
     """
-    kept: list[tuple[Passage, str, set[str]]] = []
+    kept: list[tuple[Passage, str, frozenset[str]]] = []
     for p in passages:
         norm = _norm(p.text)
         grams = _bigrams(norm)
         if any(
             p.chunk_id == q.chunk_id
             or norm in qnorm
-            or len(grams & qgrams) / len(grams | qgrams) >= NEAR_DUPLICATE
+            or _near_duplicate(grams, qgrams)
             for q, qnorm, qgrams in kept
         ):
             continue
@@ -107,11 +118,12 @@ def _join(first: Passage, second: Passage, second_start: int) -> Passage | None:
     a, b = first.text.strip(), second.text.strip()
     overlap = _edge_overlap(a, b)
     if overlap:
-        text = a + b[overlap:]
+        text, b_at = a + b[overlap:], len(a) - overlap
     elif first.ordinal >= 0 and second_start == first.ordinal + 1:
-        text = a + "\n" + b
+        text, b_at = a + "\n" + b, len(a) + 1
     else:
         return None
+    starts = _page_starts(first, 0) + _page_starts(second, b_at)
     pages = [x for x in (first.page, second.page) if x is not None]
     ends = [x for x in (first.page_end, second.page_end, *pages) if x is not None]
     best = first if first.score >= second.score else second
@@ -122,7 +134,16 @@ def _join(first: Passage, second: Passage, second_start: int) -> Passage | None:
         page_end=max(ends) if ends else None,
         score=max(first.score, second.score),
         ordinal=second.ordinal,  # the last chunk's, so a following chunk still joins
+        page_starts=starts,
     )
+
+
+def _page_starts(p: Passage, shift: int) -> tuple[tuple[int, int], ...]:
+    """`p`'s chunk starts and pages, its text starting at `shift` of a merged text."""
+    lead = len(p.text) - len(p.text.lstrip())
+    if p.page_starts:
+        return tuple((max(offset - lead, 0) + shift, page) for offset, page in p.page_starts)
+    return ((shift, p.page),) if p.page is not None else ()
 
 
 def merge_adjacent(passages: Sequence[Passage]) -> list[Passage]:

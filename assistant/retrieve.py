@@ -23,8 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from assistant.answer_type import expected_units, states_amount
+from assistant.answerable import features
+from assistant.feedback import feedback_terms
 from assistant.fuse import DENSE, LEXICAL, rrf, tied_ranks, weights_for_lang
-from assistant.lexical import BM25Index, TitleIndex, tokenize_query
+from assistant.lexical import BM25Index, TitleIndex, load_synonyms, tokenize_query
 from core.config import Settings
 from core.ports import Reranker
 from core.text import detect_lang
@@ -47,6 +49,11 @@ TITLE = "title"
 # A fifth: the lexical candidates that state an amount in the unit the question asks for
 # ("休息几天" -> "每周至少休息一日"), in lexical order.
 AMOUNT = "amount"
+# A sixth: BM25 again, the question plus the terms its top lexical passages share
+# (assistant/feedback.py), for questions worded unlike their passage.
+FEEDBACK = "feedback"
+FEEDBACK_PASSAGES = 3
+FEEDBACK_TERMS = 8
 
 
 @dataclass
@@ -60,6 +67,8 @@ class Retrieval:
     # lexical_top / ln(1 + live chunks): idf, and so BM25, grows with the corpus; this scale
     # lets one abstention threshold serve a small handbook and a large library alike.
     lexical_scaled: float = 0.0
+    # What the answerability model weighs (assistant/answerable.py).
+    evidence: dict[str, float] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -181,6 +190,8 @@ class Retriever:
         self.settings = settings
         self.store = store
         self.reranker = reranker
+        table = settings.retrieve.synonyms
+        self.synonyms = load_synonyms(str(settings.base_dir / table) if table else "")
         self._snapshot: Snapshot | None = None
 
     def snapshot(self) -> Snapshot:
@@ -226,12 +237,11 @@ class Retriever:
         snap = self.snapshot()
         allowed = snap.allowed(groups)
         lang = detect_lang(question)
-        query_tokens = tokenize_query(question)
+        query_tokens = tokenize_query(question, synonyms=self.synonyms)
         lexical = snap.bm25.search(query_tokens, cfg.candidates, allowed)
         t1 = time.perf_counter()
-        weights = weights_for_lang(
-            lang, cfg.dense_weight, cfg.lexical_weight, {"zh": cfg.dense_weight_zh}
-        )
+        unread = {x: 0.0 for x in ("en", "zh") if x not in self.settings.embed.languages}
+        weights = weights_for_lang(lang, cfg.dense_weight, cfg.lexical_weight, unread)
         dense = self._dense(snap, question, allowed, cfg.candidates) if weights[DENSE] > 0 else []
         t2 = time.perf_counter()
         coverage = snap.bm25.coverage(query_tokens)
@@ -239,12 +249,20 @@ class Retriever:
         weights[COVERAGE] = cfg.coverage_weight_en if lang == "en" else cfg.coverage_weight
         weights[TITLE] = cfg.title_weight
         weights[AMOUNT] = cfg.amount_weight
+        weights[FEEDBACK] = cfg.feedback_weight
+        by_feedback: list[str] = []
+        if cfg.feedback_weight > 0 and lexical:
+            texts = [snap.texts[snap.row_of[c]] for c, _ in lexical[:FEEDBACK_PASSAGES]]
+            extra = feedback_terms(query_tokens, texts, snap.bm25.idf, FEEDBACK_TERMS)
+            expanded = [*query_tokens, *extra]
+            by_feedback = [c for c, _ in snap.bm25.search(expanded, cfg.candidates, allowed)]
         rankings: dict[str, list[str] | dict[str, int]] = {
             LEXICAL: [c for c, _ in lexical],
             DENSE: [c for c, _ in dense],
             COVERAGE: by_coverage,
             TITLE: _by_title(snap, question, lexical),
             AMOUNT: _by_amount(snap, question, lexical),
+            FEEDBACK: by_feedback,
         }
         fused = rrf(rankings, weights, cfg.rrf_k)
         passages = [
@@ -254,12 +272,16 @@ class Retriever:
         if self.reranker is not None:
             passages = self.reranker.rerank(question, passages)
         passages = self._prefer_newest(passages, question, snap.superseded_for(groups))[:k]
+        dense_top = dense[0][1] if dense else 0.0
+        lexical_scaled = (lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0
+        rows = [snap.row_of[p.chunk_id] for p in passages]
         return Retrieval(
             passages=passages,
             lang=lang,
-            dense_top=dense[0][1] if dense else 0.0,
+            dense_top=dense_top,
             lexical_top=lexical[0][1] if lexical else 0.0,
-            lexical_scaled=(lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0,
+            lexical_scaled=lexical_scaled,
+            evidence=features(question, passages, snap.bm25, rows, dense_top, lexical_scaled),
             timings_ms={
                 "lexical": (t1 - t0) * 1000,
                 "dense": (t2 - t1) * 1000,

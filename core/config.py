@@ -82,6 +82,9 @@ class EmbedSettings:
     batch_size: int = field(default=32, metadata=_doc("texts per embedding batch"))
     device: str = field(default="cpu", metadata=_doc("torch device for the embedder"))
     cache: str = field(default="", metadata=_doc("embedding cache file; empty: in the store"))
+    languages: tuple[str, ...] = field(
+        default=("en",), metadata=_doc("languages the embedder reads: dense ranks count there")
+    )
 
 
 @dataclass(frozen=True)
@@ -127,13 +130,10 @@ class LlmSettings:
 
 @dataclass(frozen=True)
 class RetrieveSettings:
-    top_k: int = field(default=8, metadata=_doc("passages handed to packing"))
+    top_k: int = field(default=30, metadata=_doc("candidates handed to packing, at most"))
     candidates: int = field(default=50, metadata=_doc("candidates per retriever before fusion"))
     dense_weight: float = field(default=1.0, metadata=_doc("RRF weight of the dense ranks"))
     lexical_weight: float = field(default=1.0, metadata=_doc("RRF weight of the BM25 ranks"))
-    dense_weight_zh: float = field(
-        default=0.0, metadata=_doc("RRF dense weight for Chinese questions (English embedder)")
-    )
     coverage_weight: float = field(default=1.0, metadata=_doc("RRF weight, term coverage"))
     coverage_weight_en: float = field(default=0.5, metadata=_doc("the same, English questions"))
     title_weight: float = field(
@@ -142,11 +142,20 @@ class RetrieveSettings:
     amount_weight: float = field(
         default=0.5, metadata=_doc("RRF weight, passages stating the amount a question asks for")
     )
+    feedback_weight: float = field(
+        default=0.0, metadata=_doc("RRF weight, BM25 with pseudo-relevance feedback terms")
+    )
     rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
+    hit_share: float = field(
+        default=0.6, metadata=_doc("share of the passage budget for hits before neighbours")
+    )
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
-    abstain_dense_en: float = field(default=0.45, metadata=_doc("English: dense top-1 floor"))
-    abstain_lexical_en: float = field(default=0.6, metadata=_doc("English: scaled BM25 floor"))
-    abstain_lexical_zh: float = field(default=0.8, metadata=_doc("Chinese: scaled BM25 floor"))
+    synonyms: str = field(
+        default="", metadata=_doc("question-side paraphrase table (TOML); empty: the shipped one")
+    )
+    answerable_model: str = field(
+        default="", metadata=_doc("answerability model (JSON); empty: the shipped one")
+    )
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,21 @@ class Passage:
     groups: tuple[str, ...] = ()
     ordinal: int = -1  # the chunk's position in its document (adjacent ones can merge)
     page_labels: tuple[str, ...] = ()  # its document's (DocMeta.page_labels)
+    # Where each joined chunk begins, as (character offset in `text`, its page), when packing
+    # merged chunks of several pages; () for a single chunk. A citation names the page of the
+    # chunk its quote comes from.
+    page_starts: tuple[tuple[int, int], ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """The page of the chunk holding `text[offset]` (`page` when unknown).
+
+        Passage(..., page=3, page_end=4, page_starts=((0, 3), (120, 4))).page_at(130) -> 4
+        """
+        page = self.page
+        for start, start_page in self.page_starts:
+            if offset >= start:
+                page = start_page
+        return page
 
     @property
     def section_path(self) -> str:

@@ -223,11 +223,12 @@ def users_delete(settings: Settings, name: str, yes: bool) -> None:
 
 
 def _register() -> None:
+    from ui.abstain_cli import abstain
     from ui.ingest_cli import COMMANDS as INGEST_COMMANDS
     from ui.llm_cli import llm
     from ui.query_cli import COMMANDS as QUERY_COMMANDS
 
-    for command in [*INGEST_COMMANDS, *QUERY_COMMANDS, serve_command, users_group, llm]:
+    for command in [*INGEST_COMMANDS, *QUERY_COMMANDS, serve_command, users_group, llm, abstain]:
         main.add_command(command)
 
 

@@ -85,7 +85,8 @@ def retrieve_command(
     groups: str | None,
     as_json: bool,
 ) -> None:
-    """Show the passages a question retrieves, in packing order.
+    """Show the passages a question puts into the prompt: packed into the passage budget, in
+    the order the prompt shows them (document order), with the text and page span as packed.
 
     \b
     kb retrieve "年假可以结转吗？" --json
@@ -93,6 +94,7 @@ def retrieve_command(
     """
     from assistant.answer import passage_to_json, should_abstain
     from assistant.evaluation.evaluate import load_questions
+    from assistant.window import fill_window, snapshot_neighbours, window_counter
     from ui.wiring import services_for
 
     if (question is None) == (questions_file is None):
@@ -102,12 +104,21 @@ def retrieve_command(
         items = load_questions(questions_file)
     else:
         items = [{"id": None, "question": question}]
+    count = window_counter(settings)
     with services_for(settings) as services:
         retriever = services.assistant.retriever
         for item in items:
             retrieval = retriever.retrieve(item["question"], _groups(groups, settings))
             abstain = should_abstain(retrieval, settings)
-            passages = [passage_to_json(p, n) for n, p in enumerate(retrieval.passages, 1)]
+            packed = fill_window(
+                retrieval.passages,
+                item["question"],
+                retrieval.lang,
+                count,
+                settings,
+                snapshot_neighbours(retriever.snapshot()),
+            )
+            passages = [passage_to_json(p, n) for n, p in enumerate(packed, 1)]
             if as_json:
                 line: dict[str, Any] = {"abstain": abstain, "passages": passages}
                 if questions_file is not None:
@@ -161,8 +172,13 @@ def eval_command(
             continue
         click.echo(system)
         for lang, metrics in report[system].items():
-            values = "  ".join(f"{m} {metrics[m]:.3f}" for m in METRICS)
-            click.echo(f"  {lang:<4} {values}  (n={metrics['questions']})")
+            rows = [(lang, metrics)]
+            rows += [(f"  {k}", m) for k, m in metrics.get("kinds", {}).items()]
+            for name, m in rows:
+                values = "  ".join(
+                    f"{key} " + ("–" if m[key] is None else f"{m[key]:.3f}") for key in METRICS
+                )
+                click.echo(f"  {name:<14} {values}  ({m['counts']}; n={m['questions']})")
     if "citations" in report:
         c = report["citations"]
 

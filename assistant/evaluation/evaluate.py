@@ -2,8 +2,12 @@
 
 DIR holds `docs/` and `qa.jsonl` (id, lang, question, answerable, gold[{file, page, quote}]).
 The documents are ingested into a temporary store, every question is retrieved, and per
-language we report hit@1, hit@5, hit@10 and MRR@10 over answerable questions, and abstention
-accuracy over all questions.
+language (and per question `kind`, when the set has kinds) we report hit@1, hit@5, hit@10 and
+MRR@10 over answerable questions; in-window recall, the share of answerable questions with a
+gold quote in a passage the packer puts into the prompt (`assistant.window`); and abstention
+accuracy over all questions, with its two errors: answerable questions refused and
+unanswerable ones answered. The LlamaIndex starter gets the same window: its top chunks, best
+first, packed into the same token budget.
 
 A passage hits a gold item when it comes from the gold file (for PDFs, its page span includes
 the gold page) and contains the gold quote once both have all whitespace removed and are
@@ -26,12 +30,17 @@ from typing import Any, Protocol
 
 from assistant.answer import Assistant, should_abstain
 from assistant.cite import parse_markers
+from assistant.window import fill_window, snapshot_neighbours, window_counter
 from core.config import Settings
+from core.text import detect_lang
+from core.types import Passage
 from ingest.pipeline import ingest_paths
 from ingest.store import Store
 
 _SPACE = re.compile(r"\s+")
-METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "abstain_acc")
+METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "in_window", "abstain_acc")
+# Abstention's two errors, as shares: of the answerable questions, of the unanswerable ones.
+ERRORS = ("refused", "answered")
 
 
 def normalise(text: str) -> str:
@@ -83,25 +92,57 @@ def passage_hits(passage: Hit, gold: Iterable[dict[str, Any]]) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """One question's result: abstained or not, the ranked passages, the packed window."""
+
+    abstained: bool
+    ranked: list[Hit]
+    window: list[Hit]
+
+
+def _metrics(subset: Sequence[dict[str, Any]], results: dict[str, Outcome]) -> dict[str, Any]:
+    answerable = [q for q in subset if q["answerable"]]
+    unanswerable = len(subset) - len(answerable)
+    sums = dict.fromkeys(METRICS, 0.0)
+    for q in answerable:
+        outcome = results[q["id"]]
+        ranked = outcome.ranked[:10]
+        first = next((i for i, p in enumerate(ranked, 1) if passage_hits(p, q["gold"])), 0)
+        for k in (1, 5, 10):
+            sums[f"hit@{k}"] += 1.0 if first and first <= k else 0.0
+        sums["mrr@10"] += 1.0 / first if first else 0.0
+        sums["in_window"] += any(passage_hits(p, q["gold"]) for p in outcome.window)
+    refused = sum(1 for q in answerable if results[q["id"]].abstained)
+    answered = sum(1 for q in subset if not q["answerable"] and not results[q["id"]].abstained)
+    out: dict[str, Any] = {  # None: no answerable question to score
+        m: round(sums[m] / len(answerable), 3) if answerable else None
+        for m in METRICS
+        if m != "abstain_acc"
+    }
+    out["abstain_acc"] = round((len(subset) - refused - answered) / max(len(subset), 1), 3)
+    out["refused"] = round(refused / max(len(answerable), 1), 3)
+    out["answered"] = round(answered / max(unanswerable, 1), 3)
+    out["counts"] = f"refused {refused}/{len(answerable)}, answered {answered}/{unanswerable}"
+    out["questions"] = len(subset)
+    return out
+
+
 def score(
-    questions: Sequence[dict[str, Any]], results: dict[str, tuple[bool, list[Hit]]]
-) -> dict[str, dict[str, float]]:
-    """Per-language metrics (plus "all") from `id -> (abstained, ranked passages)`."""
-    out: dict[str, dict[str, float]] = {}
+    questions: Sequence[dict[str, Any]], results: dict[str, Outcome]
+) -> dict[str, dict[str, Any]]:
+    """Per-language metrics (plus "all"), each with a "kinds" breakdown when the questions
+    have a `kind`."""
+    out: dict[str, dict[str, Any]] = {}
     for lang in sorted({q["lang"] for q in questions}) + ["all"]:
         subset = [q for q in questions if lang in ("all", q["lang"])]
-        answerable = [q for q in subset if q["answerable"]]
-        sums = dict.fromkeys(METRICS, 0.0)
-        for q in answerable:
-            ranked = results[q["id"]][1]
-            first = next((i for i, p in enumerate(ranked[:10], 1) if passage_hits(p, q["gold"])), 0)
-            for k in (1, 5, 10):
-                sums[f"hit@{k}"] += 1.0 if first and first <= k else 0.0
-            sums["mrr@10"] += 1.0 / first if first else 0.0
-        correct = sum(1 for q in subset if results[q["id"]][0] == (not q["answerable"]))
-        out[lang] = {m: round(sums[m] / max(len(answerable), 1), 3) for m in METRICS[:4]}
-        out[lang]["abstain_acc"] = round(correct / max(len(subset), 1), 3)
-        out[lang]["questions"] = len(subset)
+        out[lang] = _metrics(subset, results)
+        kinds = sorted({q["kind"] for q in subset if q.get("kind")})
+        if kinds:
+            out[lang]["kinds"] = {
+                kind: _metrics([q for q in subset if q.get("kind") == kind], results)
+                for kind in kinds
+            }
     return out
 
 
@@ -122,38 +163,62 @@ def evaluate_ours(
     docs: Path,
     questions: Sequence[dict[str, Any]],
     on_result: Callable[[str, Any], None] | None = None,
-) -> dict[str, tuple[bool, list[Hit]]]:
+) -> dict[str, Outcome]:
     settings = parts.store.settings
     ingest_paths(parts.store, [docs])
     retriever = parts.assistant.retriever
-    results: dict[str, tuple[bool, list[Hit]]] = {}
+    count = window_counter(settings)
+    top_k = settings.retrieve.top_k
+    results: dict[str, Outcome] = {}
     for q in questions:
         retrieval = retriever.retrieve(
-            q["question"], groups=settings.ingest.default_groups, k=10
+            q["question"], groups=settings.ingest.default_groups, k=max(10, top_k)
         )
-        hits = [Hit(p.file, p.page, p.page_end, p.text) for p in retrieval.passages]
-        results[q["id"]] = (should_abstain(retrieval, settings), hits)
+        window = fill_window(
+            retrieval.passages[:top_k],
+            q["question"],
+            retrieval.lang,
+            count,
+            settings,
+            snapshot_neighbours(retriever.snapshot()),
+        )
+        results[q["id"]] = Outcome(
+            should_abstain(retrieval, settings),
+            [_hit(p) for p in retrieval.passages[:10]],
+            [_hit(p) for p in window],
+        )
         if on_result:
             on_result(q["id"], retrieval)
     return results
 
 
+def _hit(p: Any) -> Hit:
+    return Hit(p.file, p.page, p.page_end, p.text)
+
+
 def evaluate_llamaindex_starter(
     settings: Settings, docs: Path, questions: Sequence[dict[str, Any]]
-) -> dict[str, tuple[bool, list[Hit]]]:
-    """The LlamaIndex starter pipeline (defaults, same embedder): the baseline."""
+) -> dict[str, Outcome]:
+    """The LlamaIndex starter pipeline (defaults, same embedder): the baseline. It never
+    abstains; its window is its top chunks packed into the same budget as ours."""
     from assistant.evaluation.baseline import build_starter_index
 
-    retriever = build_starter_index(settings, docs).as_retriever(similarity_top_k=10)
-    results: dict[str, tuple[bool, list[Hit]]] = {}
+    retriever = build_starter_index(settings, docs).as_retriever(similarity_top_k=20)
+    count = window_counter(settings)
+    results: dict[str, Outcome] = {}
     for q in questions:
-        nodes = retriever.retrieve(q["question"])
-        hits = []
-        for n in nodes:
+        passages = []
+        for n in retriever.retrieve(q["question"]):
             label = n.node.metadata.get("page_label")
             page = int(label) if label and str(label).isdigit() else None
-            hits.append(Hit(n.node.metadata.get("file_name", ""), page, page, n.node.get_content()))
-        results[q["id"]] = (False, hits)
+            name = n.node.metadata.get("file_name", "")
+            passages.append(
+                Passage(n.node.node_id, name, name, n.node.get_content(), page=page,
+                        page_end=page, score=float(n.score or 0.0))
+            )
+        window = fill_window(passages, q["question"], detect_lang(q["question"]), count, settings)
+        results[q["id"]] = Outcome(False, [_hit(p) for p in passages[:10]],
+                                   [_hit(p) for p in window])
     return results
 
 

@@ -1,5 +1,6 @@
-"""`kb eval` on the public set, in CI: our retrieval must not fall more than 0.02 below the
-values recorded in bench/eval_public.json, and must stay ahead of the LlamaIndex starter."""
+"""`kb eval` on the public sets, in CI: our retrieval must not fall more than 0.02 below the
+values recorded in bench/eval_public.json (and bench/eval_public2.json, the harder set), and
+must stay ahead of the LlamaIndex starter on the public set."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ from click.testing import CliRunner
 from assistant.evaluation.evaluate import (
     METRICS,
     Hit,
+    Outcome,
     load_questions,
     passage_hits,
     quote_hit,
     run_eval,
+    score,
 )
 from ui.cli import main
 from ui.wiring import open_services
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "bench" / "eval_public.json"
+RECORDED2 = REPO / "bench" / "eval_public2.json"
 TOLERANCE = 0.02
 
 
@@ -34,6 +38,29 @@ def test_quote_hit_rules() -> None:
     assert passage_hits(Hit("a.pdf", 2, 3, "Carry over"), gold)
     assert not passage_hits(Hit("a.pdf", 4, 4, "Carry over"), gold)
     assert not passage_hits(Hit("b.pdf", 3, 3, "Carry over"), gold)
+
+
+def test_score_splits_languages_kinds_window_and_abstention_errors() -> None:
+    gold = [{"file": "a.pdf", "page": 2, "quote": "twelve weeks"}]
+    right, wrong = Hit("a.pdf", 2, 2, "You get twelve weeks."), Hit("a.pdf", 5, 5, "Other.")
+    questions = [
+        {"id": "1", "lang": "en", "answerable": True, "gold": gold, "kind": "direct"},
+        {"id": "2", "lang": "en", "answerable": True, "gold": gold, "kind": "paraphrase"},
+        {"id": "3", "lang": "en", "answerable": False, "gold": [], "kind": "unanswerable"},
+        {"id": "4", "lang": "en", "answerable": False, "gold": [], "kind": "unanswerable"},
+    ]
+    results = {
+        "1": Outcome(False, [right, wrong], [right]),  # hit@1, in the window
+        "2": Outcome(True, [wrong, right], [wrong]),  # hit at 2, cut from the window, refused
+        "3": Outcome(True, [wrong], [wrong]),  # rightly refused
+        "4": Outcome(False, [wrong], [wrong]),  # answered
+    }
+    en = score(questions, results)["en"]
+    assert (en["hit@1"], en["hit@5"], en["mrr@10"], en["in_window"]) == (0.5, 1.0, 0.75, 0.5)
+    assert (en["abstain_acc"], en["refused"], en["answered"]) == (0.5, 0.5, 0.5)
+    assert en["kinds"]["paraphrase"]["in_window"] == 0.0
+    assert en["kinds"]["direct"]["in_window"] == 1.0
+    assert en["kinds"]["unanswerable"]["answered"] == 0.5
 
 
 @pytest.mark.slow
@@ -50,6 +77,23 @@ def test_public_eval_holds_the_recorded_values(make_settings, shared: Path) -> N
                 ours[lang],
             )
             assert ours[lang][metric] >= starter[lang][metric], (lang, metric, "behind the starter")
+
+
+@pytest.mark.slow
+def test_public2_eval_holds_the_recorded_values(make_settings, shared: Path) -> None:
+    """The harder set (issue 10), ours only: the starter's figures on it are recorded in
+    bench/eval_public2.json, and re-measuring them would cost CI minutes."""
+    report = run_eval(make_settings(), shared / "eval" / "public2", open_services, baseline=False)
+    recorded = json.loads(RECORDED2.read_text("utf-8"))["ours"]
+    ours = report["ours"]
+    print(json.dumps(report, indent=1))
+    for lang in ("en", "zh"):
+        for metric in METRICS:
+            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (
+                lang,
+                metric,
+                ours[lang],
+            )
 
 
 @pytest.mark.vllm

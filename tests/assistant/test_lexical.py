@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from assistant.lexical import BM25Index, TitleIndex, name_runs, tokenize_query
+from assistant.lexical import BM25Index, TitleIndex, load_synonyms, name_runs, tokenize_query
+from core.errors import ConfigError
 from core.text import cn_numeral_value, detect_lang, stem, tokenize
 
 CORPUS = [
@@ -62,6 +65,19 @@ def test_query_synonyms_bridge_paraphrase() -> None:
     assert {"延长", "工作", "时间"} <= set(q)
     assert len(q) == len(set(q))
     assert "延长" not in tokenize("公司安排加班")  # chunks are never expanded
+
+
+def test_synonyms_come_from_an_editable_table(tmp_path: Path) -> None:
+    assert load_synonyms()["年假"] == ("年休假",)  # the shipped data file
+    table = tmp_path / "syn.toml"
+    table.write_text('"报销" = ["费用结算"]\n', encoding="utf-8")
+    own = load_synonyms(str(table))
+    assert {"费用", "结算"} <= set(tokenize_query("怎么报销？", synonyms=own))
+    assert "年休假" not in tokenize_query("年假几天", synonyms=own)  # only the named table
+    assert "年休假" not in tokenize_query("年假几天", synonyms=False)
+    table.write_text('"报销" = "费用"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="each entry"):
+        load_synonyms.__wrapped__(str(table))
 
 
 @pytest.mark.parametrize(

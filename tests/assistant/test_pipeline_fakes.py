@@ -6,6 +6,7 @@ test_answer.py."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,9 +28,21 @@ SALARY = "Salary bands for grade seven range from ninety to one hundred twenty t
 QUESTION = "How many days of unused annual leave can employees carry over?"
 
 
+# An answerability model for these tests: refuse when the question's words are missing from
+# the index, answer when one sentence holds them (assistant/answerable.py's features).
+ANSWERABLE = {
+    "features": ["dense", "lexical", "rare_coverage", "sentence_coverage", "absent",
+                 "type_agrees"],
+    "languages": {"en": {"coefficients": [0, 0, 0, 6, -6, 0], "intercept": 0,
+                         "threshold": 0.5}},
+}
+
+
 def settings_for(tmp_path: Path, **answer: object) -> Settings:
     settings = load_settings(REPO / "config.toml", environ={}).with_store(tmp_path / "store")
-    retrieve = dataclasses.replace(settings.retrieve, abstain_dense_en=0.3, abstain_lexical_en=0.3)
+    model = tmp_path / "answerable.json"
+    model.write_text(json.dumps(ANSWERABLE))
+    retrieve = dataclasses.replace(settings.retrieve, answerable_model=str(model))
     return dataclasses.replace(
         settings, retrieve=retrieve, answer=dataclasses.replace(settings.answer, **answer)
     )

@@ -1,0 +1,151 @@
+"""What the model reads: the retrieved passages packed into the prompt's passage budget.
+
+`kb ask`, `kb retrieve` and `kb eval` all go through `fill_budget`, so what retrieval is scored
+on (in-window recall) is exactly what the model is given. The budget is filled in three
+rounds, each passage added only while the packed block still fits:
+
+1. the best hits, in rank order, until `hit_share` of the budget is used;
+2. small-to-big: each of those hits brings in the chunks just before and after it in the same
+   section of its document, the best hit's first, so the model reads the sentences around
+   the matched one (packing merges them with the hit into one passage);
+3. further hits until the budget is full, the last cut at a sentence end.
+
+    fill_window(retrieval.passages, "年假几天？", "zh", counter, settings)
+        -> [Passage(text="职工累计工作已满1年不满10年的，年休假5天；…"), …]
+
+Without the answering model's tokenizer on this machine (no local model folder) the window is
+planned with `estimate_tokens`: one token per CJK character, one per four other characters,
+the same stand-in the packing tests use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from assistant.pack import Count, dedupe, merge_adjacent, pack, plan_budget, render_passages
+from assistant.tokens import local_model_dir
+from core.config import Settings
+from core.ports import TokenCounter
+from core.text import CJK_CHAR, Lang
+from core.types import Passage
+
+if TYPE_CHECKING:
+    from assistant.retrieve import Snapshot
+
+Neighbours = Callable[[Passage], list[Passage]]
+# Tokens a passage may add where it joins the block ("\n\n", a two-digit [n]): the running
+# sum stays an upper bound. Packing checks the exact count at the end in any case.
+SEAM_TOKENS = 4
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer stand-in: a CJK character is a token, other text ~4 characters a token.
+
+    estimate_tokens("年假5天 annual") -> 5
+    """
+    cjk = len(CJK_CHAR.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+def window_counter(settings: Settings) -> Count:
+    """The answering model's own count when its folder is local, else `estimate_tokens`
+    (planning a window needs no server)."""
+    model_dir = local_model_dir(settings.llm.model, settings.base_dir)
+    if model_dir is None:
+        return estimate_tokens
+    from assistant.tokens import LocalTokenCounter
+
+    counter: TokenCounter = LocalTokenCounter(
+        model_dir, trust_remote_code=settings.llm.trust_remote_code
+    )
+    return counter.count
+
+
+def no_neighbours(passage: Passage) -> list[Passage]:
+    return []
+
+
+def snapshot_neighbours(snap: Snapshot) -> Neighbours:
+    """The chunks just before and after a passage's chunk in the same section of its document,
+    scored as the passage (so packing keeps them beside it)."""
+
+    def around(p: Passage) -> list[Passage]:
+        row = snap.row_of.get(p.chunk_id)
+        if row is None:
+            return []
+        out = []
+        for other in (row - 1, row + 1):
+            if (
+                0 <= other < len(snap.ids)
+                and snap.doc_ids[other] == snap.doc_ids[row]
+                and snap.sections[other] == snap.sections[row]
+                and abs(snap.ordinals[other] - snap.ordinals[row]) == 1
+            ):
+                out.append(snap.passage(other, p.score))
+        return out
+
+    return around
+
+
+def fill_budget(
+    hits: Sequence[Passage],
+    budget: int,
+    count: Count,
+    neighbours: Neighbours = no_neighbours,
+    hit_share: float = 1.0,
+) -> list[Passage]:
+    """The block of passages to show (in document order, as `pack` shows them) that fills
+    `budget` tokens: hits until `hit_share` of it, their neighbours, then more hits (the module
+    docstring's three rounds).
+
+    fill_budget([a, b], 1000, len) -> [a, b]   (both fit; no neighbours given)
+    """
+
+    chosen: list[Passage] = []
+    used = 0  # an upper bound of the chosen block's tokens: the sum of each one's own block
+
+    def fits(p: Passage, limit: float) -> bool:
+        """Whether `p` joins the chosen within `limit`: by the running sum while that is
+        clearly under it, else by packing them (merged and deduplicated) and counting."""
+        nonlocal used
+        alone = count(render_passages([p])) + SEAM_TOKENS
+        if used + alone > limit:
+            exact = count(render_passages(merge_adjacent(dedupe([*chosen, p]))))
+            if exact > limit:
+                return False
+        used += alone
+        return True
+
+    rest = list(hits)
+    while rest and fits(rest[0], budget * hit_share):
+        chosen.append(rest.pop(0))
+    for hit in list(chosen):
+        for extra in neighbours(hit):
+            if fits(extra, budget):
+                chosen.append(extra)
+    return pack([*chosen, *rest], budget, count)
+
+
+def fill_window(
+    passages: Sequence[Passage],
+    question: str,
+    lang: str,
+    count: Count,
+    settings: Settings,
+    neighbours: Neighbours = no_neighbours,
+) -> list[Passage]:
+    """The passages as packed for a question asked without history, in document order, within
+    the budget `plan_budget` leaves them."""
+    prompt_lang: Lang = "zh" if lang == "zh" else "en"
+    budget = plan_budget(
+        question,
+        [],
+        prompt_lang,
+        count,
+        max_model_len=settings.llm.max_model_len,
+        answer_tokens=settings.llm.answer_tokens,
+    )
+    return fill_budget(
+        passages, budget.passages, count, neighbours, settings.retrieve.hit_share
+    )

@@ -1,0 +1,111 @@
+"""The answerability model: its evidence, its fit (against scikit-learn where installed), its
+threshold, and the shipped coefficients file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assistant.answerable import (
+    FEATURES,
+    SHIPPED,
+    AnswerableModel,
+    _near_spelling,
+    choose_threshold,
+    features,
+    fit_language,
+    fit_logistic,
+    model_json,
+)
+from assistant.lexical import BM25Index, tokenize
+from core.errors import ConfigError
+from core.types import Passage
+
+TEXTS = [
+    "Parental leave lasts 12 weeks at full pay.",
+    "Laptops are replaced every three years.",
+    "Expenses are filed within 60 days of purchase.",
+]
+
+
+def index() -> BM25Index:
+    return BM25Index.build((str(i), tokenize(t)) for i, t in enumerate(TEXTS))
+
+
+def passage(i: int) -> Passage:
+    return Passage(str(i), "d", "d.pdf", TEXTS[i])
+
+
+def test_evidence_of_an_answered_and_of_an_absent_question() -> None:
+    answered = features("How many weeks of parental leave?", [passage(0)], index(), [0], 0.6, 1.0)
+    assert answered["rare_coverage"] == pytest.approx(1.0)
+    assert answered["absent"] == 0.0 and answered["type_agrees"] == 1.0
+    assert (answered["dense"], answered["lexical"]) == (0.6, 1.0)
+    # "vpn" and "vendor" are nowhere in the index; the laptop passage states no weeks
+    absent = features("How many weeks for the VPN vendor?", [passage(1)], index(), [1], 0.2, 0.1)
+    assert absent["absent"] == pytest.approx(2 / 3)  # week, vpn, vendor ("how many" asks)
+    assert absent["type_agrees"] == 0.0
+    assert absent["rare_coverage"] == 0.0
+    assert set(absent) == set(FEATURES)
+
+
+def test_fit_matches_scikit_learn() -> None:
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 3))
+    y = (x @ np.array([1.5, -2.0, 0.5]) + rng.normal(size=200) > 0).astype(np.float64)
+    weights = np.where(y == 1, 1.0, 2.0)
+    coefficients, intercept = fit_logistic(x, y, weights, l2=1.0)
+    ref = sklearn.LogisticRegression(C=1.0, tol=1e-10, max_iter=1000)
+    ref.fit(x, y, sample_weight=weights)
+    assert coefficients == pytest.approx(list(ref.coef_[0]), abs=1e-4)
+    assert intercept == pytest.approx(float(ref.intercept_[0]), abs=1e-4)
+
+
+def test_threshold_keeps_refusals_of_answerable_questions_within_the_limit() -> None:
+    probabilities = [0.9, 0.8, 0.3, 0.2, 0.25, 0.1]
+    answerable = [True, True, True, False, False, False]
+    assert choose_threshold(probabilities, answerable, 0.0) == pytest.approx(0.275)
+    # allowed to refuse one answerable question of three, it still gains nothing by it here
+    loose = choose_threshold(probabilities, answerable, 0.34)
+    assert loose == pytest.approx(0.275)
+    assert choose_threshold([0.5, 0.4], [True, False], 0.0) == pytest.approx(0.45)
+
+
+def test_a_fitted_model_separates_the_evidence_and_round_trips(tmp_path: Path) -> None:
+    good = {"dense": 0.7, "lexical": 1.2, "rare_coverage": 1.0, "sentence_coverage": 0.9,
+            "absent": 0.0, "type_agrees": 1.0}
+    bad = {"dense": 0.3, "lexical": 0.3, "rare_coverage": 0.2, "sentence_coverage": 0.3,
+           "absent": 0.5, "type_agrees": 0.0}
+    rows = [(good, True)] * 10 + [(bad, False)] * 5
+    model = fit_language(rows, max_refused=0.0)
+    assert model.coefficients[FEATURES.index("absent")] < 0  # missing terms speak against
+    assert model.coefficients[FEATURES.index("lexical")] > 0
+    loaded = AnswerableModel({"en": model})
+    assert not loaded.refuses(good, "en") and loaded.refuses(bad, "en")
+    assert loaded.refuses(bad, "zh")  # no Chinese model: the English one decides
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model_json({"en": model}, "test")), encoding="utf-8")
+    assert AnswerableModel.load(path).models["en"] == model
+
+
+def test_misspelt_words_are_not_absent() -> None:
+    vocab = {"flight": 0, "budget": 1}
+    assert _near_spelling("flihgt", vocab) and _near_spelling("budjet", vocab)
+    assert not _near_spelling("vpn", vocab)  # too short to tell a typo from another word
+    assert not _near_spelling("sabbatical", vocab)
+    index = BM25Index.build([("0", tokenize("Book flights early."))])
+    typo = features("When to book flihgts?", [passage(0)], index, [0], 0.5, 1.0)
+    assert typo["absent"] == 0.0
+
+
+def test_shipped_model_loads_and_a_broken_file_says_what_to_do(tmp_path: Path) -> None:
+    model = AnswerableModel.load(SHIPPED)
+    assert set(model.models) == {"en", "zh"}
+    broken = tmp_path / "m.json"
+    broken.write_text(json.dumps({"features": ["dense"], "languages": {}}))
+    with pytest.raises(ConfigError, match="kb abstain fit"):
+        AnswerableModel.load(broken)
