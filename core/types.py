@@ -35,12 +35,14 @@ class Block:
 
 @dataclass(frozen=True)
 class ParsedDoc:
-    """What a parser returns: the blocks, a title and, for PDFs, page count and labels."""
+    """What a parser returns: the blocks, a title and, for PDFs, page count and labels, and
+    the pages (1-based) whose text was read by OCR."""
 
     blocks: list[Block]
     title: str = ""
     pages: int | None = None
     page_labels: list[str] | None = None
+    ocr_pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

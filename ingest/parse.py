@@ -35,6 +35,7 @@ from core.errors import (
     UnsupportedFile,
 )
 from core.types import ParsedDoc
+from ingest.ocr import OcrOptions
 from ingest.parse_docx import parse_docx
 from ingest.parse_pdf import parse_pdf
 
@@ -100,7 +101,8 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
             raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
         kind = sniff(path)
         if kind == "pdf":
-            return parse_pdf(path, settings.pdf_passwords)
+            ocr = OcrOptions(settings.ocr_dpi, settings.ocr_languages) if settings.ocr else None
+            return parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables, ocr=ocr)
         return parse_docx(path)
     except IngestError:
         raise

@@ -1,0 +1,111 @@
+"""OCR of scanned pages: image-only PDFs drawn in the test (English and Chinese), and a mixed
+PDF whose second page is a scan. Skipped with the packages to install when Tesseract or a CJK
+font is missing (scripts/install_ocr.sh installs both)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+from pypdf import PdfWriter
+from reportlab.lib.pagesizes import A5
+from reportlab.pdfgen.canvas import Canvas
+
+from core.errors import NoText
+from ingest.ocr import OcrOptions, read_tsv
+from ingest.parse_pdf import parse_pdf
+
+DPI = 150
+EN_LINES = [
+    "Remote work allowance",
+    "Employees who work from home receive a monthly",
+    "allowance of forty euros for internet costs.",
+]
+ZH_LINES = ["远程办公补贴", "在家办公的员工每月可领取网络费补贴", "四十元，随工资发放。"]
+
+
+def _font() -> Path:
+    found = subprocess.run(
+        ["fc-match", "-f", "%{file}", "Noto Sans CJK SC:lang=zh"],
+        capture_output=True, text=True, check=False,
+    ).stdout if shutil.which("fc-match") else ""
+    if not found or "CJK" not in found:
+        pytest.skip("no CJK font to draw the scans with (apt-get install fonts-noto-cjk)")
+    return Path(found)
+
+
+@pytest.fixture(scope="module")
+def tesseract() -> None:
+    if shutil.which("tesseract") is None:
+        pytest.skip(
+            "Tesseract is not installed (scripts/install_ocr.sh: tesseract-ocr "
+            "tesseract-ocr-chi-sim tesseract-ocr-eng)"
+        )
+
+
+def scan(path: Path, lines: list[str]) -> Path:
+    """An image-only one-page PDF (A5 at DPI) with `lines` drawn in black on white."""
+    width, height = int(5.83 * DPI), int(8.27 * DPI)
+    image = Image.new("L", (width, height), 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(str(_font()), 26)
+    for i, line in enumerate(lines):
+        draw.text((60, 80 + i * 48), line, fill=0, font=font)
+    image.save(path, resolution=float(DPI))
+    return path
+
+
+def test_english_scan_is_read(tmp_path: Path, tesseract: None) -> None:
+    doc = parse_pdf(scan(tmp_path / "en.pdf", EN_LINES), ocr=OcrOptions(DPI, "eng"))
+    text = " ".join(b.text for b in doc.blocks)
+    assert "monthly allowance of forty euros for internet costs" in text
+    assert doc.ocr_pages == (1,) and all(b.page == 1 for b in doc.blocks)
+
+
+def test_chinese_scan_is_read(tmp_path: Path, tesseract: None) -> None:
+    doc = parse_pdf(scan(tmp_path / "zh.pdf", ZH_LINES), ocr=OcrOptions(DPI, "chi_sim+eng"))
+    text = "".join(b.text for b in doc.blocks)
+    assert "远程办公补贴" in text and "网络费补贴" in text and "随工资发放" in text
+
+
+def test_a_mixed_pdf_is_read_page_by_page(tmp_path: Path, tesseract: None) -> None:
+    typed = tmp_path / "typed.pdf"
+    canvas = Canvas(str(typed), pagesize=A5)
+    canvas.drawString(50, 500, "Sick leave is paid for up to ten days a year.")
+    canvas.save()
+    writer = PdfWriter()
+    writer.append(str(typed))
+    writer.append(str(scan(tmp_path / "scan.pdf", EN_LINES)))
+    mixed = tmp_path / "mixed.pdf"
+    writer.write(mixed)
+    doc = parse_pdf(mixed, ocr=OcrOptions(DPI, "eng"))
+    assert doc.ocr_pages == (2,)
+    pages = {b.page for b in doc.blocks if "forty euros" in b.text}
+    assert pages == {2}
+    assert doc.blocks[0].text == "Sick leave is paid for up to ten days a year."
+
+
+def test_without_ocr_a_scan_has_no_text(tmp_path: Path) -> None:
+    path = tmp_path / "blank.pdf"
+    Image.new("L", (300, 400), 255).save(path, resolution=72.0)
+    with pytest.raises(NoText, match="blank.pdf: no text layer.*ingest.ocr"):
+        parse_pdf(path, ocr=None)
+
+
+def test_tsv_lines_paragraphs_and_boxes() -> None:
+    header = "\t".join(
+        "level page_num block_num par_num line_num word_num left top width height conf text".split()
+    )
+    rows = [
+        "5\t1\t1\t1\t1\t1\t100\t50\t40\t20\t90\t请假",
+        "5\t1\t1\t1\t1\t2\t150\t50\t40\t20\t90\t制度",
+        "5\t1\t1\t1\t2\t1\t100\t80\t40\t20\t90\tHR",
+        "5\t1\t1\t1\t2\t2\t150\t80\t40\t20\t90\tLinks",
+        "5\t1\t1\t2\t1\t1\t100\t140\t40\t20\t90\tNext.",
+    ]
+    page = read_tsv("\n".join([header, *rows]), 0.5)
+    assert page.lines == ["请假制度", "HR Links", "", "Next."]
+    assert page.words[0].box == (50.0, 25.0, 70.0, 35.0)
