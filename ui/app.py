@@ -26,9 +26,10 @@ from core.access import parse_groups
 from core.config import Settings
 from core.errors import AccessDenied, KbError
 from core.types import Answer, Passage, Turn, User
+from ingest.ocr import OcrOptions
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
-from ui import admin, render
+from ui import admin, marks, render
 from ui.api import api_router
 from ui.i18n import LANGS, lang_from_header, t
 from ui.wiring import Services, open_services
@@ -158,9 +159,15 @@ class App:
         image = None
         note = ""
         if passage.page and path.suffix.lower() == ".pdf":
-            image = render.render_pdf_page(path, passage.page, self.pages)
+            image = render.render_pdf_page(path, passage.page, self.pages, marks.PAGE_DPI)
             if image is None:
                 note = t("no_pdftoppm", lang)
+            else:  # the cited words marked on the page (text layer, else OCR)
+                options = self.settings.ingest
+                ocr = OcrOptions(options.ocr_dpi, options.ocr_languages) if options.ocr else None
+                image = marks.mark_page(image, path, passage.page,
+                                        marks.what_to_mark(quote, passage.text),
+                                        marks.PAGE_DPI, ocr)
         html = render.passage_html(passage, quote, lang, note)
         if image is None:
             return html, gr.update(value=None, visible=False)

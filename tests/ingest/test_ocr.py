@@ -14,9 +14,18 @@ from pypdf import PdfWriter
 from reportlab.lib.pagesizes import A5
 from reportlab.pdfgen.canvas import Canvas
 
+from assistant.answer import Assistant
+from core.config import load_settings
 from core.errors import NoText
+from core.types import Block, DocMeta, ParsedDoc
+from ingest.ledger import Ledger
 from ingest.ocr import OcrOptions, read_tsv
 from ingest.parse_pdf import parse_pdf
+from ingest.pipeline import Writer
+from ingest.store import Store
+from tests.fakes import FakeCounter, FakeEmbedder, FakeGenerator, MemoryVectorIndex
+
+REPO = Path(__file__).resolve().parents[2]
 
 DPI = 150
 EN_LINES = [
@@ -109,3 +118,27 @@ def test_tsv_lines_paragraphs_and_boxes() -> None:
     page = read_tsv("\n".join([header, *rows]), 0.5)
     assert page.lines == ["请假制度", "HR Links", "", "Next."]
     assert page.words[0].box == (50.0, 25.0, 70.0, 35.0)
+
+
+def test_a_question_finds_the_scanned_words(tmp_path: Path, tesseract: None) -> None:
+    """Both scans and two typed documents in a store of fakes: each language's question
+    retrieves its scan first, at page 1."""
+    settings = load_settings(REPO / "config.toml", environ={}).with_store(tmp_path / "store")
+    store = Store(settings, Ledger(tmp_path / "l.sqlite"), MemoryVectorIndex(), FakeEmbedder())
+    docs = {
+        "en-scan.pdf": parse_pdf(scan(tmp_path / "en.pdf", EN_LINES), ocr=OcrOptions(DPI, "eng")),
+        "zh-scan.pdf": parse_pdf(scan(tmp_path / "zh.pdf", ZH_LINES), ocr=OcrOptions(DPI)),
+        "travel.pdf": ParsedDoc([Block("Travel is booked through the portal.", (), 1, 1)]),
+        "leave.pdf": ParsedDoc([Block("年假天数按工龄计算，最多十五天。", (), 1, 1)]),
+    }
+    for name, parsed in docs.items():
+        meta = DocMeta(id=name, path=name, root="/d", sha256=name, size=1, mtime=0.0)
+        Writer(store, store.collection).write(meta, parsed)
+    assistant = Assistant(store, FakeGenerator(), FakeCounter())
+    try:
+        en = assistant.retrieve("What is the monthly internet allowance at home?", ["all"])
+        zh = assistant.retrieve("在家办公的网络费补贴是多少？", ["all"])
+        assert (en[0].file, en[0].page) == ("en-scan.pdf", 1)
+        assert (zh[0].file, zh[0].page) == ("zh-scan.pdf", 1)
+    finally:
+        store.close()
