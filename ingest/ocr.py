@@ -123,10 +123,10 @@ def _render(path: Path, index: int, dpi: int, password: str | None, target: Path
 
 
 def ocr_page(
-    path: Path, index: int, options: OcrOptions, password: str | None = None
+    path: Path, index: int, options: OcrOptions, password: str | None = None, exe: str = ""
 ) -> OcrPage:
-    """The text of page `index` (0-based) read by Tesseract."""
-    exe = check_tesseract(options.languages)
+    """The text of page `index` (0-based) read by Tesseract (`exe`: from `check_tesseract`)."""
+    exe = exe or check_tesseract(options.languages)
     with tempfile.TemporaryDirectory(prefix="kb-ocr-") as tmp:
         image = Path(tmp) / "page.png"
         _render(path, index, options.dpi, password, image)

@@ -86,14 +86,15 @@ def parse_pdf(
     ocr_pages: list[int] = []
     if scanned and ocr is not None:
         try:
-            check_tesseract(ocr.languages)
+            exe = check_tesseract(ocr.languages)
         except NoText as exc:
             if not any(line.strip() for lines in pages for line in lines):
                 raise NoText(f"{path.name}: {exc}") from exc
             logger.warning("%s: %d scanned pages left unread: %s", path.name, len(scanned), exc)
         else:
             for index in scanned:
-                pages[index] = ocr_page(path, index, ocr, password).lines
+                # A blank line first: text read from a scan never runs on from the page before.
+                pages[index] = ["", *ocr_page(path, index, ocr, password, exe).lines]
                 ocr_pages.append(index + 1)
     if not any(line.strip() for lines in pages for line in lines):
         raise NoText(

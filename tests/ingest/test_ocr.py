@@ -67,17 +67,27 @@ def scan(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def test_english_scan_is_read(tmp_path: Path, tesseract: None) -> None:
-    doc = parse_pdf(scan(tmp_path / "en.pdf", EN_LINES), ocr=OcrOptions(DPI, "eng"))
+@pytest.fixture(scope="module")
+def scans(tesseract: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, ParsedDoc]:
+    """The English and the Chinese scan, each read once for the tests below."""
+    folder = tmp_path_factory.mktemp("scans")
+    return {
+        "en": parse_pdf(scan(folder / "en.pdf", EN_LINES), ocr=OcrOptions(DPI, "eng")),
+        "zh": parse_pdf(scan(folder / "zh.pdf", ZH_LINES), ocr=OcrOptions(DPI, "chi_sim+eng")),
+    }
+
+
+def test_english_scan_is_read(scans: dict[str, ParsedDoc]) -> None:
+    doc = scans["en"]
     text = " ".join(b.text for b in doc.blocks)
     assert "monthly allowance of forty euros for internet costs" in text
     assert doc.ocr_pages == (1,) and all(b.page == 1 for b in doc.blocks)
 
 
-def test_chinese_scan_is_read(tmp_path: Path, tesseract: None) -> None:
-    doc = parse_pdf(scan(tmp_path / "zh.pdf", ZH_LINES), ocr=OcrOptions(DPI, "chi_sim+eng"))
-    text = "".join(b.text for b in doc.blocks)
+def test_chinese_scan_is_read(scans: dict[str, ParsedDoc]) -> None:
+    text = "".join(b.text for b in scans["zh"].blocks)
     assert "远程办公补贴" in text and "网络费补贴" in text and "随工资发放" in text
+    assert scans["zh"].ocr_pages == (1,)
 
 
 def test_a_mixed_pdf_is_read_page_by_page(tmp_path: Path, tesseract: None) -> None:
@@ -120,14 +130,16 @@ def test_tsv_lines_paragraphs_and_boxes() -> None:
     assert page.words[0].box == (50.0, 25.0, 70.0, 35.0)
 
 
-def test_a_question_finds_the_scanned_words(tmp_path: Path, tesseract: None) -> None:
+def test_a_question_finds_the_scanned_words(
+    tmp_path: Path, scans: dict[str, ParsedDoc]
+) -> None:
     """Both scans and two typed documents in a store of fakes: each language's question
     retrieves its scan first, at page 1."""
     settings = load_settings(REPO / "config.toml", environ={}).with_store(tmp_path / "store")
     store = Store(settings, Ledger(tmp_path / "l.sqlite"), MemoryVectorIndex(), FakeEmbedder())
     docs = {
-        "en-scan.pdf": parse_pdf(scan(tmp_path / "en.pdf", EN_LINES), ocr=OcrOptions(DPI, "eng")),
-        "zh-scan.pdf": parse_pdf(scan(tmp_path / "zh.pdf", ZH_LINES), ocr=OcrOptions(DPI)),
+        "en-scan.pdf": scans["en"],
+        "zh-scan.pdf": scans["zh"],
         "travel.pdf": ParsedDoc([Block("Travel is booked through the portal.", (), 1, 1)]),
         "leave.pdf": ParsedDoc([Block("年假天数按工龄计算，最多十五天。", (), 1, 1)]),
     }
