@@ -85,6 +85,8 @@ class DocMeta:
     # A PDF's printed page labels ("i", "ii", "1", …), one per page; () where they are the
     # page numbers themselves.
     page_labels: tuple[str, ...] = ()
+    # The pages (1-based) whose text was read by OCR from a scan.
+    ocr_pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,10 +117,19 @@ class Passage:
     groups: tuple[str, ...] = ()
     ordinal: int = -1  # the chunk's position in its document (adjacent ones can merge)
     page_labels: tuple[str, ...] = ()  # its document's (DocMeta.page_labels)
+    ocr_pages: tuple[int, ...] = ()  # its document's (DocMeta.ocr_pages)
 
     @property
     def section_path(self) -> str:
         return SECTION_SEP.join(self.section)
+
+    @property
+    def from_ocr(self) -> bool:
+        """Whether any of the passage's pages was read by OCR (its words may be misread)."""
+        if self.page is None or not self.ocr_pages:
+            return False
+        end = self.page_end or self.page
+        return any(self.page <= page <= end for page in self.ocr_pages)
 
     @property
     def page_label(self) -> str:

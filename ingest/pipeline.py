@@ -186,6 +186,7 @@ class Writer:
             title=meta.title or parsed.title or Path(meta.path).stem,
             lang=detect_lang(sample) if sample else "en",
             page_labels=_printed_labels(parsed.page_labels),
+            ocr_pages=parsed.ocr_pages,
         )
         return meta, chunks, lexical_terms(meta.title, chunks)
 
@@ -286,6 +287,7 @@ def ingest_paths(
                 title=meta.title or old.meta.title,
                 lang=old.meta.lang,
                 page_labels=old.meta.page_labels,
+                ocr_pages=old.meta.ocr_pages,
             )
             if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
                 finish(FileOutcome(label, "unchanged", chunks=old.chunk_count))

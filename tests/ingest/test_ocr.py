@@ -152,5 +152,9 @@ def test_a_question_finds_the_scanned_words(
         zh = assistant.retrieve("在家办公的网络费补贴是多少？", ["all"])
         assert (en[0].file, en[0].page) == ("en-scan.pdf", 1)
         assert (zh[0].file, zh[0].page) == ("zh-scan.pdf", 1)
+        # The passages carry the fact that OCR read them (the source card's badge).
+        assert en[0].from_ocr and zh[0].from_ocr
+        assert not any(p.from_ocr for p in en + zh if not p.file.endswith("scan.pdf"))
+        assert assistant.source(en[0].chunk_id, ["all"]).ocr_pages == (1,)
     finally:
         store.close()

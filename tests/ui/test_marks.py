@@ -11,9 +11,11 @@ from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.cidfonts import UnicodeCIDFont
 from reportlab.pdfgen.canvas import Canvas
 
+from core.types import Passage
 from ingest.ocr import Word
 from ingest.page_words import cited_boxes, find_boxes
 from ui.marks import draw_boxes, mark_page, what_to_mark
+from ui.render import passage_html
 
 DPI = 80
 HEIGHT = A4[1]
@@ -80,3 +82,12 @@ def test_find_boxes_and_draw_boxes_are_pure() -> None:
     assert out.getpixel((15, 15)) != (255, 255, 255) and out.getpixel((50, 50)) == (255, 255, 255)
     assert page.getpixel((15, 15)) == (255, 255, 255)
     assert what_to_mark("", "请假。报销！") == "请假。" and what_to_mark("q", "x") == "q"
+
+
+def test_a_passage_read_by_ocr_has_a_badge_on_its_card() -> None:
+    scanned = Passage("c", "d", "scan.pdf", "text", page=2, page_end=3, ocr_pages=(3,))
+    typed = Passage("c", "d", "scan.pdf", "text", page=1, ocr_pages=(3,))
+    assert scanned.from_ocr and not typed.from_ocr
+    assert "read by OCR" in passage_html(scanned, "", "en")
+    assert "OCR" not in passage_html(typed, "", "en")
+    assert "OCR识别" in passage_html(scanned, "", "zh")
