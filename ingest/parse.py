@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +36,7 @@ from core.errors import (
     UnsupportedFile,
 )
 from core.types import ParsedDoc
+from ingest.convert_doc import doc_to_docx
 from ingest.ocr import OcrOptions
 from ingest.parse_docx import parse_docx
 from ingest.parse_pdf import parse_pdf
@@ -51,7 +53,8 @@ WORKER_START_S = 60.0  # a worker that is not ready by then is a broken installa
 
 
 def sniff(path: Path) -> str:
-    """ "pdf" or "docx" by content (not by name); UnsupportedFile or EncryptedFile otherwise."""
+    """ "pdf", "docx" or "doc" (legacy Word, or another old Office file) by content, not by
+    name; UnsupportedFile or EncryptedFile otherwise."""
     with path.open("rb") as handle:
         head = handle.read(1024)
     if b"%PDF-" in head:
@@ -76,10 +79,7 @@ def sniff(path: Path) -> str:
                 f"{path.name}: a password-protected Office file (remove the password in Word "
                 "and save as .docx, or remove the file)"
             )
-        raise UnsupportedFile(
-            f"{path.name}: legacy Word .doc (or another old Office format): convert to .docx "
-            "(Word: Save As .docx; or `soffice --headless --convert-to docx`) and ingest that"
-        )
+        return "doc"
     if head.lstrip().startswith(b"{\\rtf"):
         raise UnsupportedFile(f"{path.name}: RTF is not ingested: save it as .docx or PDF")
     raise UnsupportedFile(
@@ -103,6 +103,9 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
         if kind == "pdf":
             ocr = OcrOptions(settings.ocr_dpi, settings.ocr_languages) if settings.ocr else None
             return parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables, ocr=ocr)
+        if kind == "doc":
+            with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
+                return parse_docx(doc_to_docx(path, Path(folder)))
         return parse_docx(path)
     except IngestError:
         raise
