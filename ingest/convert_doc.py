@@ -19,10 +19,8 @@ from core.errors import UnsupportedFile
 logger = logging.getLogger(__name__)
 
 CONVERT_TIMEOUT_S = 120.0
-HINT = (
-    "convert to .docx (Word: Save As .docx; or `soffice --headless --convert-to docx`) and "
-    "ingest that, or install LibreOffice (Debian: libreoffice-writer-nogui) to have it converted"
-)
+HINT = "convert to .docx (Word: Save As .docx; or `soffice --headless --convert-to docx`)"
+INSTALL = "install LibreOffice (Debian: libreoffice-writer-nogui) to have it converted"
 
 
 def soffice() -> str | None:
@@ -36,7 +34,7 @@ def doc_to_docx(path: Path, folder: Path) -> Path:
     exe = soffice()
     if exe is None:
         raise UnsupportedFile(f"{path.name}: legacy Word .doc (or another old Office format): "
-                              + HINT)
+                              f"{HINT} and ingest that, or {INSTALL}")
     source = folder / f"{path.stem}.doc"  # LibreOffice names its output after its input
     shutil.copyfile(path, source)
     profile = folder / "profile"  # a private profile: parallel workers do not share a lock
@@ -47,10 +45,11 @@ def doc_to_docx(path: Path, folder: Path) -> Path:
                               timeout=CONVERT_TIMEOUT_S, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise UnsupportedFile(f"{path.name}: legacy Word .doc: LibreOffice failed ({exc}); "
-                              + HINT) from exc
+                              f"{HINT} and ingest that") from exc
     target = source.with_suffix(".docx")
     if done.returncode != 0 or not target.exists():
-        raise UnsupportedFile(f"{path.name}: legacy Word .doc: LibreOffice could not convert it "
-                              f"({done.stderr.strip()[:200] or 'no output'}); " + HINT)
+        said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        raise UnsupportedFile(f"{path.name}: legacy Word .doc (or another old Office format): "
+                              f"LibreOffice could not convert it ({said}); {HINT} and ingest that")
     logger.info("%s: converted from .doc by LibreOffice", path.name)
     return target

@@ -36,6 +36,7 @@ from core.errors import IngestError, KbError
 from core.text import detect_lang, tokenize
 from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
 from ingest.chunk import chunk_blocks
+from ingest.convert_doc import soffice
 from ingest.parse import ParsePool
 from ingest.store import Store
 from ingest.vectors import group_metadata
@@ -351,10 +352,13 @@ def ingest_paths(
 
 
 def _parse_fingerprint(settings: Settings) -> str:
-    """Settings that can turn a failed file into a good one: when they change, failed files
-    are tried again even though they did not change."""
+    """Settings (and installed converters) that can turn a failed file into a good one: when
+    they change, failed files are tried again even though they did not change."""
     ingest = settings.ingest
-    key = json.dumps([list(ingest.pdf_passwords), ingest.max_file_mb, ingest.file_timeout_s])
+    ocr = [ingest.ocr_languages, bool(shutil.which("tesseract"))] if ingest.ocr else []
+    key = json.dumps(
+        [list(ingest.pdf_passwords), ingest.max_file_mb, ingest.file_timeout_s, ocr, soffice()]
+    )
     return hashlib.sha1(key.encode()).hexdigest()
 
 

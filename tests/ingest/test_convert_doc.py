@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from docx import Document
 
 from core.config import IngestSettings
 from core.errors import UnsupportedFile
@@ -30,20 +29,21 @@ def test_without_libreoffice_a_doc_is_unsupported_with_the_hint(
 @pytest.mark.skipif(convert_doc.soffice() is None,
                     reason="LibreOffice (soffice) is not installed: .doc conversion is optional")
 def test_a_doc_is_converted_and_parsed(tmp_path: Path) -> None:
-    source = tmp_path / "leave.docx"
-    document = Document()
-    document.add_heading("Annual leave", level=1)
-    document.add_paragraph("Employees accrue two days of annual leave per month.")
-    table = document.add_table(rows=2, cols=2)
-    for cell, text in zip(table._cells, ["Years", "Days", "5", "20"], strict=True):
-        cell.text = text
-    document.save(str(source))
-    subprocess.run([str(convert_doc.soffice()), "--headless", "--convert-to", "doc", "--outdir",
-                    str(tmp_path / "doc"), str(source)], check=True, capture_output=True,
-                   timeout=120)
+    source = tmp_path / "leave.html"  # LibreOffice writes a .doc with its table from HTML
+    source.write_text(
+        "<html><body><h1>Annual leave</h1>"
+        "<p>Employees accrue two days of annual leave per month.</p><table border=1>"
+        "<tr><td>Years</td><td>Days</td></tr><tr><td>5</td><td>20</td></tr></table>"
+        "</body></html>"
+    )
+    subprocess.run([str(convert_doc.soffice()), "--headless", "--convert-to", "doc:MS Word 97",
+                    "--outdir", str(tmp_path / "doc"), str(source)], check=True,
+                   capture_output=True, timeout=120)
     doc = tmp_path / "doc" / "leave.doc"
     assert doc.read_bytes().startswith(OLE2)
     parsed = parse_file(doc, IngestSettings())
-    texts = [b.text for b in parsed.blocks]
-    assert "Employees accrue two days of annual leave per month." in texts
-    assert "| Years | Days |\n| 5 | 20 |" in texts
+    assert [(b.kind, b.text) for b in parsed.blocks] == [
+        ("heading", "Annual leave"),
+        ("text", "Employees accrue two days of annual leave per month."),
+        ("table", "| Years | Days |\n| 5 | 20 |"),
+    ]
