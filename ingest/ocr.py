@@ -1,6 +1,8 @@
 """OCR of PDF pages without a text layer: the page rendered by pdfium, read by Tesseract.
 
 Runs inside the parse worker, so a long scan is under `ingest.file_timeout_s` like any file.
+Tesseract runs on one thread (OMP_THREAD_LIMIT=1): the parse workers are the parallelism, and
+on 2 cores its own threads made a page about 3x slower.
 Tesseract's TSV output gives words with their boxes; words become lines (Tesseract's own line
 grouping), and a blank line separates its paragraphs, so the PDF parser's paragraph rules apply
 to OCR text as to any other.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import os
 import shutil
 import subprocess
 import tempfile
@@ -136,6 +139,7 @@ def ocr_page(
             text=True,
             timeout=PAGE_TIMEOUT_S,
             check=False,
+            env={**os.environ, "OMP_THREAD_LIMIT": "1"},
         )
     if done.returncode != 0:
         logger.warning("%s: page %d: tesseract failed: %s", path.name, index + 1, done.stderr)

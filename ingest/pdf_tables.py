@@ -25,7 +25,10 @@ Cells = list[list[str]]  # rows of cell texts, the header row first
 
 MARK = "\x00table "
 _KEY_DROP = re.compile(r"[\W_]+")  # what matching ignores: spaces, punctuation, symbols
-_DRAWS = re.compile(rb"(?:^|\s)(?:re|l)\s")  # a rectangle or line path operator
+_PATH = re.compile(rb"\s(?:re|l)\s")  # a rectangle or line path operator
+# A 2 x 2 ruled table takes at least 4 rectangles (cells) or 6 lines; pages with fewer (a rule
+# under the running header, a clip rectangle) are not worth pdfminer's layout pass.
+MIN_PATHS = 4
 
 
 def _key(text: str) -> str:
@@ -65,8 +68,16 @@ def table_rows(cells: Cells) -> list[str]:
 
 
 def draws_lines(content: bytes) -> bool:
-    """Whether a page's content stream draws rectangles or lines (a ruled table needs them)."""
-    return bool(_DRAWS.search(content))
+    """Whether a page's content stream draws enough rectangles or lines for a ruled table.
+
+    draws_lines(b"0 0 m 10 0 l S 0 0 5 5 re f") -> False
+    """
+    count = 0
+    for _ in _PATH.finditer(content):
+        count += 1
+        if count >= MIN_PATHS:
+            return True
+    return False
 
 
 def find_tables(
