@@ -49,6 +49,7 @@ Result = ParsedDoc | IngestError
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP = b"PK\x03\x04"
 _OLE_ENCRYPTED = "EncryptionInfo".encode("utf-16-le")
+TABLE_SHARE = 0.15  # of a file's time limit, at most, spent looking for PDF tables
 WORKER_START_S = 60.0  # a worker that is not ready by then is a broken installation
 
 
@@ -102,7 +103,8 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
         kind = sniff(path)
         if kind == "pdf":
             ocr = OcrOptions(settings.ocr_dpi, settings.ocr_languages) if settings.ocr else None
-            return parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables, ocr=ocr)
+            return parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
+                             table_seconds=settings.file_timeout_s * TABLE_SHARE, ocr=ocr)
         if kind == "doc":
             with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
                 return parse_docx(doc_to_docx(path, Path(folder)))
@@ -121,8 +123,9 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
 
 def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
     """Worker loop: receive a path, send back a ParsedDoc or an IngestError; None stops."""
-    # The worker has no log handlers: keep pypdf's per-font warnings off stderr.
+    # The worker has no log handlers: keep pypdf's and pdfminer's per-font warnings off stderr.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)  # under pdfplumber (tables)
     conn.send("ready")
     while True:
         try:

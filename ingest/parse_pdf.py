@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,19 +58,21 @@ def parse_pdf(
     passwords: Sequence[str] = (),
     *,
     tables: bool = True,
+    table_seconds: float | None = None,
     ocr: OcrOptions | None = None,
 ) -> ParsedDoc:
     """Parse a PDF; raises EncryptedFile, BrokenFile or NoText for files it cannot use.
 
     `tables`: find ruled tables and keep their rows whole (pdfplumber; slower on pages that
-    draw lines). `ocr`: read pages that draw an image but have no text by OCR (Tesseract);
-    None leaves them empty."""
+    draw lines), spending at most `table_seconds` on the search. `ocr`: read pages that draw
+    an image but have no text by OCR (Tesseract); None leaves them empty."""
     reader, password = _open(path, passwords)
     texts = _page_texts(path, reader)
     raw_pages = [text.splitlines() for text in texts]
     found: dict[str, pdf_tables.Cells] = {}
     if tables and any(text.strip() for text in texts):
-        raw_pages, found = _place_tables(path, reader, password, raw_pages)
+        deadline = None if table_seconds is None else time.monotonic() + table_seconds
+        raw_pages, found = _place_tables(path, reader, password, raw_pages, deadline)
     pages = strip_running_lines(raw_pages)
     if not any(line.strip() for lines in pages for line in lines) and any(
         text.strip() for text in texts
@@ -97,6 +100,11 @@ def parse_pdf(
                 pages[index] = ["", *ocr_page(path, index, ocr, password, exe).lines]
                 ocr_pages.append(index + 1)
     if not any(line.strip() for lines in pages for line in lines):
+        if ocr_pages:
+            raise NoText(
+                f"{path.name}: no text layer, and OCR read no words on its {len(ocr_pages)} "
+                "page images (pictures without text, or too faint: try a higher ingest.ocr_dpi)"
+            )
         raise NoText(
             f"{path.name}: no text layer: needs OCR (scanned or image-only PDF; enable "
             "ingest.ocr, or run OCR, e.g. ocrmypdf, and ingest the result)"
@@ -161,7 +169,11 @@ def _page_texts(path: Path, reader: PdfReader) -> list[str]:
 
 
 def _place_tables(
-    path: Path, reader: PdfReader, password: str | None, pages: list[list[str]]
+    path: Path,
+    reader: PdfReader,
+    password: str | None,
+    pages: list[list[str]],
+    deadline: float | None,
 ) -> tuple[list[list[str]], dict[str, pdf_tables.Cells]]:
     """Pages with each found table's lines replaced by its marker; the tables by marker."""
     candidates = []
@@ -173,7 +185,7 @@ def _place_tables(
         except Exception:  # no content stream, or one pypdf cannot decode: no tables there
             continue
     try:
-        tables = pdf_tables.find_tables(path, password, candidates)
+        tables = pdf_tables.find_tables(path, password, candidates, deadline)
     except Exception as exc:  # pdfminer fails where pypdf did not: keep the text as read
         logger.warning("%s: table detection failed, tables read as text: %s", path.name, exc)
         return pages, {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -81,19 +82,26 @@ def draws_lines(content: bytes) -> bool:
 
 
 def find_tables(
-    path: Path, password: str | None, pages: Sequence[int]
+    path: Path, password: str | None, pages: Sequence[int], deadline: float | None = None
 ) -> dict[int, list[Cells]]:
     """Ruled tables of the given 0-based pages, top to bottom, each with at least 2 rows and
-    2 columns. A page pdfplumber cannot read just has none (the text stays as pypdf read it)."""
+    2 columns. A page pdfplumber cannot read just has none (the text stays as pypdf read it);
+    past `deadline` (time.monotonic()) the remaining pages are not searched."""
     if not pages:
         return {}
     import pdfplumber  # only PDFs with drawn lines pay for loading pdfminer
 
     found: dict[int, list[Cells]] = {}
-    with pdfplumber.open(path, password=password or "") as pdf:
-        for index in pages:
+    wanted = sorted(set(pages))
+    # Only the wanted pages: pdfplumber would otherwise set up every page of a long document.
+    with pdfplumber.open(path, password=password or "", pages=[i + 1 for i in wanted]) as pdf:
+        for page in pdf.pages:
+            index = page.page_number - 1
+            if deadline is not None and time.monotonic() > deadline:
+                logger.warning("%s: table search stopped at page %d (time budget spent); "
+                               "later tables are read as text", path.name, index + 1)
+                break
             try:
-                page = pdf.pages[index]
                 tables = sorted(page.find_tables(), key=lambda t: (t.bbox[1], t.bbox[0]))
                 cells = [[[c or "" for c in row] for row in t.extract()] for t in tables]
             except Exception as exc:  # a table we cannot read costs its layout, not its text

@@ -158,3 +158,14 @@ def test_a_question_finds_the_scanned_words(
         assert assistant.source(en[0].chunk_id, ["all"]).ocr_pages == (1,)
     finally:
         store.close()
+
+
+def test_a_real_scanned_table_is_read(shared: Path, tesseract: None) -> None:
+    """../shared/corpus's single_table.pdf: a table pasted as an image, no text layer."""
+    path = shared / "corpus" / "pdf" / "unstructured" / "single_table.pdf"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    doc = parse_pdf(path, ocr=OcrOptions(200, "eng"))
+    text = " ".join(b.text for b in doc.blocks)
+    assert doc.ocr_pages == (1,)
+    assert "Chipper" in text and "64,058" in text
