@@ -213,12 +213,14 @@ def _has_images(reader: PdfReader, sample: int = 5) -> bool:
 
 
 def _page_has_image(reader: PdfReader, index: int) -> bool:
-    """Whether page `index` draws an image XObject (directly, not inside a form)."""
+    """Whether page `index` draws an image, or a form that may hold one (some scanners wrap
+    the page image in a form XObject)."""
     try:
         resources = reader.pages[index].get("/Resources")
         xobjects: Any = resources.get_object().get("/XObject") if resources else None
         return bool(xobjects) and any(
-            xobjects[name].get_object().get("/Subtype") == "/Image" for name in xobjects
+            xobjects[name].get_object().get("/Subtype") in ("/Image", "/Form")
+            for name in xobjects
         )
     except Exception:
         return False

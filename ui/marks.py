@@ -59,7 +59,7 @@ def mark_page(
     boxes = cited_boxes(pdf, page, quote, ocr)
     if not boxes:
         return image
-    target = image.with_name(f"{image.stem}-m{abs(hash(quote)):x}.png")
+    target = image.with_name(f"m{abs(hash(quote)):x}-{image.name}")  # keeps "-p<page>.png"
     if not target.exists():
         with Image.open(image) as source:
             draw_boxes(source, boxes, dpi).save(target)
