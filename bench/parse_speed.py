@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from core.config import load_settings  # noqa: E402
-from ingest.ocr import OcrOptions, image_only_pdf  # noqa: E402
+from ingest.ocr import OcrOptions, image_only_pdf, ocr_options  # noqa: E402
 from ingest.parse_pdf import parse_pdf  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def main() -> None:
     settings = load_settings(REPO / "config.toml").ingest
     out: dict[str, object] = {"folder": str(args.folder), "pdfs": len(paths)}
     if args.ocr:
-        ocr = OcrOptions(settings.ocr_dpi, settings.ocr_languages)
+        ocr = ocr_options(settings) or OcrOptions()
         with tempfile.TemporaryDirectory() as tmp:
             scans = [image_only_pdf(path, 1, Path(tmp), ocr.dpi) for path in paths[: args.pages]]
             seconds, pages = _timed(scans, 1, tables=False, ocr=ocr)

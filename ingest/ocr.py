@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.config import IngestSettings
 from core.errors import NoText
 from core.text import CJK_CHAR
 
@@ -36,6 +37,11 @@ PAGE_TIMEOUT_S = 300.0  # one page; the worker's per-file limit usually ends a l
 class OcrOptions:
     dpi: int = 200
     languages: str = "chi_sim+eng"
+
+
+def ocr_options(settings: IngestSettings) -> OcrOptions | None:
+    """The OCR options of `[ingest]`; None when `ingest.ocr` is off."""
+    return OcrOptions(settings.ocr_dpi, settings.ocr_languages) if settings.ocr else None
 
 
 @dataclass(frozen=True)

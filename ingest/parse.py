@@ -37,7 +37,7 @@ from core.errors import (
 )
 from core.types import ParsedDoc
 from ingest.convert_doc import doc_to_docx
-from ingest.ocr import OcrOptions
+from ingest.ocr import ocr_options
 from ingest.parse_docx import parse_docx
 from ingest.parse_pdf import parse_pdf
 
@@ -102,9 +102,9 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
             raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
         kind = sniff(path)
         if kind == "pdf":
-            ocr = OcrOptions(settings.ocr_dpi, settings.ocr_languages) if settings.ocr else None
             return parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
-                             table_seconds=settings.file_timeout_s * TABLE_SHARE, ocr=ocr)
+                             table_seconds=settings.file_timeout_s * TABLE_SHARE,
+                             ocr=ocr_options(settings))
         if kind == "doc":
             with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
                 return parse_docx(doc_to_docx(path, Path(folder)))

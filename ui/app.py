@@ -26,7 +26,7 @@ from core.access import parse_groups
 from core.config import Settings
 from core.errors import AccessDenied, KbError
 from core.types import Answer, Passage, Turn, User
-from ingest.ocr import OcrOptions
+from ingest.ocr import ocr_options
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
 from ui import admin, marks, render
@@ -163,11 +163,9 @@ class App:
             if image is None:
                 note = t("no_pdftoppm", lang)
             else:  # the cited words marked on the page (text layer, else OCR)
-                options = self.settings.ingest
-                ocr = OcrOptions(options.ocr_dpi, options.ocr_languages) if options.ocr else None
                 image = marks.mark_page(image, path, passage.page,
                                         marks.what_to_mark(quote, passage.text),
-                                        marks.PAGE_DPI, ocr)
+                                        marks.PAGE_DPI, ocr_options(self.settings.ingest))
         html = render.passage_html(passage, quote, lang, note)
         if image is None:
             return html, gr.update(value=None, visible=False)

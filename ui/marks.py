@@ -56,12 +56,13 @@ def mark_page(
 ) -> Path:
     """The rendered page with `quote` marked, written beside it; the page itself when the
     quote is not found on it."""
+    target = image.with_name(f"m{abs(hash(quote)):x}-{image.name}")  # keeps "-p<page>.png"
+    if target.exists():  # marked before (a scanned page's words cost an OCR run)
+        return target
     boxes = cited_boxes(pdf, page, quote, ocr)
     if not boxes:
         return image
-    target = image.with_name(f"m{abs(hash(quote)):x}-{image.name}")  # keeps "-p<page>.png"
-    if not target.exists():
-        with Image.open(image) as source:
-            draw_boxes(source, boxes, dpi).save(target)
-        logger.info("marked %d words on %s page %d", len(boxes), pdf.name, page)
+    with Image.open(image) as source:
+        draw_boxes(source, boxes, dpi).save(target)
+    logger.info("marked %d words on %s page %d", len(boxes), pdf.name, page)
     return target
