@@ -20,6 +20,7 @@ from core.errors import NoText
 from core.types import Block, DocMeta, ParsedDoc
 from ingest.ledger import Ledger
 from ingest.ocr import OcrOptions, read_tsv
+from ingest.page_words import cited_boxes
 from ingest.parse_pdf import parse_pdf
 from ingest.pipeline import Writer
 from ingest.store import Store
@@ -169,3 +170,13 @@ def test_a_real_scanned_table_is_read(shared: Path, tesseract: None) -> None:
     text = " ".join(b.text for b in doc.blocks)
     assert doc.ocr_pages == (1,)
     assert "Chipper" in text and "64,058" in text
+
+
+def test_words_of_a_scanned_page_have_boxes_from_ocr(tmp_path: Path, tesseract: None) -> None:
+    path = scan(tmp_path / "en.pdf", EN_LINES)
+    boxes = cited_boxes(path, 1, "forty euros for internet costs", OcrOptions(DPI, "eng"))
+    assert len(boxes) == 5
+    # The third drawn line: 80 + 2 * 48 pixels from the top at DPI, in points.
+    top = (80 + 2 * 48) * 72 / DPI
+    assert all(abs(box[1] - top) < 12 for box in boxes)
+    assert cited_boxes(path, 1, "forty euros", None) == []  # no OCR, no words
