@@ -159,6 +159,7 @@ class Snapshot:
             page=page,
             page_end=page_end,
             page_labels=record.meta.page_labels,
+            ocr_pages=record.meta.ocr_pages,
             score=score,
             title=record.meta.title,
             superseded=record.meta.id in superseded,

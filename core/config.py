@@ -74,6 +74,10 @@ class IngestSettings:
     )
     chunk_tokens: int = field(default=200, metadata=_doc("target chunk size, embedder tokens"))
     chunk_overlap: int = field(default=30, metadata=_doc("overlap between chunks, tokens"))
+    pdf_tables: bool = field(default=True, metadata=_doc("keep PDF table rows with their header"))
+    ocr: bool = field(default=True, metadata=_doc("OCR PDF pages without a text layer"))
+    ocr_dpi: int = field(default=200, metadata=_doc("resolution pages are rendered at for OCR"))
+    ocr_languages: str = field(default="chi_sim+eng", metadata=_doc("Tesseract languages"))
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,14 @@ class Block:
 
 @dataclass(frozen=True)
 class ParsedDoc:
-    """What a parser returns: the blocks, a title and, for PDFs, page count and labels."""
+    """What a parser returns: the blocks, a title and, for PDFs, page count and labels, and
+    the pages (1-based) whose text was read by OCR."""
 
     blocks: list[Block]
     title: str = ""
     pages: int | None = None
     page_labels: list[str] | None = None
+    ocr_pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class DocMeta:
     # A PDF's printed page labels ("i", "ii", "1", …), one per page; () where they are the
     # page numbers themselves.
     page_labels: tuple[str, ...] = ()
+    # The pages (1-based) whose text was read by OCR from a scan.
+    ocr_pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,10 +138,19 @@ class Passage:
             if offset >= start:
                 page = start_page
         return page
+    ocr_pages: tuple[int, ...] = ()  # its document's (DocMeta.ocr_pages)
 
     @property
     def section_path(self) -> str:
         return SECTION_SEP.join(self.section)
+
+    @property
+    def from_ocr(self) -> bool:
+        """Whether any of the passage's pages was read by OCR (its words may be misread)."""
+        if self.page is None or not self.ocr_pages:
+            return False
+        end = self.page_end or self.page
+        return any(self.page <= page <= end for page in self.ocr_pages)
 
     @property
     def page_label(self) -> str:

@@ -3,7 +3,9 @@
 A chunk never crosses a heading: blocks are grouped by their heading path, each group is cut
 into sentences (Chinese 。！？；… and English .!?), and sentences are packed greedily up to
 `max_tokens` with about `overlap` tokens repeated from the end of the previous chunk. A sentence
-longer than `max_tokens` is cut into windows. Chunk ids hash the document id, the heading path,
+longer than `max_tokens` is cut into windows. A table block is cut into its rows instead, and
+a chunk that holds a row holds its table's header row before it (a table split over chunks
+repeats its header). Chunk ids hash the document id, the heading path,
 the text and its occurrence, so an unchanged passage keeps its id across runs.
 
     chunk_blocks("d1", [Block("请假。报销！", ("制度",))], count_many, 200, 30)[0].text
@@ -23,8 +25,6 @@ from core.types import Block, Chunk
 
 CountMany = Callable[[Sequence[str]], list[int]]
 
-
-
 # A numbered article or clause (第十二条, 第3条) opens a new passage: laws and Chinese policies
 # are written in self-contained articles, and one article per passage cites precisely.
 _ARTICLE = re.compile(r"^\s*第[一二三四五六七八九十百零〇两\d]+条")
@@ -36,7 +36,8 @@ class _Sentence:
     tokens: int
     page: int | None
     page_end: int | None
-    block_start: bool  # the first sentence of its block: joined with a line break
+    block_start: bool  # the first sentence of its block (or a table row): after a line break
+    header: _Sentence | None = None  # a table row's header row, which goes wherever it goes
 
     @property
     def opens_article(self) -> bool:
@@ -67,21 +68,53 @@ def _windows(text: str, tokens: int, max_tokens: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def _units(block: Block) -> list[tuple[str, bool, bool]]:
+    """(text, starts a line, is a table's header row) of a block: its sentences, or, for a
+    table, its rows (the first is the header)."""
+    if block.kind == "table":
+        rows = [row for row in block.text.split("\n") if row.strip()]
+        return [(row, True, i == 0 and len(rows) > 1) for i, row in enumerate(rows)]
+    return [(piece, i == 0, False) for i, piece in enumerate(split_sentences(block.text))]
+
+
 def _sentences(blocks: Sequence[Block], count_many: CountMany, max_tokens: int) -> list[_Sentence]:
-    raw: list[tuple[str, Block, bool]] = []
+    raw: list[tuple[str, Block, bool, bool]] = []
     for block in blocks:
-        for i, piece in enumerate(split_sentences(block.text)):
-            raw.append((piece, block, i == 0))
-    counts = count_many([piece for piece, _, _ in raw])
+        raw.extend((text, block, first, header) for text, first, header in _units(block))
+    counts = count_many([piece for piece, _, _, _ in raw])
     out: list[_Sentence] = []
-    for (piece, block, first), tokens in zip(raw, counts, strict=True):
-        pieces = [piece] if tokens <= max_tokens else _windows(piece, tokens, max_tokens)
+    header: _Sentence | None = None
+    for (piece, block, first, is_header), tokens in zip(raw, counts, strict=True):
+        if block.kind != "table":
+            header = None
+        # A header is kept whole with each row: its room is taken from the row's windows.
+        room = max_tokens - (header.tokens if header and not is_header else 0)
+        room = max(room, max_tokens // 2)
+        pieces = [piece] if tokens <= room else _windows(piece, tokens, room)
         sub_counts = [tokens] if len(pieces) == 1 else count_many(pieces)
         for j, (sub, n) in enumerate(zip(pieces, sub_counts, strict=True)):
-            out.append(
-                _Sentence(sub, n, block.page, block.page_end or block.page, first and j == 0)
-            )
+            page, end = block.page, block.page_end or block.page
+            sentence = _Sentence(sub, n, page, end, first and j == 0, None if is_header else header)
+            out.append(sentence)
+            if is_header and len(pieces) == 1:
+                header = sentence
     return out
+
+
+def _with_headers(group: list[_Sentence]) -> list[_Sentence]:
+    """The group with each table row's header in front of the first of its rows, when the
+    group does not hold the header already."""
+    out: list[_Sentence] = []
+    for sentence in group:
+        header = sentence.header
+        if header is not None and not any(s is header for s in out):
+            out.append(header)
+        out.append(sentence)
+    return out
+
+
+def _size(group: Sequence[_Sentence]) -> int:
+    return sum(s.tokens for s in _with_headers(list(group)))
 
 
 def _chunk_id(doc_id: str, section: tuple[str, ...], text: str, occurrence: int) -> str:
@@ -97,26 +130,22 @@ def _pack(sentences: list[_Sentence], max_tokens: int, overlap: int) -> list[lis
     fresh = 0  # sentences in `current` not carried over from the previous chunk
     for sentence in sentences:
         if current and fresh and sentence.opens_article and size >= max_tokens // 4:
-            groups.append(current)
+            groups.append(_with_headers(current))
             current, size, fresh = [], 0, 0
-        if current and size + sentence.tokens > max_tokens and fresh:
-            groups.append(current)
+        if current and _size([*current, sentence]) > max_tokens and fresh:
+            groups.append(_with_headers(current))
             tail: list[_Sentence] = []
-            tail_size = 0
             for prev in reversed(current):
-                if (
-                    tail_size + prev.tokens > overlap
-                    or tail_size + prev.tokens + sentence.tokens > max_tokens
-                ):
+                candidate = [prev, *tail]
+                if _size(candidate) > overlap or _size([*candidate, sentence]) > max_tokens:
                     break
-                tail.insert(0, prev)
-                tail_size += prev.tokens
-            current, size, fresh = tail, tail_size, 0
+                tail = candidate
+            current, fresh = tail, 0
         current.append(sentence)
-        size += sentence.tokens
+        size = _size(current)
         fresh += 1
     if fresh:
-        groups.append(current)
+        groups.append(_with_headers(current))
     return groups
 
 

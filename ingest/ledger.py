@@ -145,6 +145,12 @@ MIGRATIONS: list[tuple[str, str]] = [
             WHERE api_token_hash != ''
         """,
     ),
+    (
+        "006_ocr_pages",
+        """
+        ALTER TABLE documents ADD COLUMN ocr_pages TEXT NOT NULL DEFAULT '[]';
+        """,
+    ),
 ]
 
 # Appended to the reason of a failed document whose previous version stays live.
@@ -166,6 +172,7 @@ def _doc_from_row(row: sqlite3.Row) -> DocRecord:
         effective_date=row["effective_date"],
         series=row["series"],
         page_labels=tuple(json.loads(row["page_labels"])),
+        ocr_pages=tuple(json.loads(row["ocr_pages"])),
     )
     return DocRecord(meta, row["status"], row["reason"], row["chunk_count"], row["updated_at"])
 
@@ -341,14 +348,14 @@ class Ledger:
         now = time.time()
         db.execute(
             """INSERT INTO documents (id, root, path, sha256, size, mtime, title, lang, groups,
-                   version, effective_date, series, page_labels, status, reason, chunk_count,
-                   created_at, updated_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   version, effective_date, series, page_labels, ocr_pages, status, reason,
+                   chunk_count, created_at, updated_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT(id) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size,
                    mtime = excluded.mtime, title = excluded.title, lang = excluded.lang,
                    groups = excluded.groups, version = excluded.version,
                    effective_date = excluded.effective_date, series = excluded.series,
-                   page_labels = excluded.page_labels,
+                   page_labels = excluded.page_labels, ocr_pages = excluded.ocr_pages,
                    status = excluded.status, reason = excluded.reason,
                    chunk_count = excluded.chunk_count, updated_at = excluded.updated_at""",
             (
@@ -365,6 +372,7 @@ class Ledger:
                 meta.effective_date,
                 meta.series,
                 json.dumps(list(meta.page_labels), ensure_ascii=False),
+                json.dumps(list(meta.ocr_pages)),
                 status,
                 reason,
                 chunk_count,

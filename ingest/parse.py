@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import resource
+import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -41,6 +42,8 @@ from core.errors import (
     UnsupportedFile,
 )
 from core.types import ParsedDoc
+from ingest.convert_doc import doc_to_docx
+from ingest.ocr import ocr_options
 from ingest.parse_docx import parse_docx
 from ingest.parse_pdf import parse_pdf
 
@@ -52,11 +55,13 @@ Result = ParsedDoc | IngestError
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP = b"PK\x03\x04"
 _OLE_ENCRYPTED = "EncryptionInfo".encode("utf-16-le")
+TABLE_SHARE = 0.15  # of a file's time limit, at most, spent looking for PDF tables
 WORKER_START_S = 60.0  # a worker that is not ready by then is a broken installation
 
 
 def sniff(path: Path) -> str:
-    """ "pdf" or "docx" by content (not by name); UnsupportedFile or EncryptedFile otherwise."""
+    """ "pdf", "docx" or "doc" (legacy Word, or another old Office file) by content, not by
+    name; UnsupportedFile or EncryptedFile otherwise."""
     with path.open("rb") as handle:
         head = handle.read(1024)
     if b"%PDF-" in head:
@@ -81,10 +86,7 @@ def sniff(path: Path) -> str:
                 f"{path.name}: a password-protected Office file (remove the password in Word "
                 "and save as .docx, or remove the file)"
             )
-        raise UnsupportedFile(
-            f"{path.name}: legacy Word .doc (or another old Office format): convert to .docx "
-            "(Word: Save As .docx; or `soffice --headless --convert-to docx`) and ingest that"
-        )
+        return "doc"
     if head.lstrip().startswith(b"{\\rtf"):
         raise UnsupportedFile(f"{path.name}: RTF is not ingested: save it as .docx or PDF")
     raise UnsupportedFile(
@@ -106,7 +108,13 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
             raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
         kind = sniff(path)
         if kind == "pdf":
-            parsed = parse_pdf(path, settings.pdf_passwords)
+            parsed = parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
+                               table_seconds=settings.file_timeout_s * TABLE_SHARE,
+                               ocr=ocr_options(settings))
+        elif kind == "doc":
+            with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
+                parsed = parse_docx(doc_to_docx(path, Path(folder)),
+                                    int(settings.max_unpacked_mb * 1024 * 1024))
         else:
             parsed = parse_docx(path, int(settings.max_unpacked_mb * 1024 * 1024))
         if len(parsed.blocks) > settings.max_blocks:
@@ -147,9 +155,10 @@ def _limit_memory(megabytes: float) -> None:
 
 def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
     """Worker loop: receive a path, send back a ParsedDoc or an IngestError; None stops."""
-    # The worker has no log handlers: keep pypdf's per-font warnings off stderr.
+    # The worker has no log handlers: keep pypdf's and pdfminer's per-font warnings off stderr.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     _limit_memory(settings.parse_memory_mb)
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)  # under pdfplumber (tables)
     conn.send("ready")
     while True:
         try:

@@ -4,6 +4,8 @@ One pass of `page.extract_text()` per page; everything after it is linear in the
 running headers and footers are dropped (`clean.strip_running_lines`), the outline (bookmarks)
 gives the section path, wrapped lines are joined into paragraphs (a short line, a bullet or a
 Chinese article opener ends a paragraph), and a paragraph may run on across a page break.
+Ruled tables (found by pdfplumber, `ingest/pdf_tables.py`) become table blocks of `| a | b |`
+rows, header first; a table that runs on to the next page repeats its header there.
 
     parse_pdf(Path("leave.pdf"), passwords=()).blocks[1]
       -> Block(text="Leave types", section=("Leave types",), page=1, page_end=1, kind="heading")
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +26,7 @@ from pypdf.generic import Destination
 
 from core.errors import BrokenFile, EncryptedFile, NoText
 from core.types import Block, ParsedDoc
+from ingest import pdf_tables
 from ingest.clean import (
     clean_text,
     compact,
@@ -33,6 +37,7 @@ from ingest.clean import (
     typical_width,
     word_vocabulary,
 )
+from ingest.ocr import OcrOptions, check_tesseract, ocr_page
 
 logger = logging.getLogger(__name__)
 
@@ -48,50 +53,88 @@ _NUMBERING = re.compile(
 Outline = dict[int, list[tuple[str, tuple[str, ...]]]]  # page index -> [(title, path)]
 
 
-def parse_pdf(path: Path, passwords: Sequence[str] = ()) -> ParsedDoc:
-    """Parse a PDF; raises EncryptedFile, BrokenFile or NoText for files it cannot use."""
-    reader = _open(path, passwords)
+def parse_pdf(
+    path: Path,
+    passwords: Sequence[str] = (),
+    *,
+    tables: bool = True,
+    table_seconds: float | None = None,
+    ocr: OcrOptions | None = None,
+) -> ParsedDoc:
+    """Parse a PDF; raises EncryptedFile, BrokenFile or NoText for files it cannot use.
+
+    `tables`: find ruled tables and keep their rows whole (pdfplumber; slower on pages that
+    draw lines), spending at most `table_seconds` on the search. `ocr`: read pages that draw
+    an image but have no text by OCR (Tesseract); None leaves them empty."""
+    reader, password = _open(path, passwords)
     texts = _page_texts(path, reader)
-    if not any(text.strip() for text in texts):
-        raise NoText(
-            f"{path.name}: no text layer: needs OCR (scanned or image-only PDF; run OCR, "
-            "e.g. ocrmypdf, and ingest the result)"
-        )
     raw_pages = [text.splitlines() for text in texts]
+    found: dict[str, pdf_tables.Cells] = {}
+    if tables and any(text.strip() for text in texts):
+        deadline = None if table_seconds is None else time.monotonic() + table_seconds
+        raw_pages, found = _place_tables(path, reader, password, raw_pages, deadline)
     pages = strip_running_lines(raw_pages)
-    if not any(line.strip() for lines in pages for line in lines):
+    if not any(line.strip() for lines in pages for line in lines) and any(
+        text.strip() for text in texts
+    ):
         # The same few lines on every page and nothing else: a label over scanned images, or
         # a document that really is one line repeated (then that line is its text).
-        if _has_images(reader):
+        if not _has_images(reader):
+            pages = raw_pages
+    scanned = [
+        index
+        for index, lines in enumerate(pages)
+        if not any(line.strip() for line in lines) and _page_has_image(reader, index)
+    ]
+    ocr_pages: list[int] = []
+    if scanned and ocr is not None:
+        try:
+            exe = check_tesseract(ocr.languages)
+        except NoText as exc:
+            if not any(line.strip() for lines in pages for line in lines):
+                raise NoText(f"{path.name}: {exc}") from exc
+            logger.warning("%s: %d scanned pages left unread: %s", path.name, len(scanned), exc)
+        else:
+            for index in scanned:
+                # A blank line first: text read from a scan never runs on from the page before.
+                pages[index] = ["", *ocr_page(path, index, ocr, password, exe).lines]
+                ocr_pages.append(index + 1)
+    if not any(line.strip() for lines in pages for line in lines):
+        if ocr_pages:
             raise NoText(
-                f"{path.name}: no text layer beyond a label repeated over page images: "
-                "needs OCR (run OCR, e.g. ocrmypdf, and ingest the result)"
+                f"{path.name}: no text layer, and OCR read no words on its {len(ocr_pages)} "
+                "page images (pictures without text, or too faint: try a higher ingest.ocr_dpi)"
             )
-        pages = raw_pages
+        raise NoText(
+            f"{path.name}: no text layer: needs OCR (scanned or image-only PDF; enable "
+            "ingest.ocr, or run OCR, e.g. ocrmypdf, and ingest the result)"
+        )
     outline = _outline(reader)
-    blocks = _blocks(pages, outline, *word_vocabulary("\n".join(texts)))
+    text = "\n".join([*texts, *("\n".join(pages[i - 1]) for i in ocr_pages)])
+    blocks = _blocks(pages, outline, found, *word_vocabulary(text))
     first_heading = next((titles[0][0] for _, titles in sorted(outline.items())), "")
     return ParsedDoc(
         blocks=blocks,
         title=_metadata_title(reader) or first_heading or path.stem,
         pages=len(texts),
         page_labels=_page_labels(reader),
+        ocr_pages=tuple(ocr_pages),
     )
 
 
-def _open(path: Path, passwords: Sequence[str]) -> PdfReader:
+def _open(path: Path, passwords: Sequence[str]) -> tuple[PdfReader, str | None]:
+    """The reader and the password that opened it (None when it is not encrypted)."""
     try:
         reader = PdfReader(path, strict=False)
         if reader.is_encrypted:
             for password in ("", *passwords):
                 if reader.decrypt(password) != PasswordType.NOT_DECRYPTED:
-                    break
-            else:
-                raise EncryptedFile(
-                    f"{path.name}: encrypted PDF, no configured password opens it "
-                    "(set ingest.pdf_passwords or remove the file)"
-                )
-        return reader
+                    return reader, password
+            raise EncryptedFile(
+                f"{path.name}: encrypted PDF, no configured password opens it "
+                "(set ingest.pdf_passwords or remove the file)"
+            )
+        return reader, None
     except EncryptedFile:
         raise
     except Exception as exc:
@@ -125,6 +168,35 @@ def _page_texts(path: Path, reader: PdfReader) -> list[str]:
     return texts
 
 
+def _place_tables(
+    path: Path,
+    reader: PdfReader,
+    password: str | None,
+    pages: list[list[str]],
+    deadline: float | None,
+) -> tuple[list[list[str]], dict[str, pdf_tables.Cells]]:
+    """Pages with each found table's lines replaced by its marker; the tables by marker."""
+    candidates = []
+    for index, lines in enumerate(pages):
+        try:
+            contents = reader.pages[index].get_contents()
+            if lines and contents is not None and pdf_tables.draws_lines(contents.get_data()):
+                candidates.append(index)
+        except Exception:  # no content stream, or one pypdf cannot decode: no tables there
+            continue
+    try:
+        tables = pdf_tables.find_tables(path, password, candidates, deadline)
+    except Exception as exc:  # pdfminer fails where pypdf did not: keep the text as read
+        logger.warning("%s: table detection failed, tables read as text: %s", path.name, exc)
+        return pages, {}
+    found: dict[str, pdf_tables.Cells] = {}
+    out = list(pages)
+    for index, cells in tables.items():
+        out[index], placed = pdf_tables.place_tables(pages[index], cells, index)
+        found.update((pdf_tables.marker(index, i), table) for i, table in enumerate(placed))
+    return out, found
+
+
 def _has_images(reader: PdfReader, sample: int = 5) -> bool:
     """Whether any of the first `sample` pages draws an image XObject."""
     try:
@@ -138,6 +210,20 @@ def _has_images(reader: PdfReader, sample: int = 5) -> bool:
     except Exception:
         return False
     return False
+
+
+def _page_has_image(reader: PdfReader, index: int) -> bool:
+    """Whether page `index` draws an image, or a form that may hold one (some scanners wrap
+    the page image in a form XObject)."""
+    try:
+        resources = reader.pages[index].get("/Resources")
+        xobjects: Any = resources.get_object().get("/XObject") if resources else None
+        return bool(xobjects) and any(
+            xobjects[name].get_object().get("/Subtype") in ("/Image", "/Form")
+            for name in xobjects
+        )
+    except Exception:
+        return False
 
 
 def _outline(reader: PdfReader) -> Outline:
@@ -243,6 +329,25 @@ class _Paragraphs:
         self.section = section
         self.blocks.append(Block(clean_text(text), section, page, page, "heading"))
 
+    def table(self, cells: pdf_tables.Cells, page: int) -> None:
+        """A table block; one that runs on from the previous page gets its header again."""
+        self.flush()
+        rows = pdf_tables.table_rows(cells)
+        if not rows:
+            return
+        last = self.blocks[-1] if self.blocks else None
+        if (
+            last is not None
+            and last.kind == "table"
+            and last.section == self.section
+            and last.page_end == page - 1
+            and rows[0].count("|") == last.text.split("\n", 1)[0].count("|")
+        ):
+            header = last.text.split("\n", 1)[0]
+            if rows[0] != header:
+                rows.insert(0, header)
+        self.blocks.append(Block("\n".join(rows), self.section, page, page, "table"))
+
     def enter(self, section: tuple[str, ...]) -> None:
         self.flush()
         self.section = section
@@ -255,10 +360,21 @@ class _Paragraphs:
 
 
 def _blocks(
-    pages: Sequence[Sequence[str]], outline: Outline, words: set[str], compounds: set[str]
+    pages: Sequence[Sequence[str]],
+    outline: Outline,
+    tables: dict[str, pdf_tables.Cells],
+    words: set[str],
+    compounds: set[str],
 ) -> list[Block]:
-    width = typical_width([line for lines in pages for line in lines])
+    width = typical_width([line for lines in pages for line in lines if line not in tables])
     paragraphs = _Paragraphs(width, words, compounds)
+
+    def add(line: str, page: int) -> None:
+        if line in tables:
+            paragraphs.table(tables[line], page)
+        else:
+            paragraphs.add(line, page)
+
     for index, lines in enumerate(pages):
         page, cursor = index + 1, 0
         for title, section in outline.get(index, []):
@@ -268,10 +384,10 @@ def _blocks(
                 continue
             start, end = found
             for line in lines[cursor:start]:
-                paragraphs.add(line, page)
+                add(line, page)
             paragraphs.heading(" ".join(lines[start:end]), section, page)
             cursor = end
         for line in lines[cursor:]:
-            paragraphs.add(line, page)
+            add(line, page)
     paragraphs.flush()
     return paragraphs.blocks

@@ -38,6 +38,7 @@ from core.errors import IngestError, KbError, TooManyChunks
 from core.text import detect_lang, tokenize
 from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
 from ingest.chunk import chunk_blocks
+from ingest.convert_doc import soffice
 from ingest.parse import ParsePool
 from ingest.store import Store
 from ingest.vectors import group_metadata
@@ -193,6 +194,7 @@ class Writer:
             title=meta.title or parsed.title or Path(meta.path).stem,
             lang=detect_lang(sample) if sample else "en",
             page_labels=_printed_labels(parsed.page_labels),
+            ocr_pages=parsed.ocr_pages,
         )
         return meta, chunks, lexical_terms(meta.title, chunks)
 
@@ -312,6 +314,7 @@ def _ingest_paths(
                 title=meta.title or old.meta.title,
                 lang=old.meta.lang,
                 page_labels=old.meta.page_labels,
+                ocr_pages=old.meta.ocr_pages,
             )
             if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
                 finish(FileOutcome(label, "unchanged", chunks=old.chunk_count))
@@ -379,10 +382,13 @@ def _ingest_paths(
 
 
 def _parse_fingerprint(settings: Settings) -> str:
-    """Settings that can turn a failed file into a good one: when they change, failed files
-    are tried again even though they did not change."""
+    """Settings (and installed converters) that can turn a failed file into a good one: when
+    they change, failed files are tried again even though they did not change."""
     ingest = settings.ingest
-    key = json.dumps([list(ingest.pdf_passwords), ingest.max_file_mb, ingest.file_timeout_s])
+    ocr = [ingest.ocr_languages, bool(shutil.which("tesseract"))] if ingest.ocr else []
+    key = json.dumps(
+        [list(ingest.pdf_passwords), ingest.max_file_mb, ingest.file_timeout_s, ocr, soffice()]
+    )
     return hashlib.sha1(key.encode()).hexdigest()
 
 

@@ -38,9 +38,10 @@ from core.config import Settings
 from core.errors import AccessDenied, GenerationError, KbError
 from core.text import detect_lang
 from core.types import Answer, Passage, Turn, User
+from ingest.ocr import ocr_options
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
-from ui import admin, insights, render
+from ui import admin, insights, marks, render
 from ui.api import api_router
 from ui.auth import LoginGuard, SessionTable, client_address, login_check
 from ui.i18n import LANGS, lang_from_header, t
@@ -49,6 +50,8 @@ from ui.wiring import Services, open_services
 
 logger = logging.getLogger(__name__)
 
+# The cited words sent to the page route to be marked: a quote is a sentence or two.
+MARK_CHARS = 500
 DEMO_USER = User("demo", ("all",), is_admin=False)
 LANG_CHOICES = [("English", "en"), ("中文", "zh")]
 
@@ -216,20 +219,28 @@ class App:
         if pdf_page and shutil.which("pdftoppm") is None:
             return render.passage_html(passage, quote, lang, t("no_pdftoppm", lang))
         html = render.passage_html(passage, quote, lang, "")
-        if pdf_page:
+        if pdf_page:  # the route marks the cited words on it (text layer, else OCR)
             src = "page/" + urllib.parse.quote(chunk_id, safe="")
+            if quote:
+                src += "?q=" + urllib.parse.quote(quote[:MARK_CHARS], safe="")
             alt = render.escape(t("page_image", lang))
             html += f'<img class="kb-page" src="{src}" alt="{alt}" style="max-width:100%">'
         return html
 
-    def page_image(self, chunk_id: str, user: User) -> Path | None:
-        """The PNG of the page a passage starts on, for `user`; AccessDenied outside their
-        groups, None when the page cannot be rendered."""
+    def page_image(self, chunk_id: str, user: User, quote: str = "") -> Path | None:
+        """The PNG of the page a passage starts on, for `user`, with the cited words (`quote`,
+        else the passage's first sentence) marked; AccessDenied outside their groups, None
+        when the page cannot be rendered."""
         passage = self.assistant.source(chunk_id, user.groups)
         path = self.assistant.document_path(passage.doc_id, user.groups)
         if not passage.page or path.suffix.lower() != ".pdf":
             return None
-        return render.render_pdf_page(path, passage.page, self.pages)
+        image = render.render_pdf_page(path, passage.page, self.pages, marks.PAGE_DPI)
+        if image is None:
+            return None
+        return marks.mark_page(image, path, passage.page,
+                               marks.what_to_mark(quote[:MARK_CHARS], passage.text),
+                               marks.PAGE_DPI, ocr_options(self.settings.ingest))
 
     def feedback(self, rating: int, comment: str, lang: str, conv: Conversation | None,
                  request: gr.Request) -> str:
@@ -574,12 +585,12 @@ def page_router(app: App, session_user: Any) -> APIRouter:
     router = APIRouter()
 
     @router.get("/page/{chunk_id}")
-    async def page(chunk_id: str, request: Request) -> Response:
+    async def page(chunk_id: str, request: Request, q: str = "") -> Response:
         user = await run_in_threadpool(session_user, request)
         if user is None:
             return JSONResponse({"error": "not signed in"}, status_code=401)
         try:
-            image = await run_in_threadpool(app.page_image, chunk_id, user)
+            image = await run_in_threadpool(app.page_image, chunk_id, user, q)
         except AccessDenied:
             logger.warning("page image refused for %s: %s", user.name, chunk_id[:80])
             image = None

@@ -32,6 +32,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "printed": ("printed {label}", "页码 {label}"),
     "section": ("section", "章节"),
     "superseded": ("superseded by a newer version", "已被新版本取代"),
+    "ocr": ("read by OCR from a scan: check the page image", "扫描件经OCR识别：请对照页面图像"),
     "unsupported": ("not clearly supported by this passage", "该段落未明确支持此说法"),
     "details": ("Details", "详情"),
     "timings": ("retrieve {retrieve} ms · pack {pack} ms · first token {first_token} ms · "

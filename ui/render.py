@@ -86,6 +86,8 @@ def source_card(citation: Citation, passage: Passage | None, key: str, lang: str
     badges = ""
     if passage is not None and passage.superseded:
         badges += f' <span class="kb-badge">{html.escape(t("superseded", lang))}</span>'
+    if passage is not None and passage.from_ocr:
+        badges += f' <span class="kb-badge">{html.escape(t("ocr", lang))}</span>'
     if not citation.supported:
         badges += f' <span class="kb-badge">{html.escape(t("unsupported", lang))}</span>'
     place = where(citation.file, citation.page, section, lang, citation.page_label)
@@ -153,6 +155,8 @@ def passage_html(passage: Passage, quote: str, lang: str, note: str = "") -> str
     head = html.escape(where(p.file, p.page, p.section_path, lang, p.page_label))
     badge = (f' <span class="kb-badge">{html.escape(t("superseded", lang))}</span>'
              if passage.superseded else "")
+    if passage.from_ocr:
+        badge += f' <span class="kb-badge">{html.escape(t("ocr", lang))}</span>'
     extra = f'<p class="kb-notice">{html.escape(note)}</p>' if note else ""
     return (f'<div class="kb-card" id="kb-view"><b>{head}</b>{badge}{extra}'
             f"<p>{highlight(passage.text, quote)}</p></div>")

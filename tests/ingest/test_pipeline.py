@@ -15,6 +15,7 @@ from assistant.answer import passage_to_json
 from assistant.retrieve import Retriever
 from ingest import pipeline
 from ingest import reindex as reindexing
+from ingest.convert_doc import soffice
 from ingest.ledger import Ledger
 from ingest.store import Store, open_store
 from tests.fakes import FakeEmbedder, MemoryVectorIndex
@@ -212,7 +213,11 @@ def test_bad_files_get_a_status_and_the_batch_goes_on(
         env={"KB_EMBED_CACHE": settings.embed.cache},
     )
     assert result.exit_code == 0, result.output
-    assert re.search(r"ingested 1, unchanged 0, updated 0, removed 0, failed 6", result.output)
+    converts = soffice() is not None  # LibreOffice turns simple.doc into a document
+    counts = "ingested 2, unchanged 0, updated 0, removed 0, failed 5" if converts else (
+        "ingested 1, unchanged 0, updated 0, removed 0, failed 6"
+    )
+    assert counts in result.output
     docs = json.loads(
         CliRunner().invoke(main, ["docs", "--json", "--store", str(settings.store_path())]).output
     )
@@ -221,13 +226,14 @@ def test_bad_files_get_a_status_and_the_batch_goes_on(
         "Employee-Leave-Policy.pdf": "ok",
         "password.pdf": "encrypted",
         "007-imagemagick-images-only.pdf": "no_text",
-        "simple.doc": "unsupported",
+        "simple.doc": "ok" if converts else "unsupported",
         "empty.docx": "no_text",
         "notes.txt": "unsupported",
         "broken.pdf": "broken",
     }
     reasons = {d["path"]: d["reason"] for d in docs}
-    assert "pdf_passwords" in reasons["password.pdf"] and "convert" in reasons["simple.doc"]
+    assert "pdf_passwords" in reasons["password.pdf"]
+    assert converts or "convert" in reasons["simple.doc"]
 
     # a password in config opens the encrypted file on the next run, without touching the rest
     settings_pw = make_settings(
