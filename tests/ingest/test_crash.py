@@ -116,7 +116,7 @@ def run_and_kill(command: list[str], env: dict[str, str], line: str, nth: int) -
 def answered(settings: Settings, question: str) -> list[str]:
     """The files of the passages retrieved for `question` (lexical ranks only: no model to load
     in the checking process)."""
-    lexical = replace(settings.retrieve, dense_weight=0.0, dense_weight_zh=0.0)
+    lexical = replace(settings.retrieve, dense_weight=0.0)
     settings = replace(settings, retrieve=lexical)
     store = open_store(settings)
     try:
