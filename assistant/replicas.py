@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from assistant.llm import LlmClient
 from core.errors import ConfigError, GenerationError, GenerationTimeout, GenerationUnavailable
@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 # What a replica raises when it, not the request, is at fault: worth another replica.
 REPLICA_FAULTS = (GenerationUnavailable, GenerationTimeout)
+T = TypeVar("T")
 
 
 class ReplicaPool:
@@ -77,6 +78,20 @@ class ReplicaPool:
                 "model server %s set aside for %.0fs", self.clients[index].url, self.retry_after_s
             )
 
+    def _first_up(self, tried: set[int], call: Callable[[LlmClient], T]) -> tuple[int, T]:
+        """`call` on the replica `_take` picks, moving to the next one (and setting the failed
+        one aside) while replicas fail; the replica it succeeded on stays taken."""
+        while True:
+            index = self._take(tried)
+            try:
+                return index, call(self.clients[index])
+            except REPLICA_FAULTS:
+                self._release(index, failed=True)
+                tried.add(index)
+            except BaseException:
+                self._release(index)
+                raise
+
     def stream(
         self,
         messages: Sequence[Message],
@@ -100,23 +115,14 @@ class ReplicaPool:
         temperature: float | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> Completion:
-        tried: set[int] = set()
-        while True:
-            index = self._take(tried)
-            try:
-                completion = self.clients[index].complete(
-                    messages, max_tokens=max_tokens, temperature=temperature,
-                    extra_body=extra_body,
-                )
-            except REPLICA_FAULTS:
-                self._release(index, failed=True)
-                tried.add(index)
-                continue
-            except BaseException:
-                self._release(index)
-                raise
-            self._release(index)
-            return completion
+        index, completion = self._first_up(
+            set(),
+            lambda client: client.complete(
+                messages, max_tokens=max_tokens, temperature=temperature, extra_body=extra_body
+            ),
+        )
+        self._release(index)
+        return completion
 
     def close(self) -> None:
         for client in self.clients:
@@ -138,19 +144,7 @@ class _FailoverStream:
         self._open()  # budget errors (PromptTooLong) surface here, as with one client
 
     def _open(self) -> None:
-        while True:
-            index = self._pool._take(self._tried)
-            try:
-                self._inner = self._start(self._pool.clients[index])
-            except REPLICA_FAULTS:
-                self._pool._release(index, failed=True)
-                self._tried.add(index)
-                continue
-            except BaseException:
-                self._pool._release(index)
-                raise
-            self._index = index
-            return
+        self._index, self._inner = self._pool._first_up(self._tried, self._start)
 
     def _done(self, failed: bool = False) -> None:
         if self._index is not None:
