@@ -282,9 +282,9 @@ def _users(job: dict[str, Any]) -> list[dict[str, Any]]:
         work.put(it)
     records: list[dict[str, Any]] = []
 
-    def user() -> None:
-        client = LlmClient(
-            job["url"],
+    def make_client(url: str, connections: int) -> LlmClient:
+        return LlmClient(
+            url,
             job["served"],
             counter=_COUNTER,
             max_model_len=job["max_model_len"],
@@ -292,8 +292,19 @@ def _users(job: dict[str, Any]) -> list[dict[str, Any]]:
             temperature=job["temperature"],
             first_token_timeout_s=300.0,
             total_timeout_s=600.0,
-            http=httpx.Client(limits=httpx.Limits(max_connections=4)),
+            http=httpx.Client(limits=httpx.Limits(max_connections=connections)),
         )
+
+    # Several replicas: one ReplicaPool per client process, shared by its threads, so it
+    # balances by requests in flight as `kb serve` does with llm.endpoints.
+    pool = None
+    if len(job["urls"]) > 1:
+        from assistant.replicas import ReplicaPool
+
+        pool = ReplicaPool([make_client(u, job["threads"] + 4) for u in job["urls"]])
+
+    def user() -> None:
+        client: Any = pool if pool is not None else make_client(job["urls"][0], 4)
         try:
             while True:
                 try:
@@ -322,7 +333,8 @@ def _users(job: dict[str, Any]) -> list[dict[str, Any]]:
                 rec["end"] = time.time()
                 records.append(rec)
         finally:
-            client.close()
+            if pool is None:
+                client.close()
 
     delay = job["start_at"] - time.time()
     if delay > 0:
@@ -332,6 +344,8 @@ def _users(job: dict[str, Any]) -> list[dict[str, Any]]:
         t.start()
     for t in threads:
         t.join()
+    if pool is not None:
+        pool.close()
     return records
 
 
@@ -362,6 +376,15 @@ def metrics(base: str) -> dict[str, float]:
         for w in want:
             if line.startswith(w + "{") or line.startswith(w + " "):
                 out[w] = out.get(w, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def metrics_of(bases: list[str]) -> dict[str, float]:
+    """`metrics` summed over the replicas."""
+    out: dict[str, float] = {}
+    for base in bases:
+        for key, value in metrics(base).items():
+            out[key] = out.get(key, 0.0) + value
     return out
 
 
@@ -420,12 +443,12 @@ def run_scenario(
     procs = max(1, min(nprocs, conc))
     shares = [items[i::procs] for i in range(procs)]
     threads = [conc // procs + (1 if i < conc % procs else 0) for i in range(procs)]
-    reset = reset_prefix_cache(a.base)
-    m0 = metrics(a.base)
+    reset = all([reset_prefix_cache(base) for base in a.bases])
+    m0 = metrics_of(a.bases)
     start_at = time.time() + 0.5
     jobs = [
         {
-            "url": a.base + "/v1",
+            "urls": [base + "/v1" for base in a.bases],
             "served": a.served,
             "items": shares[i],
             "threads": threads[i],
@@ -437,7 +460,7 @@ def run_scenario(
         for i in range(procs)
     ]
     recs = [r for part in pool.map(_users, jobs) for r in part]
-    m1 = metrics(a.base)
+    m1 = metrics_of(a.bases)
     ok = [r for r in recs if r.get("ok")]
     t0 = min(r["start"] for r in recs)
     t1 = max(r["end"] for r in recs)
@@ -499,7 +522,9 @@ def kb_flags(model: str, served: str, port: int) -> list[str]:
     return cmd[cmd.index(model) + 1 :]  # drop "python -m vllm... [serve|--model] DIR"
 
 
-def start_server(a: argparse.Namespace, extra: list[str], log: Path) -> tuple[Any, float]:
+def start_server(
+    a: argparse.Namespace, extra: list[str], log: Path, port: int
+) -> tuple[Any, float]:
     """vLLM's CLI entry (`vllm serve`): --api-server-count > 1 needs it; kb's
     `python -m vllm.entrypoints.openai.api_server` always runs one API server process."""
     env = dict(
@@ -517,7 +542,7 @@ def start_server(a: argparse.Namespace, extra: list[str], log: Path) -> tuple[An
         "vllm.entrypoints.cli.main",
         "serve",
         a.model,
-        *kb_flags(a.model, a.served, a.port),
+        *kb_flags(a.model, a.served, port),
         *extra,
     ]
     t0 = time.time()
@@ -533,13 +558,14 @@ def start_server(a: argparse.Namespace, extra: list[str], log: Path) -> tuple[An
             start_new_session=True,
         )
     if a.pid_file:  # so a later call can stop a server this one left behind
-        Path(a.pid_file).write_text(str(proc.pid))
+        with open(a.pid_file, "a") as f:
+            f.write(f"{proc.pid}\n")
     while True:
         time.sleep(1.0)
         if proc.poll() is not None:
             raise RuntimeError(f"vLLM exited ({proc.returncode}); see {log}")
         try:
-            urllib.request.urlopen(a.base + "/v1/models", timeout=2).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
             return proc, time.time() - t0
         except OSError:
             pass
@@ -595,13 +621,21 @@ def run(a: argparse.Namespace) -> None:
                 print(f"skip {name}: out of time", flush=True)
                 continue
             log = out_path.parent / f"server_{name}.log"
+            extra = shlex.split(flags)
+            if a.replicas > 1:  # one GPU shared: each replica takes its share of the memory
+                extra += ["--gpu-memory-utilization", f"{0.92 / a.replicas:.2f}"]
+            servers: list[Any] = []
+            ready_s = 0.0
             try:
-                proc, ready_s = (
-                    (None, 0.0) if a.no_start else start_server(a, shlex.split(flags), log)
-                )
+                for port in [] if a.no_start else [a.port + i for i in range(a.replicas)]:
+                    proc, took = start_server(a, extra, log, port)
+                    servers.append(proc)
+                    ready_s += took
             except RuntimeError as exc:
                 print(f"{name}: {exc}", flush=True)
                 results["servers"].append({"variant": name, "flags": flags, "error": str(exc)})
+                for proc in servers:
+                    stop_server(proc)
                 continue
             print(f"== {name} ({flags or 'kb flags'}) ready in {ready_s:.0f}s", flush=True)
             results["servers"].append(
@@ -609,6 +643,7 @@ def run(a: argparse.Namespace) -> None:
                     "variant": name,
                     "flags": flags,
                     "ready_s": round(ready_s, 1),
+                    "replicas": a.replicas,
                     "kb_flags": shlex.join(kb_flags(a.model, a.served, a.port)),
                 }
             )
@@ -623,11 +658,12 @@ def run(a: argparse.Namespace) -> None:
                     res = run_scenario(pool, a.procs, prompts, kind, conc, n, a, mon)
                     res["variant"] = name
                     res["flags"] = flags
+                    res["replicas"] = a.replicas
                     results["runs"].append(res)
                     out_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
                     print(row(res), flush=True)
             finally:
-                if proc is not None:
+                for proc in servers:
                     stop_server(proc)
     mon.stopped = True
     out_path.write_text(json.dumps(results, indent=1, ensure_ascii=False))
@@ -693,6 +729,13 @@ def main() -> None:
         help="drive the server already at --port (the variant only names it)",
     )
     r.add_argument("--pid-file", default="", help="write each server's process id here")
+    r.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="vLLM servers on the one GPU (ports --port, --port+1, ...), each with its share "
+        "of the memory, driven through kb's ReplicaPool",
+    )
     t = sub.add_parser("table", help="Markdown table of results files")
     t.add_argument("results", nargs="+")
     a = ap.parse_args()
@@ -700,7 +743,7 @@ def main() -> None:
         a.work.mkdir(parents=True, exist_ok=True)
         prepare(a)
     elif a.cmd == "run":
-        a.base = f"http://127.0.0.1:{a.port}"
+        a.bases = [f"http://127.0.0.1:{a.port + i}" for i in range(a.replicas)]
         run(a)
     else:
         table(a)
