@@ -124,7 +124,8 @@ def ask_page(client: Any, question: str, timeout_s: float) -> Outcome:
         return Outcome("page", time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
     took = time.perf_counter() - started
     content = outputs[-1][0][-1]["content"] if outputs and outputs[-1][0] else ""
-    text = content if isinstance(content, str) else json.dumps(content)
+    text = content if isinstance(content, str) else "".join(
+        part.get("text", "") for part in content if isinstance(part, dict))
     found = MODE.search(text)
     if found is None:
         return Outcome("page", took, error=f"no finished answer: {text[:200]}")
