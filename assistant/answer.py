@@ -253,7 +253,9 @@ class Assistant:
             similarity=self._similarity if lang in self.settings.embed.languages else None,
         )
         verified = any(c.supported for c in checked.citations)
-        if looped or (self.settings.answer.fallback_unverified and not verified):
+        # an answer cut short (server killed or stalled mid-answer) is incomplete, however well
+        # its first sentences are cited: the best passages are quoted instead
+        if looped or (self.settings.answer.fallback_unverified and (notice or not verified)):
             why = LOOPED[lang] if looped else notice or UNSUPPORTED[lang]
             yield from self._retrieval_only(
                 packed, lang, why, question, user, started, timings, raw_answer=raw

@@ -202,6 +202,12 @@ class UiSettings:
         default=300.0, metadata=_doc("failures count over, and a lockout lasts, this long"))
     login_concurrency: int = field(
         default=2, metadata=_doc("password checks run at once (scrypt, off the event loop)"))
+    # --- load (issue 11): how many questions are taken on at once -------------------------
+    queue_depth: int = field(
+        default=64, metadata=_doc("questions waiting or being answered at once (app + API); "
+                                  "one more is told 'busy, try again' at once"))
+    busy_retry_after_s: int = field(
+        default=5, metadata=_doc("Retry-After seconds of the API's 503 when busy"))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from assistant.answer import answer_to_json
 from core.errors import KbError
 from core.text import detect_lang
 from core.types import Answer, Turn, User
+from ui.gate import Gate
 from ui.metrics import Metrics
 from ui.users import Users
 
@@ -56,7 +57,17 @@ def bearer_user(request: Request, users: Users) -> User | None:
     return users.by_token(token.strip())
 
 
-def api_router(assistant: Asker, users: Users, metrics: Metrics) -> APIRouter:
+def busy(retry_after_s: int) -> JSONResponse:
+    """The reply when `ui.queue_depth` questions are already taken on: try again later."""
+    return JSONResponse(
+        {"error": f"busy: too many questions at once; try again in {retry_after_s} s"},
+        status_code=503, headers={"Retry-After": str(retry_after_s)},
+    )
+
+
+def api_router(assistant: Asker, users: Users, metrics: Metrics,
+               gate: Gate | None = None, retry_after_s: int = 5) -> APIRouter:
+    """The API's routes; with `gate`, a question past its depth is refused at once (503)."""
     router = APIRouter()
 
     @router.post("/api/ask")
@@ -71,6 +82,10 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics) -> APIRouter:
         except (ValueError, ValidationError) as exc:
             return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)
         history = [Turn(t.question, t.answer) for t in body.history]
+        if gate is not None and not gate.enter():  # checked on the event loop: no thread needed
+            metrics.busy.labels(via="api").inc()
+            logger.warning("question of %s refused: %d questions at once", user.name, gate.depth)
+            return busy(retry_after_s)
         metrics.in_flight.inc()
         try:
             answer = await run_in_threadpool(assistant.ask, body.question, user.groups, history,
@@ -80,6 +95,8 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics) -> APIRouter:
             return JSONResponse({"error": str(exc)}, status_code=400)
         finally:
             metrics.in_flight.dec()
+            if gate is not None:
+                gate.leave()
         if not answer.question_id:
             answer.question_id = await run_in_threadpool(users.record_question, user.name,
                                                          body.question, answer)

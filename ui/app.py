@@ -35,7 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from core.access import parse_groups
 from core.config import Settings
-from core.errors import AccessDenied, GenerationError, KbError
+from core.errors import AccessDenied, ConfigError, GenerationError, KbError
 from core.text import detect_lang
 from core.types import Answer, Passage, Turn, User
 from ingest.ocr import ocr_options
@@ -44,6 +44,7 @@ from ingest.reindex import reindex
 from ui import admin, insights, marks, render
 from ui.api import api_router
 from ui.auth import LoginGuard, SessionTable, client_address, login_check
+from ui.gate import Gate
 from ui.i18n import LANGS, lang_from_header, t
 from ui.metrics import CONTENT_TYPE, Metrics
 from ui.wiring import Services, open_services
@@ -83,6 +84,11 @@ class App:
         self.users = services.users
         self.metrics = services.metrics
         self.demo = demo
+        if services.settings.ui.queue_depth < 1:
+            raise ConfigError(f"ui.queue_depth is {services.settings.ui.queue_depth}: it must "
+                              "be at least 1 (how many questions may wait or run at once)")
+        # one gate for the page and the API: questions past ui.queue_depth are refused at once
+        self.gate = Gate(services.settings.ui.queue_depth)
         # Rendered pages stay in the store, readable by this account only, and are served by
         # `GET /page/{chunk_id}` after a group check (never through Gradio's file route).
         self.pages = services.settings.store_path() / "cache" / "pages"
@@ -137,13 +143,25 @@ class App:
             request: gr.Request) -> Iterator[tuple[Any, ...]]:
         user = self.who(request)
         lang = lang if lang in LANGS else "en"
+        question = (question or "").strip()
+        if not question:
+            raise gr.Error(t("empty_question", lang))
+        if not self.gate.enter():  # ui.queue_depth questions already: refuse now, not later
+            self.metrics.busy.labels(via="app").inc()
+            logger.warning("question of %s refused: %d questions at once", user.name,
+                           self.gate.depth)
+            raise gr.Error(t("busy", lang))
+        try:
+            yield from self._answer(question, lang, conv, user)
+        finally:
+            self.gate.leave()
+
+    def _answer(self, question: str, lang: str, conv: Conversation | None,
+                user: User) -> Iterator[tuple[Any, ...]]:
         owned = self.mine(conv, user)
         # someone else's session: answer in a fresh conversation and leave theirs untouched
         conv = owned if owned is not None else Conversation(owner=user.name)
         out_state: Any = conv if owned is not None else gr.skip()
-        question = (question or "").strip()
-        if not question:
-            raise gr.Error(t("empty_question", lang))
         conv.chat = conv.chat + [{"role": "user", "content": render.escape(question)},
                                  {"role": "assistant", "content": t("thinking", lang)}]
         yield conv.chat, out_state, "", gr.update()
@@ -493,9 +511,11 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
         lang.change(relabel, lang, [*components, title, who], api_visibility="private")
         ask_inputs = [question, lang, conv]
         ask_outputs = [chatbot, conv, question, pick]
-        send.click(app.ask, ask_inputs, ask_outputs, api_name="ask", concurrency_limit=8)
+        # no limit of Gradio's own: every question reaches app.ask at once, whose gate
+        # (ui.queue_depth, shared with the API) admits it or says "busy, try again"
+        send.click(app.ask, ask_inputs, ask_outputs, api_name="ask", concurrency_limit=None)
         question.submit(app.ask, ask_inputs, ask_outputs, api_visibility="private",
-                        concurrency_limit=8)
+                        concurrency_limit=None)
         new.click(app.new_conversation, conv,
                   [chatbot, conv, question, pick, source_html, fb_status],
                   api_name="new_conversation")
@@ -524,8 +544,11 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     settings, assistant, users = services.settings, services.assistant, services.users
     demo = settings.ui.demo if demo is None else demo
     blocks = build_app(services, demo)
-    blocks.queue(default_concurrency_limit=4)
     kb_app: App = blocks.kb_app  # type: ignore[attr-defined]
+    # Gradio runs at most max_threads events at once (queue slots and threads); beyond the
+    # admitted questions, room is left for the refusals and the other events
+    blocks.max_threads = max(40, kb_app.gate.depth + 16)
+    blocks.queue(default_concurrency_limit=4)
     sessions = SessionTable(users, settings.ui.session_hours * 3600)
     ui = settings.ui
     guard = LoginGuard(ui.login_max_failures, ui.login_max_failures_per_address,
@@ -542,7 +565,8 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
         return None
 
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
-    server.include_router(api_router(assistant, users, services.metrics))
+    server.include_router(api_router(assistant, users, services.metrics, kb_app.gate,
+                                     settings.ui.busy_retry_after_s))
     server.add_api_route("/metrics", metrics_route(services.metrics, settings.ui.metrics_token),
                          methods=["GET"], include_in_schema=False)
     server.include_router(page_router(kb_app, session_user))

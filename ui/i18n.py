@@ -85,6 +85,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "denied": ("That source is outside your groups.", "该来源不在您的访问范围内。"),
     "model_down": ("The language model did not answer; an administrator can see why in the "
                    "server log.", "语言模型未响应；管理员可在服务器日志中查看原因。"),
+    "busy": ("Too many questions at once: please try again in a few seconds.",
+             "当前提问人数过多，请几秒后再试。"),
     "page_image": ("The cited page", "引用所在页面"),
     "groups_outside": ("You may only give documents your own groups: {groups}",
                        "只能为文档指定您自己的访问组：{groups}"),

@@ -40,6 +40,8 @@ class Metrics:
         self.files = Counter("kb_ingest_files", "Files per outcome of ingestion runs",
                              ["outcome"], registry=r)
         self.login_failures = Counter("kb_login_failures", "Refused logins", registry=r)
+        self.busy = Counter("kb_busy", "Questions refused at once: ui.queue_depth were taken",
+                            ["via"], registry=r)
 
     def answered(self, answer: Answer, lang: str, via: str, user: str = "") -> None:
         """Count a finished answer and log one line about it."""

@@ -146,6 +146,17 @@ def test_a_model_that_fails_midway_gives_the_passages_and_says_why(parts) -> Non
     assert answer.raw_answer == "Employees may carry "
 
 
+def test_an_answer_cut_short_after_a_verified_citation_still_gives_the_passages(parts) -> None:  # type: ignore[no-untyped-def]
+    """Issue 11: killed mid-answer, the employee gets the best passages and why, not half an
+    answer, however well its first sentence is cited."""
+    assistant, generator, _ = parts
+    cited = "Employees may carry over up to five days of unused annual leave [1]. Also "
+    generator.enqueue([*(w + " " for w in cited.split()), GenerationUnavailable("lost")])
+    answer = assistant.ask(QUESTION, ["all"])
+    assert answer.mode == "fallback" and "cut short" in answer.notice
+    assert answer.citations[0].file == "leave.pdf" and LEAVE[:30] in answer.answer
+
+
 def test_groups_decide_what_is_retrieved_and_opened(parts) -> None:  # type: ignore[no-untyped-def]
     assistant, _, _ = parts
     salary = "What are the salary bands for grade seven?"
