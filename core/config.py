@@ -53,6 +53,10 @@ class StoreSettings:
     lock_wait_s: float = field(
         default=600.0, metadata=_doc("a second writer waits this long for the lock; 0: refuse")
     )
+    # --- issue 13: a ledger several processes share
+    ledger_url: str = field(
+        default="", metadata=_doc("PostgreSQL ledger, postgresql://...; empty: SQLite in path")
+    )
 
 
 @dataclass(frozen=True)

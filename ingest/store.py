@@ -104,8 +104,9 @@ class Store:
 
 
 def open_ledger(settings: Settings) -> Ledger:
-    """The store's ledger alone (accounts need nothing else)."""
-    return Ledger(settings.store_path() / "ledger.sqlite")
+    """The store's ledger alone (accounts need nothing else): PostgreSQL at `store.ledger_url`,
+    else ledger.sqlite in the store folder."""
+    return Ledger(settings.store.ledger_url or settings.store_path() / "ledger.sqlite")
 
 
 def open_store(settings: Settings) -> Store:
