@@ -24,7 +24,7 @@ from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
 from ingest.embed import CachedEmbedder, open_embedder
 from ingest.ledger import Ledger
-from ingest.lock import WriteLock
+from ingest.lock import write_lock
 from ingest.vectors import open_vector_index
 
 EmbedderSource = Callable[[], Embedder]
@@ -47,7 +47,7 @@ class Store:
         self.vectors = vectors
         self._embedder: Embedder | None = None
         self._source = embedder
-        self._lock = WriteLock(self.path, settings.store.lock_wait_s)
+        self._lock = write_lock(self.path, ledger, settings.store.lock_wait_s)
 
     @contextmanager
     def writing(self, what: str) -> Iterator[None]:

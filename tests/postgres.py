@@ -12,6 +12,7 @@ Debian package makes it) or, without one, `nobody`, and its commands run through
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pwd
 import re
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from core.config import Settings
 from tests.vllm_server import free_port
 
 READY_TIMEOUT_S = 30.0
@@ -124,3 +126,8 @@ def ledger_url(request: pytest.FixtureRequest) -> str:
         return ""
     running: RunningPostgres = request.getfixturevalue("postgres")
     return running.database(request.node.name)
+
+
+def with_ledger(settings: Settings, url: str) -> Settings:
+    """`settings` whose ledger is at `url` ("" keeps the SQLite file in the store folder)."""
+    return dataclasses.replace(settings, store=dataclasses.replace(settings.store, ledger_url=url))
