@@ -983,8 +983,9 @@ class Ledger:
         ).fetchone()
         return (str(row[0]), int(row[1]), float(row[2])) if row else None
 
-    def session_hashes(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT token_hash FROM sessions")]
+    def sessions(self) -> list[tuple[str, str]]:
+        """(token hash, user name) of every session on record."""
+        return [(r[0], r[1]) for r in self.db.execute("SELECT token_hash, name FROM sessions")]
 
     def end_session(self, token_hash: str) -> None:
         with self.transaction() as db:

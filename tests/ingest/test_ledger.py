@@ -96,8 +96,9 @@ def test_sessions_and_login_failures(ledger: Ledger) -> None:
     ledger.open_session("h1", "bob", 0, 100.0, 200.0)
     ledger.open_session("h2", "bob", 0, 250.0, 350.0)  # h1 expired by then: gone
     assert ledger.session("h1") is None and ledger.session("h2") == ("bob", 0, 350.0)
+    assert ledger.sessions() == [("h2", "bob")]
     ledger.end_session("h2")
-    assert ledger.session_hashes() == []
+    assert ledger.sessions() == []
     ledger.add_login_failure(["u:bob", "a:10.0.0.1"], 10.0, 0.0)
     ledger.add_login_failure(["u:bob", "a:10.0.0.1"], 20.0, 0.0)
     assert ledger.login_failures(["u:bob", "u:eve"], 5.0) == {"u:bob": (2, 10.0)}
