@@ -164,6 +164,10 @@ class RetrieveSettings:
     answerable_model: str = field(
         default="", metadata=_doc("answerability model (JSON); empty: the shipped one")
     )
+    # --- issue 13: several app processes
+    refresh_s: float = field(
+        default=1.0, metadata=_doc("app: seconds between checks for new ledger generations")
+    )
 
 
 @dataclass(frozen=True)

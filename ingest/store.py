@@ -48,6 +48,8 @@ class Store:
         self._embedder: Embedder | None = None
         self._source = embedder
         self._lock = write_lock(self.path, ledger, settings.store.lock_wait_s)
+        # Writes this process finished: a reader of this store rebuilds its snapshot after one.
+        self.writes = 0
 
     @contextmanager
     def writing(self, what: str) -> Iterator[None]:
@@ -55,7 +57,10 @@ class Store:
         ledger's documents and chunks or to Chroma happens inside one; readers never wait.
         `what` names the writer in the message another writer gets."""
         with self._lock.hold(what):
-            yield
+            try:
+                yield
+            finally:
+                self.writes += 1
 
     @property
     def writing_now(self) -> bool:

@@ -563,6 +563,8 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     cookie_id = gradio_app.cookie_id
     cookies += [f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"]
     mounted.add_middleware(GuardGradio, session_user=session_user)
+    if settings.retrieve.refresh_s > 0:  # see what other processes ingest (issue 13)
+        services.on_close.append(assistant.retriever.refresh_every(settings.retrieve.refresh_s))
     return cast(FastAPI, mounted)
 
 
