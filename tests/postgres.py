@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,10 @@ class RunningPostgres:
         return self.url(name)
 
 
+class Unavailable(Exception):
+    """PostgreSQL cannot be started here; the message says why and what to install."""
+
+
 def _owner() -> tuple[list[str], int, int]:
     """The command prefix to run the server as a user initdb accepts, and that user's ids."""
     if os.geteuid() != 0:
@@ -74,19 +79,21 @@ def _owner() -> tuple[list[str], int, int]:
         except KeyError:
             continue
         return ["runuser", "-u", name, "--"], entry.pw_uid, entry.pw_gid
-    pytest.skip("running as root without a `postgres` or `nobody` user: initdb refuses root")
+    raise Unavailable("running as root without a `postgres` or `nobody` user: initdb refuses root")
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[RunningPostgres]:
+@contextmanager
+def throwaway_cluster() -> Iterator[RunningPostgres]:
+    """initdb + pg_ctl start in a temporary folder; stopped and removed at the end."""
     binaries = server_binaries()
     if binaries is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found: run "
-                    "scripts/install_postgres.sh (Debian package postgresql)")
+        raise Unavailable("PostgreSQL server binaries (initdb, pg_ctl) not found: run "
+                          "scripts/install_postgres.sh (Debian package postgresql)")
     try:
         import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed: pip install 'kb-assistant[postgres]'")
+    except ImportError as exc:
+        raise Unavailable("psycopg is not installed: pip install 'kb-assistant[postgres]'"
+                          ) from exc
     run_as, uid, gid = _owner()
     folder = Path(tempfile.mkdtemp(prefix="kb-postgres-"))
     os.chown(folder, uid, gid)
@@ -100,7 +107,7 @@ def postgres() -> Iterator[RunningPostgres]:
                "--encoding=UTF8", "--locale=C", "--no-sync")
     if init.returncode != 0:
         shutil.rmtree(folder, ignore_errors=True)
-        pytest.fail(f"initdb failed:\n{init.stdout}\n{init.stderr}", pytrace=False)
+        raise RuntimeError(f"initdb failed:\n{init.stdout}\n{init.stderr}")
     # Fast and private: loopback only, no Unix socket, no waiting for the disk.
     options = (f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories='' "
                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
@@ -110,12 +117,23 @@ def postgres() -> Iterator[RunningPostgres]:
     try:
         if start.returncode != 0:
             log = (folder / "server.log").read_text(errors="replace")[-2000:]
-            pytest.fail(f"pg_ctl start failed:\n{start.stderr}\n{log}", pytrace=False)
+            raise RuntimeError(f"pg_ctl start failed:\n{start.stderr}\n{log}")
         yield RunningPostgres("127.0.0.1", port, run_as)
     finally:
         run(str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
         time.sleep(0.1)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[RunningPostgres]:
+    try:
+        with throwaway_cluster() as running:
+            yield running
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -47,6 +47,7 @@ def test_documents_chunks_and_generations(ledger: Ledger) -> None:
     assert ledger.document("d1").status == "broken" and ledger.chunk_count() == 2  # type: ignore[union-attr]
     assert ledger.delete_document("d1") == ["d1-0", "d1-1"] and ledger.documents() == []
     assert ledger.generation() == 4
+    assert ledger.replace_document(meta("d2"), [], []) == [] and ledger.chunk_count() == 0
 
 
 def test_staging_swap_meta_sources_and_runs(ledger: Ledger) -> None:
