@@ -155,6 +155,21 @@ def test_translation() -> None:
     assert redact_url("postgresql://kb:pw@db:5432/kb") == "postgresql://kb@db:5432/kb"
 
 
+def test_the_url_comes_from_config_or_environment(tmp_path: Path) -> None:
+    from core.config import load_settings
+    from ingest.store import open_ledger
+
+    url = "postgresql://kb:pw@db.internal:5432/kb"
+    assert load_settings(None, environ={"KB_STORE_LEDGER_URL": url}).store.ledger_url == url
+    settings = load_settings(None, environ={}).with_store(tmp_path / "store")
+    assert settings.store.ledger_url == ""
+    ledger = open_ledger(settings)  # empty: the SQLite file in the store folder
+    try:
+        assert ledger.dialect == "sqlite" and ledger.path == tmp_path / "store" / "ledger.sqlite"
+    finally:
+        ledger.close()
+
+
 def test_bad_urls_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a PostgreSQL URL"):
         Ledger("mysql://kb@db/kb")
