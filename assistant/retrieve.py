@@ -211,6 +211,12 @@ class Retriever:
             return snap
         return self.refresh()
 
+    @property
+    def generation(self) -> int:
+        """The ledger generation of the current snapshot (-1 before the first)."""
+        snap = self._snapshot
+        return snap.generation if snap is not None else -1
+
     def refresh(self) -> Snapshot:
         """Rebuild the snapshot if the ledger's generation moved; one builder at a time."""
         with self._building:

@@ -565,6 +565,8 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     mounted.add_middleware(GuardGradio, session_user=session_user)
     if settings.retrieve.refresh_s > 0:  # see what other processes ingest (issue 13)
         services.on_close.append(assistant.retriever.refresh_every(settings.retrieve.refresh_s))
+    services.metrics.snapshot_generation.set_function(lambda: assistant.retriever.generation)
+    services.metrics.ledger_generation.set_function(services.store.ledger.generation)
     return cast(FastAPI, mounted)
 
 

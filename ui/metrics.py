@@ -40,6 +40,11 @@ class Metrics:
         self.files = Counter("kb_ingest_files", "Files per outcome of ingestion runs",
                              ["outcome"], registry=r)
         self.login_failures = Counter("kb_login_failures", "Refused logins", registry=r)
+        # issue 13: several app processes; compare the two (app.py sets their functions)
+        self.snapshot_generation = Gauge(
+            "kb_snapshot_generation", "Ledger generation this process answers from", registry=r)
+        self.ledger_generation = Gauge(
+            "kb_ledger_generation", "Ledger generation now (any process's writes)", registry=r)
 
     def answered(self, answer: Answer, lang: str, via: str, user: str = "") -> None:
         """Count a finished answer and log one line about it."""

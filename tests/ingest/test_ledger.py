@@ -181,3 +181,22 @@ def test_bad_urls_say_what_to_do(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "PostgreSQL refused the connection" in message and "store.ledger_url" in message
     assert "secret" not in message and f"127.0.0.1:{url.rsplit(':', 1)[1]}" in message
+
+
+def test_a_dropped_postgres_connection_is_replaced(postgres: object) -> None:
+    """PostgreSQL restarted or killed our backend: the statement that meets the dead connection
+    fails, the thread's next one runs on a new connection."""
+    import psycopg
+
+    url = postgres.database("dropped_connection")  # type: ignore[attr-defined]
+    ledger, admin = Ledger(url), Ledger(url)
+    try:
+        ledger.set_meta("x", "1")
+        pid = ledger.db.execute("SELECT pg_backend_pid()").fetchone()[0]
+        admin.db.execute("SELECT pg_terminate_backend(?)", (pid,))
+        with pytest.raises(psycopg.OperationalError):
+            ledger.get_meta("x")
+        assert ledger.get_meta("x") == "1"
+    finally:
+        ledger.close()
+        admin.close()

@@ -79,3 +79,8 @@ def test_two_app_processes_share_logins_and_documents(
         delay = wait_for_file(second, token, QUESTION, "Quibbit-Voucher-Policy.docx", 30.0)
         print(f"the second process answered with the new document after {delay:.2f} s")
         assert delay < REFRESH_S + 10.0  # the refresh period plus a rebuild on a busy CI box
+        # /metrics says which generation each process answers from, and the ledger's
+        text = httpx.get(second.url + "metrics", timeout=30).text
+        gauges = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
+                  if line.startswith(("kb_snapshot_generation", "kb_ledger_generation"))}
+        assert gauges["kb_snapshot_generation"] == gauges["kb_ledger_generation"] > 0, gauges
