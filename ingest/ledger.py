@@ -204,7 +204,7 @@ _DDL = [
     (re.compile(r"\bBLOB\b", re.I), "BYTEA"),
     (re.compile(r"\bWHERE 0\b", re.I), "WHERE false"),
 ]
-_LITERAL = re.compile(r"('(?:[^']|'')*')")
+_LITERAL = re.compile(r"('(?:[^']|'')*'|--[^\n]*)")  # quoted strings and comments
 _USER = re.compile(r'(?<![".\w])user\b(?!")|(?<=\.)user\b', re.I)
 
 
@@ -216,7 +216,7 @@ def is_postgres_url(url: str) -> bool:
 def to_postgres(sql: str) -> str:
     """A statement written for SQLite as psycopg takes it: `?` placeholders become `%s`, a
     literal `%` is doubled, and the column `user` (a reserved word there) is quoted; quoted
-    strings keep their `?`.
+    strings and `--` comments keep their `?` and `user`.
 
     to_postgres("SELECT q.user FROM questions q WHERE id = ?") -> 'SELECT q."user" FROM ... = %s'
     """
