@@ -265,3 +265,40 @@ def test_readers_keep_answering_through_a_full_reindex(
         thread.join()
         reader.close()
     assert errors == [] and found and all(found), (errors[:1], len(found))
+
+
+def test_a_killed_writers_advisory_lock_is_released(postgres: Any) -> None:
+    """PostgreSQL ledger: a writer in another process holds the advisory lock; a second writer
+    is refused, naming it; once the first is killed (SIGKILL) the lock is free at once."""
+    import subprocess
+    import sys
+
+    from ingest.lock import AdvisoryLock
+
+    url = postgres.database("killed_writer")
+    code = (
+        "import sys, time\n"
+        "from ingest.ledger import Ledger\n"
+        "from ingest.lock import AdvisoryLock\n"
+        "with AdvisoryLock(Ledger(sys.argv[1]), 0).hold('kb killed-writer'):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code, url], cwd=REPO,
+                             stdout=subprocess.PIPE, text=True)
+    ledger = Ledger(url)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        with pytest.raises(StoreError, match=r"being written by `kb killed-writer` \(pid"):
+            with AdvisoryLock(ledger, 0).hold("kb second"):
+                pass
+        child.kill()
+        child.wait()
+        started = time.monotonic()
+        with AdvisoryLock(ledger, 10).hold("kb second"):
+            waited = time.monotonic() - started
+        assert waited < 2.0, waited
+    finally:
+        child.kill()
+        child.wait()
+        ledger.close()
