@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -194,19 +195,72 @@ class Retriever:
         table = settings.retrieve.synonyms
         self.synonyms = load_synonyms(str(settings.base_dir / table) if table else "")
         self._snapshot: Snapshot | None = None
+        self._building = threading.Lock()
+        self._seen_writes = -1
+        self._refresher: threading.Thread | None = None
 
     def snapshot(self) -> Snapshot:
-        """The current snapshot, rebuilt when the ledger's generation has moved."""
-        if self._snapshot is None or self._snapshot.generation != self.store.ledger.generation():
-            self.store.ledger.check_text_version()
-            started = time.perf_counter()
-            self._snapshot = Snapshot(self.store)
-            logger.info(
-                "retrieval snapshot: %d chunks in %.2f s",
-                len(self._snapshot.ids),
-                time.perf_counter() - started,
-            )
-        return self._snapshot
+        """The current snapshot. Without a refresher thread the ledger's generation is read on
+        every call and the snapshot rebuilt when it moved; with one (`refresh_every`, the app),
+        the thread keeps it fresh and a call reads nothing, unless this process wrote to the
+        store since (then it waits for the rebuild: an upload is answerable at once)."""
+        snap = self._snapshot
+        if snap is not None and self._refresher is not None and (
+            self.store.writes == self._seen_writes
+        ):
+            return snap
+        return self.refresh()
+
+    @property
+    def generation(self) -> int:
+        """The ledger generation of the current snapshot (-1 before the first)."""
+        snap = self._snapshot
+        return snap.generation if snap is not None else -1
+
+    def refresh(self) -> Snapshot:
+        """Rebuild the snapshot if the ledger's generation moved; one builder at a time."""
+        with self._building:
+            writes = self.store.writes
+            if (
+                self._snapshot is None
+                or self._snapshot.generation != self.store.ledger.generation()
+            ):
+                self.store.ledger.check_text_version()
+                started = time.perf_counter()
+                self._snapshot = Snapshot(self.store)
+                logger.info(
+                    "retrieval snapshot: generation %d, %d chunks in %.2f s",
+                    self._snapshot.generation,
+                    len(self._snapshot.ids),
+                    time.perf_counter() - started,
+                )
+            self._seen_writes = writes
+            return self._snapshot
+
+    def refresh_every(self, seconds: float) -> Callable[[], None]:
+        """Read the ledger's generation every `seconds` in a background thread and rebuild the
+        snapshot when it moved, so a document another process ingested is answerable here
+        within `seconds` plus the rebuild time, and no question waits for a rebuild. Returns
+        the function that stops the thread."""
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(seconds):
+                try:
+                    self.refresh()
+                except Exception as exc:  # noqa: BLE001  (a ledger hiccup: try again later)
+                    logger.warning("retrieval snapshot not refreshed: %s", exc)
+
+        self._refresher = threading.Thread(target=run, name="snapshot-refresh", daemon=True)
+        self._refresher.start()
+
+        def halt() -> None:
+            stop.set()
+            if self._refresher is not None:
+                self._refresher.join(timeout=seconds + 30)
+            self._refresher = None
+
+        return halt
 
     def _dense(
         self, snap: Snapshot, question: str, allowed: Mask, n: int

@@ -53,6 +53,10 @@ class StoreSettings:
     lock_wait_s: float = field(
         default=600.0, metadata=_doc("a second writer waits this long for the lock; 0: refuse")
     )
+    # --- issue 13: a ledger several processes share
+    ledger_url: str = field(
+        default="", metadata=_doc("PostgreSQL ledger, postgresql://...; empty: SQLite in path")
+    )
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,10 @@ class RetrieveSettings:
     )
     answerable_model: str = field(
         default="", metadata=_doc("answerability model (JSON); empty: the shipped one")
+    )
+    # --- issue 13: several app processes
+    refresh_s: float = field(
+        default=1.0, metadata=_doc("app: seconds between checks for new ledger generations")
     )
 
 

@@ -24,7 +24,7 @@ from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
 from ingest.embed import CachedEmbedder, open_embedder
 from ingest.ledger import Ledger
-from ingest.lock import WriteLock
+from ingest.lock import write_lock
 from ingest.vectors import open_vector_index
 
 EmbedderSource = Callable[[], Embedder]
@@ -47,7 +47,9 @@ class Store:
         self.vectors = vectors
         self._embedder: Embedder | None = None
         self._source = embedder
-        self._lock = WriteLock(self.path, settings.store.lock_wait_s)
+        self._lock = write_lock(self.path, ledger, settings.store.lock_wait_s)
+        # Writes this process finished: a reader of this store rebuilds its snapshot after one.
+        self.writes = 0
 
     @contextmanager
     def writing(self, what: str) -> Iterator[None]:
@@ -55,7 +57,10 @@ class Store:
         ledger's documents and chunks or to Chroma happens inside one; readers never wait.
         `what` names the writer in the message another writer gets."""
         with self._lock.hold(what):
-            yield
+            try:
+                yield
+            finally:
+                self.writes += 1
 
     @property
     def writing_now(self) -> bool:
@@ -104,8 +109,9 @@ class Store:
 
 
 def open_ledger(settings: Settings) -> Ledger:
-    """The store's ledger alone (accounts need nothing else)."""
-    return Ledger(settings.store_path() / "ledger.sqlite")
+    """The store's ledger alone (accounts need nothing else): PostgreSQL at `store.ledger_url`,
+    else ledger.sqlite in the store folder."""
+    return Ledger(settings.store.ledger_url or settings.store_path() / "ledger.sqlite")
 
 
 def open_store(settings: Settings) -> Store:

@@ -43,7 +43,7 @@ from ingest.pipeline import delete_document, ingest_paths, list_documents, store
 from ingest.reindex import reindex
 from ui import admin, insights, marks, render
 from ui.api import api_router
-from ui.auth import LoginGuard, SessionTable, client_address, login_check
+from ui.auth import LoginGuard, SessionTable, client_address, login_check, shared_cookie_id
 from ui.gate import Gate
 from ui.i18n import LANGS, lang_from_header, t
 from ui.metrics import CONTENT_TYPE, Metrics
@@ -551,7 +551,7 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     blocks.queue(default_concurrency_limit=4)
     sessions = SessionTable(users, settings.ui.session_hours * 3600)
     ui = settings.ui
-    guard = LoginGuard(ui.login_max_failures, ui.login_max_failures_per_address,
+    guard = LoginGuard(users.ledger, ui.login_max_failures, ui.login_max_failures_per_address,
                        ui.login_lockout_s)
     cookies: list[str] = []  # Gradio's session cookie names, known once it is mounted
 
@@ -583,9 +583,14 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     )
     gradio_app: Any = next(r.app for r in mounted.routes if isinstance(r, Mount))
     gradio_app.tokens = sessions
+    gradio_app.cookie_id = shared_cookie_id(users)  # one cookie name for every app process
     cookie_id = gradio_app.cookie_id
     cookies += [f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"]
     mounted.add_middleware(GuardGradio, session_user=session_user)
+    if settings.retrieve.refresh_s > 0:  # see what other processes ingest (issue 13)
+        services.on_close.append(assistant.retriever.refresh_every(settings.retrieve.refresh_s))
+    services.metrics.snapshot_generation.set_function(lambda: assistant.retriever.generation)
+    services.metrics.ledger_generation.set_function(services.store.ledger.generation)
     return cast(FastAPI, mounted)
 
 

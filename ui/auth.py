@@ -6,8 +6,10 @@ Gradio's `/login` calls our check inside its async handler and keeps its session
 it a coroutine (the scrypt work runs in a worker thread, a few at a time) and a `SessionTable`
 whose `get` refuses a session that is too old or whose user was disabled, deleted or changed
 password since (the user's `epoch`, read from the ledger, so the CLI can end sessions too).
+Sessions and failed logins live in the ledger (migration 008_sessions), not in the process:
+behind a load balancer, a login made through one `kb serve` works on every other.
 
-    guard = LoginGuard(max_user=5, max_address=20, lockout_s=300)
+    guard = LoginGuard(ledger, max_user=5, max_address=20, lockout_s=300)
     guard.locked("bob", "10.0.0.7") -> 0.0; after 5 failures for bob: seconds left, e.g. 299.5
 """
 
@@ -15,10 +17,9 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import threading
+import secrets
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -26,7 +27,8 @@ from fastapi import HTTPException
 
 from core.config import UiSettings
 from core.types import User
-from ui.users import Users
+from ingest.ledger import Ledger
+from ui.users import Users, token_hash
 
 logger = logging.getLogger(__name__)
 
@@ -37,48 +39,34 @@ client_address: contextvars.ContextVar[str] = contextvars.ContextVar("client_add
 
 class LoginGuard:
     """Counts failed logins per user name and per client address over `lockout_s`; a name or
-    an address past its limit is locked until its oldest counted failure is `lockout_s` old."""
+    an address past its limit is locked until its oldest counted failure is `lockout_s` old.
+    The failures are kept in the ledger, so every app process of a deployment counts them."""
 
-    def __init__(self, max_user: int, max_address: int, lockout_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, ledger: Ledger, max_user: int, max_address: int, lockout_s: float,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.ledger = ledger
         self.max_user, self.max_address, self.lockout_s = max_user, max_address, lockout_s
         self.clock = clock
-        self._failures: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def _left(self, key: str, limit: int, now: float) -> float:
-        times = self._failures.get(key)
-        if not times:
-            return 0.0
-        while times and times[0] <= now - self.lockout_s:
-            times.popleft()
-        if not times:
-            del self._failures[key]
-            return 0.0
-        return times[0] + self.lockout_s - now if len(times) >= limit else 0.0
 
     def locked(self, name: str, address: str) -> float:
         """Seconds until `name` from `address` may try again (0: now)."""
         now = self.clock()
-        with self._lock:
-            return max(self._left("u:" + name, self.max_user, now),
-                       self._left("a:" + address, self.max_address, now))
+        limits = {"u:" + name: self.max_user, "a:" + address: self.max_address}
+        found = self.ledger.login_failures(list(limits), now - self.lockout_s)
+        left = [oldest + self.lockout_s - now for key, (count, oldest) in found.items()
+                if count >= limits[key]]
+        return max([0.0, *left])
 
     def failed(self, name: str, address: str) -> None:
         now = self.clock()
-        with self._lock:
-            for key in ("u:" + name, "a:" + address):
-                times = self._failures.setdefault(key, deque())
-                times.append(now)
-                while len(times) > max(self.max_user, self.max_address):
-                    times.popleft()
-            if len(self._failures) > 100_000:  # a flood of made-up names: forget the oldest
-                for key in list(self._failures)[:50_000]:
-                    del self._failures[key]
+        self.ledger.add_login_failure(["u:" + name, "a:" + address], now, now - self.lockout_s)
 
     def succeeded(self, name: str) -> None:
-        with self._lock:
-            self._failures.pop("u:" + name, None)
+        self.ledger.clear_login_failures("u:" + name)
+
+    def reset(self) -> None:
+        """Forget every failure (tests)."""
+        self.ledger.clear_login_failures()
 
 
 def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
@@ -90,7 +78,7 @@ def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
     async def check(name: str, password: str) -> bool:
         address = client_address.get()
         shown = name[:64]
-        wait = guard.locked(shown, address)
+        wait = await anyio.to_thread.run_sync(guard.locked, shown, address)
         if wait > 0:
             logger.warning("login refused for user %r from %s: locked for %.0f s more",
                            shown, address, wait)
@@ -99,52 +87,105 @@ def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
         user = await anyio.to_thread.run_sync(users.authenticate, name, password,
                                               limiter=limiter)
         if user is None:
-            guard.failed(shown, address)
+            await anyio.to_thread.run_sync(guard.failed, shown, address)
             on_failure()
             logger.warning("login failed for user %r from %s", shown, address)
             return False
-        guard.succeeded(shown)
+        await anyio.to_thread.run_sync(guard.succeeded, shown)
         logger.info("login of %s from %s", user.name, address)
         return True
 
     return check
 
 
+class _StoredKey(str):
+    """A session as `SessionTable.keys()` lists it: its token's hash and its user's name. Only
+    these, never a cookie's text, are taken as a hash."""
+
+    name: str
+
+
 class SessionTable(dict[str, str]):
-    """Gradio's `app.tokens` (session token -> user name), with an expiry and the user's epoch:
-    `get` answers None for a session older than `max_age_s`, or whose user is gone, disabled
-    or has moved to a later epoch (password change, `kb users disable/logout`)."""
+    """Gradio's `app.tokens` (session token -> user name), kept in the ledger so every app
+    process of a deployment knows every login, with an expiry and the user's epoch: `get`
+    answers None for a session older than `max_age_s`, or whose user is gone, disabled or has
+    moved to a later epoch (password change, `kb users disable/logout`). Only the SHA-256 of a
+    token is stored."""
 
     def __init__(self, users: Users, max_age_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self.users, self.max_age_s, self.clock = users, max_age_s, clock
-        self._opened: dict[str, tuple[float, int]] = {}
+        self.ledger = users.ledger
+
+    @staticmethod
+    def _hash(token: str) -> str:
+        return str(token) if isinstance(token, _StoredKey) else token_hash(token)
 
     def __setitem__(self, token: str, name: str) -> None:
         user = self.users.get(name)
-        self._opened[token] = (self.clock(), user.epoch if user else -1)
-        super().__setitem__(token, name)
+        now = self.clock()
+        self.ledger.open_session(token_hash(token), name, user.epoch if user else -1, now,
+                                 now + self.max_age_s)
 
     def __delitem__(self, token: str) -> None:
-        self._opened.pop(token, None)
-        super().__delitem__(token)
+        self.ledger.end_session(self._hash(token))
+
+    def __getitem__(self, token: str) -> str:
+        if isinstance(token, _StoredKey):
+            return token.name
+        user = self.user(token)
+        if user is None:
+            raise KeyError("no such session")
+        return user.name
+
+    def __contains__(self, token: object) -> bool:
+        return isinstance(token, str) and self.user(token) is not None
+
+    def __len__(self) -> int:
+        return len(self.ledger.sessions())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def keys(self) -> list[str]:  # type: ignore[override]
+        """Every session on record (Gradio's logout walks them to end a user's sessions)."""
+        found: list[str] = []
+        for hashed, name in self.ledger.sessions():
+            key = _StoredKey(hashed)
+            key.name = name
+            found.append(key)
+        return found
+
+    def pop(self, token: str, default: Any = None) -> Any:
+        name = self.get(token, default)
+        self.ledger.end_session(self._hash(token))
+        return name
 
     def user(self, token: str | None) -> User | None:
         """The session's user while the session is valid; an invalid one is dropped."""
-        if not token or token not in self:
+        if not token or isinstance(token, _StoredKey):
             return None
-        name = super().get(token, "")
-        opened, epoch = self._opened.get(token, (0.0, -1))
+        hashed = token_hash(token)
+        found = self.ledger.session(hashed)
+        if found is None:
+            return None
+        name, epoch, expires_at = found
         user = None
-        if self.clock() - opened < self.max_age_s:
+        if self.clock() < expires_at:
             user = self.users.session_user(name, epoch)
         if user is None:
-            self.pop(token, None)
-            self._opened.pop(token, None)
+            self.ledger.end_session(hashed)
             logger.info("session of %s ended (expired, disabled or password changed)", name)
         return user
 
     def get(self, token: Any, default: Any = None) -> Any:
         user = self.user(token if isinstance(token, str) else None)
         return user.name if user is not None else default
+
+
+def shared_cookie_id(users: Users) -> str:
+    """The id in Gradio's session cookie names (`access-token-<id>`), the same for every app
+    process of a deployment (Gradio draws a random one per process: a login made through one
+    process would be unknown to the next)."""
+    return users.ledger.meta_default("session_cookie_id", secrets.token_urlsafe(32))

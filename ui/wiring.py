@@ -11,7 +11,7 @@ ledger, a Chroma client, an embedder, a model client or a token counter.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,8 +35,12 @@ class Services:
     assistant: Assistant
     users: Users
     metrics: Metrics = field(default_factory=Metrics)
+    # Run first by close(): stops background threads (the app's snapshot refresher).
+    on_close: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
+        for stop in self.on_close:
+            stop()
         self.assistant.generator.close()
         self.store.close()
 

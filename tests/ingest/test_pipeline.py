@@ -17,8 +17,9 @@ from ingest import pipeline
 from ingest import reindex as reindexing
 from ingest.convert_doc import soffice
 from ingest.ledger import Ledger
-from ingest.store import Store, open_store
+from ingest.store import Store, open_ledger, open_store
 from tests.fakes import FakeEmbedder, MemoryVectorIndex
+from tests.postgres import with_ledger
 from tests.stores import delete_document, ingest_paths, reindex, store_status
 from ui.cli import main
 
@@ -34,7 +35,7 @@ def samples(tmp_path: Path) -> Path:
 
 
 def live_chunks(settings) -> dict[str, tuple[str, str]]:
-    ledger = Ledger(settings.store_path() / "ledger.sqlite")
+    ledger = open_ledger(settings)
     try:
         return {
             r[0]: (r[1], r[2]) for r in ledger.db.execute("SELECT id, doc_id, text FROM chunks")
@@ -83,13 +84,18 @@ def test_samples_ingest_reingest_and_groups(make_settings, samples: Path) -> Non
         store.close()
 
 
-def test_changed_file_replaces_only_its_own_chunks(make_settings, samples: Path) -> None:
-    settings = make_settings()
+def test_changed_file_replaces_only_its_own_chunks(
+    make_settings, samples: Path, ledger_url: str
+) -> None:
+    """On both ledgers (SQLite, PostgreSQL)."""
+    settings = with_ledger(make_settings(), ledger_url)
     ingest_paths(settings, [samples])
     before = live_chunks(settings)
     target = samples / "IT-Security-Policy.docx"
     document = docx.Document(str(target))
-    document.add_paragraph("Badges must be worn visibly at all times inside the office.")
+    # text of its own per ledger: the session's embedding cache must not have it yet
+    kind = "postgres" if ledger_url else "sqlite"
+    document.add_paragraph(f"Badges must be worn visibly at all times inside the {kind} office.")
     document.save(str(target))
 
     report = ingest_paths(settings, [samples])
@@ -120,8 +126,11 @@ def test_prune_and_delete(make_settings, samples: Path) -> None:
     assert store_status(settings)["documents"] == 9
 
 
-def test_full_reindex_switches_collection_and_keeps_answers(make_settings, samples: Path) -> None:
-    settings = make_settings()
+def test_full_reindex_switches_collection_and_keeps_answers(
+    make_settings, samples: Path, ledger_url: str
+) -> None:
+    """On both ledgers (SQLite, PostgreSQL)."""
+    settings = with_ledger(make_settings(), ledger_url)
     ingest_paths(settings, [samples])
     questions = [
         "How many days of unused annual leave can be carried over?",

@@ -23,8 +23,9 @@ from core.errors import StoreError
 from ingest import pipeline
 from ingest.ledger import KEPT_NOTE, Ledger
 from ingest.reindex import reindex
-from ingest.store import Store, open_store
+from ingest.store import Store, open_ledger, open_store
 from tests.fakes import FakeEmbedder, MemoryVectorIndex
+from tests.postgres import with_ledger
 from tests.stores import ingest_paths, list_documents, store_problems
 from tests.stores import reindex as reindex_settings
 
@@ -89,10 +90,11 @@ def racing(settings: Any, then: Callable[[], None]) -> Store:
 
 
 def test_an_ingest_during_a_full_reindex_is_refused_and_nothing_is_lost(
-    make_settings, corpus: tuple[Path, Path]
+    make_settings, corpus: tuple[Path, Path], ledger_url: str
 ) -> None:
+    """On both ledgers: the file lock, and PostgreSQL's advisory lock."""
     old, new = corpus
-    settings = waiting(make_settings(), 0.0)
+    settings = waiting(with_ledger(make_settings(), ledger_url), 0.0)
     ingest_paths(settings, [old])
     errors: list[Exception] = []
     store = racing(settings, second_writer(settings, [new], errors))
@@ -123,10 +125,10 @@ def test_a_second_ingest_never_collects_the_first_ones_vectors(
 
 
 def test_a_second_writer_waits_for_the_first(
-    make_settings, corpus: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+    make_settings, corpus: tuple[Path, Path], caplog: pytest.LogCaptureFixture, ledger_url: str
 ) -> None:
     old, new = corpus
-    settings = waiting(make_settings(), 60.0)
+    settings = waiting(with_ledger(make_settings(), ledger_url), 60.0)
     holder = open_store(settings)
     released = threading.Event()
 
@@ -150,18 +152,18 @@ def test_a_second_writer_waits_for_the_first(
 
 
 def test_a_full_reindex_refuses_to_swap_when_the_ledger_moved(
-    make_settings, corpus: tuple[Path, Path]
+    make_settings, corpus: tuple[Path, Path], ledger_url: str
 ) -> None:
     """A writer that bypasses the lock (an older kb, a hand edit) changes the ledger during a
     full re-index: the re-index switches nothing, and the next run finishes the job."""
     old, _ = corpus
-    settings = make_settings()
+    settings = with_ledger(make_settings(), ledger_url)
     ingest_paths(settings, [old])
     store = open_store(settings)
     victim = store.ledger.documents()[0].meta.id
 
     def bypass() -> None:
-        ledger = Ledger(settings.store_path() / "ledger.sqlite")
+        ledger = open_ledger(settings)
         try:
             ledger.delete_document(victim)
         finally:
@@ -212,7 +214,7 @@ def test_a_failed_new_version_keeps_the_previous_one_searchable(
 
 
 def live_generation(settings: Settings) -> int:
-    ledger = Ledger(settings.store_path() / "ledger.sqlite")
+    ledger = open_ledger(settings)
     try:
         return ledger.generation()
     finally:
@@ -263,3 +265,40 @@ def test_readers_keep_answering_through_a_full_reindex(
         thread.join()
         reader.close()
     assert errors == [] and found and all(found), (errors[:1], len(found))
+
+
+def test_a_killed_writers_advisory_lock_is_released(postgres: Any) -> None:
+    """PostgreSQL ledger: a writer in another process holds the advisory lock; a second writer
+    is refused, naming it; once the first is killed (SIGKILL) the lock is free at once."""
+    import subprocess
+    import sys
+
+    from ingest.lock import AdvisoryLock
+
+    url = postgres.database("killed_writer")
+    code = (
+        "import sys, time\n"
+        "from ingest.ledger import Ledger\n"
+        "from ingest.lock import AdvisoryLock\n"
+        "with AdvisoryLock(Ledger(sys.argv[1]), 0).hold('kb killed-writer'):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code, url], cwd=REPO,
+                             stdout=subprocess.PIPE, text=True)
+    ledger = Ledger(url)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        with pytest.raises(StoreError, match=r"being written by `kb killed-writer` \(pid"):
+            with AdvisoryLock(ledger, 0).hold("kb second"):
+                pass
+        child.kill()
+        child.wait()
+        started = time.monotonic()
+        with AdvisoryLock(ledger, 10).hold("kb second"):
+            waited = time.monotonic() - started
+        assert waited < 2.0, waited
+    finally:
+        child.kill()
+        child.wait()
+        ledger.close()

@@ -33,9 +33,9 @@ def users(tmp_path: Path) -> Iterator[Users]:
     ledger.close()
 
 
-def test_guard_locks_a_name_and_an_address_then_forgets() -> None:
+def test_guard_locks_a_name_and_an_address_then_forgets(users: Users) -> None:
     clock = Clock()
-    guard = LoginGuard(max_user=3, max_address=5, lockout_s=60, clock=clock)
+    guard = LoginGuard(users.ledger, max_user=3, max_address=5, lockout_s=60, clock=clock)
     for _ in range(3):
         assert guard.locked("bob", "10.0.0.1") == 0
         guard.failed("bob", "10.0.0.1")
@@ -49,6 +49,40 @@ def test_guard_locks_a_name_and_an_address_then_forgets() -> None:
     guard.failed("bob", "10.0.0.1")
     guard.succeeded("bob")
     assert guard.locked("bob", "10.0.0.9") == 0
+
+
+def test_two_processes_share_sessions_and_lockouts(tmp_path: Path, ledger_url: str) -> None:
+    """What one app process records (a login, failed logins) the next one sees: both read the
+    same ledger (issue 13), SQLite or PostgreSQL."""
+    where = ledger_url or tmp_path / "ledger.sqlite"
+    first, second = Users(Ledger(where)), Users(Ledger(where))
+    try:
+        first.add("bob", "bob-password", ["all"])
+        clock = Clock()
+        one = SessionTable(first, max_age_s=3600, clock=clock)
+        two = SessionTable(second, max_age_s=3600, clock=clock)
+        one["secret-token"] = "bob"
+        assert two.get("secret-token") == "bob" and two["secret-token"] == "bob"
+        assert "secret-token" in two and "other-token" not in two
+        assert "secret-token" not in str(second.ledger.sessions())  # only hashes are kept
+        del two["secret-token"]
+        assert one.get("secret-token") is None
+        one["t2"] = "bob"
+        one["t3"] = "bob"
+        for key in list(two.keys()):  # Gradio's logout of every session of a user
+            if two[key] == "bob":
+                del two[key]
+        assert one.get("t2") is None and one.get("t3") is None and len(one) == 0
+        guards = [LoginGuard(u.ledger, max_user=2, max_address=9, lockout_s=60, clock=clock)
+                  for u in (first, second)]
+        guards[0].failed("bob", "10.0.0.1")
+        guards[1].failed("bob", "10.0.0.2")
+        assert guards[0].locked("bob", "10.0.0.3") == pytest.approx(60)
+        guards[1].succeeded("bob")
+        assert guards[0].locked("bob", "10.0.0.3") == 0
+    finally:
+        first.ledger.close()
+        second.ledger.close()
 
 
 def test_sessions_expire_and_follow_the_account(users: Users) -> None:

@@ -36,10 +36,9 @@ def login(url: str, name: str, password: str) -> httpx.Client:
 def fresh_guard(login_server: Any) -> Iterator[Any]:
     """The server's login throttle, emptied before and after the test."""
     guard = login_server.guard
-    failures = getattr(guard, "_failures", {})
-    failures.clear()
+    guard.reset()
     yield guard
-    failures.clear()
+    guard.reset()
 
 
 def test_login_flood_leaves_the_event_loop_free(login_server: Any, fresh_guard: Any) -> None:

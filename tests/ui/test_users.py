@@ -15,8 +15,9 @@ from ui.users import Users, hash_password, verify_password
 
 
 @pytest.fixture
-def users(tmp_path: Path) -> Iterator[Users]:
-    ledger = Ledger(tmp_path / "ledger.sqlite")
+def users(tmp_path: Path, ledger_url: str) -> Iterator[Users]:
+    """On both ledgers: SQLite in tmp_path, and a fresh PostgreSQL database."""
+    ledger = Ledger(ledger_url or tmp_path / "ledger.sqlite")
     yield Users(ledger)
     ledger.close()
 
