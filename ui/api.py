@@ -19,6 +19,7 @@ from assistant.answer import answer_to_json
 from core.errors import KbError
 from core.text import detect_lang
 from core.types import Answer, Turn, User
+from ui.conversations import Conversations
 from ui.metrics import Metrics
 from ui.users import Users
 
@@ -41,6 +42,10 @@ class AskRequest(BaseModel):
                           description="The question, in Chinese or English.")
     history: list[PastTurn] = Field(default_factory=list, max_length=20,
                                     description="Earlier turns of the conversation, oldest first.")
+    conversation_id: str | None = Field(
+        default=None, max_length=64,
+        description="Continue this stored conversation of yours (its turns are the context); "
+                    "left out, a new one is started. The reply names it.")
 
 
 def _unauthorized(detail: str) -> JSONResponse:
@@ -56,7 +61,10 @@ def bearer_user(request: Request, users: Users) -> User | None:
     return users.by_token(token.strip())
 
 
-def api_router(assistant: Asker, users: Users, metrics: Metrics) -> APIRouter:
+def api_router(assistant: Asker, users: Users, metrics: Metrics,
+               conversations: Conversations | None = None) -> APIRouter:
+    """The API's routes; with `conversations`, each question is kept in one of the asker's
+    conversations (`conversation_id` in and out)."""
     router = APIRouter()
 
     @router.post("/api/ask")
@@ -71,6 +79,16 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics) -> APIRouter:
         except (ValueError, ValidationError) as exc:
             return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)
         history = [Turn(t.question, t.answer) for t in body.history]
+        if body.conversation_id and body.history:
+            return JSONResponse({"error": "bad request body: give either history or "
+                                          "conversation_id (its stored turns are the history)"},
+                                status_code=422)
+        if body.conversation_id and conversations is not None:
+            try:
+                history = await run_in_threadpool(conversations.history, user.name,
+                                                   body.conversation_id)
+            except KbError as exc:  # someone else's id reads as none
+                return JSONResponse({"error": str(exc)}, status_code=404)
         metrics.in_flight.inc()
         try:
             answer = await run_in_threadpool(assistant.ask, body.question, user.groups, history,
@@ -84,6 +102,24 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics) -> APIRouter:
             answer.question_id = await run_in_threadpool(users.record_question, user.name,
                                                          body.question, answer)
         metrics.answered(answer, detect_lang(body.question), via="api", user=user.name)
-        return answer_to_json(answer)
+        reply = answer_to_json(answer)
+        if conversations is not None:
+            reply["conversation_id"] = await run_in_threadpool(
+                _keep_turn, conversations, user.name, body.conversation_id, body.question, answer)
+        return reply
 
     return router
+
+
+def _keep_turn(conversations: Conversations, owner: str, conversation_id: str | None,
+               question: str, answer: Answer) -> str:
+    """Append the answered question to the owner's conversation (a new one without an id)."""
+    if conversation_id:
+        try:
+            conversations.add_turn(owner, conversation_id, question, answer)
+            return conversation_id
+        except KbError:  # deleted while the question was answered: keep it in a new one
+            pass
+    conversation_id = conversations.start(owner, question)
+    conversations.add_turn(owner, conversation_id, question, answer)
+    return conversation_id
