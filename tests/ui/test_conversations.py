@@ -227,3 +227,25 @@ def test_rename_and_delete_in_the_app(login_server: Any) -> None:
     with users_for(login_server.settings) as users:
         assert Conversations(users.ledger).list_for("bob") == [] or all(
             c.id != cid for c in Conversations(users.ledger).list_for("bob"))
+
+
+@pytest.mark.slow
+def test_a_resumed_answer_citing_documents_now_outside_the_users_groups_is_withheld(
+        login_server: Any) -> None:
+    alice = login_server.client("alice")  # groups all, hr
+    question = "What is the merit increase budget of the annual compensation review?"
+    final = message_text(ask(alice, question)[-1][0][-1])
+    assert "Compensation-Review-Guidelines.pdf" in final  # the positive control: hr cited
+    cid = alice.predict(api_name="/conversations")[0]["value"]
+    with users_for(login_server.settings) as users:
+        users.set_groups("alice", ["all"])
+    try:
+        again = login_server.client("alice")  # a new page, after the change
+        assert cid in listed(again)
+        chat, pick, *_rest = again.predict(cid, "en", api_name="/resume")
+        shown = message_text(chat[1])
+        assert "outside your groups" in shown and "Compensation-Review" not in shown
+        assert "Compensation-Review" not in repr(pick)
+    finally:
+        with users_for(login_server.settings) as users:
+            users.set_groups("alice", ["all", "hr"])
