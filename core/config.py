@@ -118,7 +118,8 @@ class LlmSettings:
         default=1.0, metadata=_doc("vLLM's repetition penalty; 1.0 is off")
     )
     frequency_penalty: float = field(
-        default=0.0, metadata=_doc("OpenAI frequency penalty; 0.0 is off")
+        default=0.5,
+        metadata=_doc("OpenAI frequency penalty; 0.0 is off, 0.5 measured (BENCHMARKS.md)"),
     )
     connect_timeout_s: float = field(default=5.0, metadata=_doc("connect time limit"))
     first_token_timeout_s: float = field(default=30.0, metadata=_doc("first token time limit"))

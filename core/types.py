@@ -259,3 +259,33 @@ class QuestionRecord:
     timings: str  # JSON: stage -> ms
     created_at: float
     rating: int | None = None
+
+
+# --- conversations (issue 15) ------------------------------------------------------------------
+@dataclass(frozen=True)
+class ConversationRecord:
+    """One of a user's stored conversations (the sidebar lists them, newest first)."""
+
+    id: str
+    owner: str
+    title: str
+    created_at: float
+    updated_at: float
+    turns: int = 0
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """One question of a stored conversation with its answer as shown: the citations, the mode,
+    the model's own text behind a fallback, and the ledger's question id (feedback refers to it).
+    """
+
+    ordinal: int
+    question: str
+    answer: str
+    citations: tuple[Citation, ...] = ()
+    mode: str = "generated"
+    unverified: bool = False
+    raw_answer: str = ""
+    question_id: int = 0
+    created_at: float = 0.0

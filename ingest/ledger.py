@@ -37,7 +37,17 @@ from typing import Any, Protocol
 
 from core.errors import ConfigError, StoreError
 from core.text import TEXT_VERSION
-from core.types import Answer, Chunk, DocMeta, DocRecord, QuestionRecord, User
+from core.types import (
+    Answer,
+    Chunk,
+    Citation,
+    ConversationRecord,
+    DocMeta,
+    DocRecord,
+    QuestionRecord,
+    StoredTurn,
+    User,
+)
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -160,6 +170,32 @@ MIGRATIONS: list[tuple[str, str]] = [
         "006_ocr_pages",
         """
         ALTER TABLE documents ADD COLUMN ocr_pages TEXT NOT NULL DEFAULT '[]';
+        """,
+    ),
+    (
+        "007_conversations",
+        """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX conversations_owner ON conversations (owner, updated_at);
+        CREATE TABLE conversation_turns (
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL DEFAULT '',
+            citations TEXT NOT NULL DEFAULT '[]',
+            mode TEXT NOT NULL DEFAULT '',
+            unverified INTEGER NOT NULL DEFAULT 0,
+            raw_answer TEXT NOT NULL DEFAULT '',
+            question_id BIGINT NOT NULL DEFAULT 0,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (conversation_id, ordinal)
+        );
         """,
     ),
     # --- 008_sessions (issue 13): web sessions and the login throttle, shared by every app
@@ -1040,6 +1076,110 @@ class Ledger:
         return str(row[0] or "") if row else ""
 
 
+    # --- conversations (issue 15) ------------------------------------------------------------
+    # Every method takes the owner: a conversation id of another user reads as no conversation.
+    def create_conversation(self, conversation_id: str, owner: str, title: str) -> None:
+        now = time.time()
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO conversations (id, owner, title, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (conversation_id, owner, title, now, now),
+            )
+
+    def conversations(self, owner: str, limit: int = 100) -> list[ConversationRecord]:
+        """The owner's conversations, the one with the newest turn first."""
+        rows = self.db.execute(
+            "SELECT c.id, c.owner, c.title, c.created_at, c.updated_at, "
+            "(SELECT COUNT(*) FROM conversation_turns t WHERE t.conversation_id = c.id) AS turns "
+            "FROM conversations c WHERE c.owner = ? ORDER BY c.updated_at DESC, c.id LIMIT ?",
+            (owner, limit),
+        )
+        return [_conversation_from_row(r) for r in rows]
+
+    def conversation(self, conversation_id: str, owner: str) -> ConversationRecord | None:
+        row = self.db.execute(
+            "SELECT c.id, c.owner, c.title, c.created_at, c.updated_at, "
+            "(SELECT COUNT(*) FROM conversation_turns t WHERE t.conversation_id = c.id) AS turns "
+            "FROM conversations c WHERE c.id = ? AND c.owner = ?",
+            (conversation_id, owner),
+        ).fetchone()
+        return _conversation_from_row(row) if row else None
+
+    def conversation_turns(self, conversation_id: str, owner: str) -> list[StoredTurn]:
+        """The turns of the owner's conversation, oldest first (none for anyone else)."""
+        rows = self.db.execute(
+            "SELECT t.* FROM conversation_turns t JOIN conversations c "
+            "ON c.id = t.conversation_id WHERE c.id = ? AND c.owner = ? ORDER BY t.ordinal",
+            (conversation_id, owner),
+        )
+        return [_turn_from_row(r) for r in rows]
+
+    def add_conversation_turn(
+        self, conversation_id: str, owner: str, question: str, answer: Answer
+    ) -> int:
+        """Append a turn to the owner's conversation; returns its ordinal, or -1 when the
+        conversation is not the owner's (or is gone)."""
+        citations = [
+            {"n": c.n, "file": c.file, "page": c.page, "section": c.section, "quote": c.quote,
+             "chunk_id": c.chunk_id, "supported": c.supported, "page_label": c.page_label}
+            for c in answer.citations
+        ]
+        now = time.time()
+        with self.transaction() as db:
+            if not db.execute(
+                "SELECT 1 FROM conversations WHERE id = ? AND owner = ?", (conversation_id, owner)
+            ).fetchone():
+                return -1
+            ordinal = int(db.execute(
+                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM conversation_turns "
+                "WHERE conversation_id = ?",
+                (conversation_id,),
+            ).fetchone()[0])
+            db.execute(
+                "INSERT INTO conversation_turns (conversation_id, ordinal, question, answer, "
+                "citations, mode, unverified, raw_answer, question_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    conversation_id,
+                    ordinal,
+                    question,
+                    answer.answer,
+                    json.dumps(citations, ensure_ascii=False),
+                    "abstained" if answer.abstained else answer.mode,
+                    int(answer.unverified),
+                    answer.raw_answer if answer.mode == "fallback" else "",
+                    answer.question_id,
+                    now,
+                ),
+            )
+            db.execute(
+                "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
+            )
+        return ordinal
+
+    def rename_conversation(self, conversation_id: str, owner: str, title: str) -> bool:
+        with self.transaction() as db:
+            cursor = db.execute(
+                "UPDATE conversations SET title = ? WHERE id = ? AND owner = ?",
+                (title, conversation_id, owner),
+            )
+            return bool(cursor.rowcount > 0)
+
+    def delete_conversation(self, conversation_id: str, owner: str) -> bool:
+        """Remove the owner's conversation and its turns (the questions stay on record)."""
+        with self.transaction() as db:
+            if not db.execute(
+                "SELECT 1 FROM conversations WHERE id = ? AND owner = ?", (conversation_id, owner)
+            ).fetchone():
+                return False
+            db.execute(
+                "DELETE FROM conversation_turns WHERE conversation_id = ?", (conversation_id,)
+            )
+            db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+            return True
+
+
 class WriterSession:
     """The connection a writer holds for its run: PostgreSQL releases the session's advisory
     lock when it ends, also when the writer dies (a killed process's socket closes; a lost
@@ -1060,3 +1200,23 @@ class WriterSession:
     def close(self) -> None:
         """Release the lock (by ending the session)."""
         self.connection.close()
+
+
+def _conversation_from_row(row: Any) -> ConversationRecord:
+    return ConversationRecord(
+        row["id"], row["owner"], row["title"], float(row["created_at"]),
+        float(row["updated_at"]), int(row["turns"]),
+    )
+
+
+def _turn_from_row(row: Any) -> StoredTurn:
+    citations = tuple(
+        Citation(c["n"], c["file"], c["page"], c["section"], c["quote"], c.get("chunk_id", ""),
+                 bool(c.get("supported", True)), c.get("page_label", ""))
+        for c in json.loads(row["citations"] or "[]")
+    )
+    return StoredTurn(
+        int(row["ordinal"]), row["question"], row["answer"], citations, row["mode"],
+        bool(row["unverified"]), row["raw_answer"], int(row["question_id"]),
+        float(row["created_at"]),
+    )

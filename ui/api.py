@@ -19,6 +19,7 @@ from assistant.answer import answer_to_json
 from core.errors import KbError
 from core.text import detect_lang
 from core.types import Answer, Turn, User
+from ui.conversations import Conversations
 from ui.gate import Gate
 from ui.metrics import Metrics
 from ui.users import Users
@@ -42,6 +43,10 @@ class AskRequest(BaseModel):
                           description="The question, in Chinese or English.")
     history: list[PastTurn] = Field(default_factory=list, max_length=20,
                                     description="Earlier turns of the conversation, oldest first.")
+    conversation_id: str | None = Field(
+        default=None, max_length=64,
+        description="Continue this stored conversation of yours (its turns are the context); "
+                    "left out, a new one is started. The reply names it.")
 
 
 def _unauthorized(detail: str) -> JSONResponse:
@@ -66,8 +71,11 @@ def busy(retry_after_s: int) -> JSONResponse:
 
 
 def api_router(assistant: Asker, users: Users, metrics: Metrics,
-               gate: Gate | None = None, retry_after_s: int = 5) -> APIRouter:
-    """The API's routes; with `gate`, a question past its depth is refused at once (503)."""
+               gate: Gate | None = None, retry_after_s: int = 5,
+               conversations: Conversations | None = None) -> APIRouter:
+    """The API's routes; with `gate`, a question past its depth is refused at once (503);
+    with `conversations`, each question is kept in one of the asker's conversations
+    (`conversation_id` in and out)."""
     router = APIRouter()
 
     @router.post("/api/ask")
@@ -82,6 +90,16 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics,
         except (ValueError, ValidationError) as exc:
             return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)
         history = [Turn(t.question, t.answer) for t in body.history]
+        if body.conversation_id and body.history:
+            return JSONResponse({"error": "bad request body: give either history or "
+                                          "conversation_id (its stored turns are the history)"},
+                                status_code=422)
+        if body.conversation_id and conversations is not None:
+            try:
+                history = await run_in_threadpool(conversations.history, user.name,
+                                                   body.conversation_id)
+            except KbError as exc:  # someone else's id reads as none
+                return JSONResponse({"error": str(exc)}, status_code=404)
         if gate is not None and not gate.enter():  # checked on the event loop: no thread needed
             metrics.busy.labels(via="api").inc()
             logger.warning("question of %s refused: %d questions at once", user.name, gate.depth)
@@ -101,6 +119,24 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics,
             answer.question_id = await run_in_threadpool(users.record_question, user.name,
                                                          body.question, answer)
         metrics.answered(answer, detect_lang(body.question), via="api", user=user.name)
-        return answer_to_json(answer)
+        reply = answer_to_json(answer)
+        if conversations is not None:
+            reply["conversation_id"] = await run_in_threadpool(
+                _keep_turn, conversations, user.name, body.conversation_id, body.question, answer)
+        return reply
 
     return router
+
+
+def _keep_turn(conversations: Conversations, owner: str, conversation_id: str | None,
+               question: str, answer: Answer) -> str:
+    """Append the answered question to the owner's conversation (a new one without an id)."""
+    if conversation_id:
+        try:
+            conversations.add_turn(owner, conversation_id, question, answer)
+            return conversation_id
+        except KbError:  # deleted while the question was answered: keep it in a new one
+            pass
+    conversation_id = conversations.start(owner, question)
+    conversations.add_turn(owner, conversation_id, question, answer)
+    return conversation_id

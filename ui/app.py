@@ -19,6 +19,7 @@ import hmac
 import logging
 import os
 import shutil
+import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from core.access import parse_groups
 from core.config import Settings
 from core.errors import AccessDenied, ConfigError, GenerationError, KbError
 from core.text import detect_lang
-from core.types import Answer, Passage, Turn, User
+from core.types import Answer, Passage, StoredTurn, Turn, User
 from ingest.ocr import ocr_options
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
@@ -63,6 +64,7 @@ class Conversation:
     who started it."""
 
     owner: str = ""
+    id: str = ""  # the ledger's conversation (ui/conversations.py), once its first answer came
     chat: list[dict[str, str]] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
     qids: dict[int, int] = field(default_factory=dict)  # chat index of an answer -> question id
@@ -83,6 +85,7 @@ class App:
         self.assistant = services.assistant
         self.users = services.users
         self.metrics = services.metrics
+        self.conversations = services.conversations
         self.demo = demo
         if services.settings.ui.queue_depth < 1:
             raise ConfigError(f"ui.queue_depth is {services.settings.ui.queue_depth}: it must "
@@ -199,6 +202,7 @@ class App:
         conv.chat[-1] = {"role": "assistant",
                          "content": render.answer_html(answer, f"q{answer.question_id}", lang)}
         conv.turns.append(Turn(question, answer.answer))
+        self._keep_turn(user, conv, question, answer)
         conv.qids[index] = answer.question_id
         for c in answer.citations:
             conv.quotes[c.chunk_id] = c.quote
@@ -393,6 +397,111 @@ class App:
         return admin.document_rows([r for r in list_documents(self.store)
                                     if self.sees(user, r.meta.groups)])
 
+    # --- stored conversations (issue 15; ui/conversations.py) ----------------------------
+    def _keep_turn(self, user: User, conv: Conversation, question: str, answer: Answer) -> None:
+        """Store the answered question in the user's conversation, started on its first one.
+        A conversation deleted in another tab goes on as a new one; a ledger that cannot be
+        written costs the user no answer (the log has it)."""
+        try:
+            if conv.id:
+                try:
+                    self.conversations.add_turn(user.name, conv.id, question, answer)
+                    return
+                except KbError:
+                    conv.id = ""
+            conv.id = self.conversations.start(user.name, question)
+            self.conversations.add_turn(user.name, conv.id, question, answer)
+        except Exception:
+            logger.exception("could not store the conversation turn of %s", user.name)
+
+    def sidebar(self, conv: Conversation | None, request: gr.Request) -> tuple[Any, str]:
+        """The user's conversations, newest first (the open one selected), and its title."""
+        user = self.who(request)
+        owned = self.mine(conv, user)
+        current = owned.id if owned else ""
+        records = self.conversations.list_for(user.name)
+        choices = [(f"{c.title} · {time.strftime('%m-%d %H:%M', time.localtime(c.updated_at))}",
+                    c.id) for c in records]
+        title = next((c.title for c in records if c.id == current), "")
+        return gr.update(choices=choices, value=current if title else None), title
+
+    def resume(self, conversation_id: str | None, lang: str, conv: Conversation | None,
+               request: gr.Request) -> tuple[Any, ...]:
+        """Open one of the user's stored conversations: its turns with their citations, and
+        the next question goes on from them. Anyone else's id gets an error and nothing."""
+        user = self.who(request)
+        lang = lang if lang in LANGS else "en"
+        try:
+            record = self.conversations.get(user.name, conversation_id or "")
+            turns = self.conversations.turns(user.name, record.id)
+        except KbError as exc:
+            raise gr.Error(t("no_such_conversation", lang)) from exc
+        resumed = self._resumed(user, record.id, turns, lang)
+        state: Any = resumed if self.mine(conv, user) is not None else gr.skip()
+        pick = gr.update(choices=resumed.sources,
+                         value=resumed.sources[0][1] if resumed.sources else None)
+        return resumed.chat, state, pick, "", "", record.title
+
+    def _resumed(self, user: User, conversation_id: str, turns: list[StoredTurn],
+                 lang: str) -> Conversation:
+        """The chat state of a stored conversation, as the user may see it now: an answer
+        citing a document since moved outside the user's groups is withheld."""
+        conv = Conversation(owner=user.name, id=conversation_id)
+        cited = [c.chunk_id for turn in turns for c in turn.citations if c.chunk_id]
+        mine = set(user.groups)
+        hidden = {chunk for chunk, groups in self.store.ledger.chunk_groups(cited).items()
+                  if not mine & set(groups)}
+        for turn in turns:
+            withheld = any(c.chunk_id in hidden for c in turn.citations)
+            answer = Answer(t("answer_withheld", lang) if withheld else turn.answer,
+                            abstained=turn.mode == "abstained",
+                            citations=[] if withheld else list(turn.citations),
+                            mode="abstained" if withheld else turn.mode,
+                            unverified=turn.unverified,
+                            raw_answer="" if withheld else turn.raw_answer,
+                            question_id=turn.question_id)
+            key = f"q{turn.question_id}" if turn.question_id else f"c{turn.ordinal}"
+            conv.chat = conv.chat + [
+                {"role": "user", "content": render.escape(turn.question)},
+                {"role": "assistant", "content": render.answer_html(answer, key, lang)}]
+            conv.turns.append(Turn(turn.question, answer.answer))
+            if turn.question_id:
+                conv.qids[len(conv.chat) - 1] = turn.question_id
+            for c in answer.citations:
+                conv.quotes[c.chunk_id] = c.quote
+            where = render.where
+            conv.sources = [(f"[{c.n}] {where(c.file, c.page, c.section, lang, c.page_label)}",
+                             c.chunk_id) for c in answer.citations if c.chunk_id]
+        return conv
+
+    def rename_conversation(self, title: str, lang: str, conv: Conversation | None,
+                            request: gr.Request) -> tuple[Any, ...]:
+        user = self.who(request)
+        owned = self.mine(conv, user)
+        if owned is None or not owned.id:
+            return t("open_one_first", lang), *self.sidebar(conv, request)
+        try:
+            self.conversations.rename(user.name, owned.id, title)
+        except KbError as exc:
+            raise gr.Error(str(exc)) from exc
+        return t("renamed", lang), *self.sidebar(conv, request)
+
+    def delete_conversation(self, lang: str, conv: Conversation | None,
+                            request: gr.Request) -> tuple[Any, ...]:
+        """Delete the open conversation and start a fresh one."""
+        user = self.who(request)
+        owned = self.mine(conv, user)
+        if owned is None or not owned.id:
+            return (gr.skip(), gr.skip(), gr.skip(), t("open_one_first", lang),
+                    *self.sidebar(conv, request))
+        try:
+            self.conversations.delete(user.name, owned.id)
+        except KbError as exc:
+            raise gr.Error(t("no_such_conversation", lang)) from exc
+        fresh = Conversation(owner=user.name)
+        return ([], fresh, gr.update(choices=[], value=None), t("conversation_deleted", lang),
+                *self.sidebar(fresh, request))
+
 
 def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
     """The Blocks page over the process's services."""
@@ -407,6 +516,18 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
     # Gradio's cache (uploads, outputs): files older than an hour go, checked every hour
     with gr.Blocks(title=t("title"), delete_cache=(3600, 3600)) as blocks:
         conv = gr.State(Conversation())
+        # stored conversations (issue 15): the user's, newest first; a click resumes one
+        with gr.Sidebar(open=True, elem_id="kb-sidebar"):
+            conv_list = lab(gr.Radio(choices=[], label=t("conversations"),
+                                     elem_id="kb-conversations"), label="conversations")
+            conv_title = lab(gr.Textbox(label=t("conversation_title"), lines=1,
+                                        elem_id="kb-conv-title"), label="conversation_title")
+            with gr.Row():
+                rename = lab(gr.Button(t("rename"), size="sm", elem_id="kb-rename"),
+                             value="rename")
+                forget = lab(gr.Button(t("delete_conversation"), size="sm", variant="stop",
+                                       elem_id="kb-forget"), value="delete_conversation")
+            conv_msg = gr.Markdown(elem_id="kb-conv-msg")
         with gr.Row(equal_height=True):
             title = gr.Markdown(f"## {t('title')}")
             who = gr.Markdown(elem_id="kb-who")
@@ -513,12 +634,13 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
         ask_outputs = [chatbot, conv, question, pick]
         # no limit of Gradio's own: every question reaches app.ask at once, whose gate
         # (ui.queue_depth, shared with the API) admits it or says "busy, try again"
-        send.click(app.ask, ask_inputs, ask_outputs, api_name="ask", concurrency_limit=None)
-        question.submit(app.ask, ask_inputs, ask_outputs, api_visibility="private",
-                        concurrency_limit=None)
-        new.click(app.new_conversation, conv,
-                  [chatbot, conv, question, pick, source_html, fb_status],
-                  api_name="new_conversation")
+        asked = [send.click(app.ask, ask_inputs, ask_outputs, api_name="ask",
+                            concurrency_limit=None),
+                 question.submit(app.ask, ask_inputs, ask_outputs, api_visibility="private",
+                                 concurrency_limit=None)]
+        started = new.click(app.new_conversation, conv,
+                            [chatbot, conv, question, pick, source_html, fb_status],
+                            api_name="new_conversation")
         view.click(app.view_source, [pick, lang, conv], source_html, api_name="view_source")
         pick.input(app.view_source, [pick, lang, conv], source_html, api_visibility="private")
         up.click(app.thumbs_up, [comment, lang, conv], fb_status, api_name="thumbs_up")
@@ -534,6 +656,19 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
         show.click(app.insights, None, seen, api_name="insights")
         insights_box.expand(app.insights, None, seen, api_visibility="private")
         save_note.click(app.save_gap_note, [gap_pick, gap_note], seen, api_name="gap_note")
+
+        # stored conversations (issue 15)
+        side = [conv_list, conv_title]
+        blocks.load(app.sidebar, conv, side, api_name="conversations")
+        for event in [*asked, started]:
+            event.then(app.sidebar, conv, side, api_visibility="private")
+        conv_list.input(app.resume, [conv_list, lang, conv],
+                        [chatbot, conv, pick, source_html, fb_status, conv_title],
+                        api_name="resume")
+        rename.click(app.rename_conversation, [conv_title, lang, conv],
+                     [conv_msg, *side], api_name="rename_conversation")
+        forget.click(app.delete_conversation, [lang, conv],
+                     [chatbot, conv, pick, conv_msg, *side], api_name="delete_conversation")
     blocks.kb_app = app
     return cast(gr.Blocks, blocks)
 
@@ -566,7 +701,7 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
 
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
     server.include_router(api_router(assistant, users, services.metrics, kb_app.gate,
-                                     settings.ui.busy_retry_after_s))
+                                     settings.ui.busy_retry_after_s, services.conversations))
     server.add_api_route("/metrics", metrics_route(services.metrics, settings.ui.metrics_token),
                          methods=["GET"], include_in_schema=False)
     server.include_router(page_router(kb_app, session_user))

@@ -92,6 +92,18 @@ LABELS: dict[str, tuple[str, str]] = {
                        "只能为文档指定您自己的访问组：{groups}"),
     "no_pdftoppm": ("(page image unavailable: install poppler-utils; showing the page text)",
                     "（无法渲染页面图像：请安装 poppler-utils；显示页面文本）"),
+    # conversations (issue 15)
+    "conversations": ("Your conversations", "我的对话"),
+    "conversation_title": ("Title of this conversation", "当前对话的标题"),
+    "rename": ("Rename", "重命名"),
+    "delete_conversation": ("Delete this conversation", "删除当前对话"),
+    "open_one_first": ("Open or start a conversation first.", "请先打开或开始一个对话。"),
+    "renamed": ("Renamed.", "已重命名。"),
+    "conversation_deleted": ("Conversation deleted.", "对话已删除。"),
+    "answer_withheld": ("(This answer cited documents that are now outside your groups.)",
+                        "（此回答引用的文件已不在您的访问范围内。）"),
+    "no_such_conversation": ("That conversation is not one of yours (or was deleted).",
+                             "该对话不属于您（或已被删除）。"),
 }
 
 

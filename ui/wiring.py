@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from core.config import Settings
 from core.ports import Generator
 from ingest.store import Store, open_ledger, open_store
+from ui.conversations import Conversations
 from ui.metrics import Metrics
 from ui.users import Users
 
@@ -43,6 +44,11 @@ class Services:
             stop()
         self.assistant.generator.close()
         self.store.close()
+
+    @property
+    def conversations(self) -> Conversations:
+        """Each user's stored conversations (a stateless view of the ledger)."""
+        return Conversations(self.store.ledger)
 
 
 def open_assistant(store: Store) -> Assistant:

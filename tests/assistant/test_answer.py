@@ -168,7 +168,8 @@ def test_access_control_on_answers_and_sources(sample_settings) -> None:
 def test_the_loop_guard_stops_the_real_server(sample_settings, vllm_server) -> None:
     """Greedy decoding of the tiny random model falls into a cycle: the guard must cut the
     request off long before the token limit and keep one round of the loop."""
-    llm = dataclasses.replace(vllm_server.llm, answer_tokens=400, temperature=0.0)
+    llm = dataclasses.replace(vllm_server.llm, answer_tokens=400, temperature=0.0,
+                              frequency_penalty=0.0, repetition_penalty=1.0)  # the guard alone
     services = open_services(with_llm(sample_settings, llm))
     try:
         question = "How many days of unused annual leave can be carried over?"
