@@ -30,7 +30,7 @@ from core.config import Settings
 from core.errors import BrokenFile, IngestError, KbError
 from core.types import DocMeta, ParsedDoc
 from ingest.embed import open_embedder
-from ingest.parse import WORKER_START_S, ParsePool
+from ingest.parse import ParsePool
 from ingest.prepare import Prepared, prepare
 from ingest.store import embed_cache_path
 
@@ -97,11 +97,17 @@ class _EmbedWorker:
 
     def give(self, index: int, meta: DocMeta, parsed: ParsedDoc) -> None:
         if not self.ready:
-            if not self.conn.poll(WORKER_START_S):
-                raise KbError("embedding worker did not start; check the installation")
-            answer = self.conn.recv()
+            # loading torch and the model takes seconds, minutes on a busy machine: wait for
+            # the answer or the process's end, however long it takes
+            wait([self.conn, self.process.sentinel])
+            answer = self.conn.recv() if self.conn.poll() else None
             if isinstance(answer, KbError):
                 raise answer
+            if answer != "ready":
+                raise KbError(
+                    f"embedding worker exited (code {self.process.exitcode}) while loading "
+                    "the embedder; run `kb ingest` with --workers 1 to see why"
+                )
             self.ready = True
         self.index, self.name = index, Path(meta.path).name
         self.conn.send((meta, parsed))
