@@ -16,6 +16,10 @@ one transaction; vectors that stopped being live are deleted afterwards. A crash
 the old or the new version live; orphans are collected at the start of the next run. Every
 writing function holds the store's write lock (`store.writing`, ingest/lock.py) for its whole
 run, so that collection never meets another run's unfinished work.
+
+Parallel ingestion keeps this one writer: `workers=N` parses and embeds in N processes each
+(ingest/workers.py) and commits here with `Writer.commit`; `queue=True` decides what changed as
+above but leaves the new and changed files to `kb worker` processes (ingest/queue.py).
 """
 
 from __future__ import annotations
