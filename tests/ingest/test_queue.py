@@ -27,6 +27,7 @@ import pytest
 from core.config import Settings
 from core.types import IngestReport
 from ingest import pipeline
+from ingest.ledger import Job
 from ingest.queue import run_worker, wait_for_batch
 from ingest.store import open_store
 from tests.stores import ingest_paths, list_documents, store_problems
@@ -107,11 +108,10 @@ def finish(process: subprocess.Popen[str]) -> None:
     assert process.returncode == 0, err[-2000:]
 
 
-def jobs(settings: Settings) -> list[dict[str, Any]]:
+def jobs(settings: Settings, batch: str) -> list[Job]:
     store = open_store(settings)
     try:
-        rows = store.ledger.db.execute("SELECT * FROM jobs ORDER BY seq").fetchall()
-        return [dict(r) for r in rows]
+        return store.ledger.batch_jobs(batch)
     finally:
         store.close()
 
@@ -122,7 +122,7 @@ def test_two_workers_take_a_batch_and_the_waiter_reports_it(
     settings = queue_store.settings
     queued = enqueue(settings, docs)
     assert queued.queued == 3 and queued.outcomes == [] and queued.batch
-    assert {j["state"] for j in jobs(settings)} == {"queued"}
+    assert {j.state for j in jobs(settings, queued.batch)} == {"queued"}
 
     workers = [worker(queue_store), worker(queue_store)]
     for process in workers:
@@ -134,8 +134,7 @@ def test_two_workers_take_a_batch_and_the_waiter_reports_it(
     ]
     assert {r.meta.path: r.status for r in list_documents(settings)} == {n: "ok" for n in FILES}
     assert store_problems(settings) == []
-    done = jobs(settings)
-    assert {j["state"] for j in done} == {"done"} and len({j["worker"] for j in done}) >= 1
+    assert {j.state for j in jobs(settings, queued.batch)} == {"done"}
     # the worker that finished the batch ended the run
     store = open_store(settings)
     try:
@@ -200,7 +199,7 @@ def test_a_worker_killed_mid_job_loses_nothing(
         os.killpg(victim.pid, signal.SIGKILL)
     victim.wait()
     assert killed, f"the worker never logged {KILL_POINTS[point]!r}"
-    held = [j for j in jobs(settings) if j["state"] == "running"]
+    held = [j for j in jobs(settings, queued.batch) if j.state == "running"]
     # the killed worker's job, under a lease nobody renews
     assert len(held) == 1 or (point == "vector write" and not held)
 
@@ -212,8 +211,8 @@ def test_a_worker_killed_mid_job_loses_nothing(
     assert {r.meta.path: r.status for r in list_documents(settings)} == {n: "ok" for n in FILES}
     assert store_problems(settings) == []
     for job in held:
-        retried = next(j for j in jobs(settings) if j["id"] == job["id"])
-        assert retried["attempts"] == 2 and retried["worker"] != job["worker"]
+        retried = next(j for j in jobs(settings, queued.batch) if j.id == job.id)
+        assert retried.attempts == 2 and retried.worker != job.worker
     store = open_store(settings)
     try:
         assert store.ledger.get_meta("dirty") == "0"
@@ -228,12 +227,11 @@ def test_a_job_whose_workers_keep_dying_is_failed(queue_store: QueueStore, docs:
     queued = enqueue(settings, docs)
     store = open_store(settings)
     try:
-        # workers that died holding the first job: its attempts used up, its lease run out
-        store.ledger.db.execute(
-            "UPDATE jobs SET state = 'running', attempts = ?, worker = 'gone:1:x', "
-            "lease_until = 0 WHERE seq = 0",
-            (settings.ingest.job_attempts,),
-        )
+        # workers that took the first job and died: each lease runs out at once
+        for attempt in range(settings.ingest.job_attempts):
+            claimed = store.ledger.claim_job(f"gone:{attempt}", lease_s=0.0)
+            assert claimed is not None and claimed.seq == 0
+            time.sleep(0.01)
         assert run_worker(store, drain=True) == 3  # a worker in this process
         report = wait_for_batch(store, queued)
     finally:
