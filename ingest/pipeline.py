@@ -43,6 +43,7 @@ from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, Par
 from ingest.convert_doc import soffice
 from ingest.parse import ParsePool
 from ingest.prepare import Prepared, chunk_document
+from ingest.prepare import lexical_terms as lexical_terms  # re-exported: callers import it here
 from ingest.store import Store
 from ingest.vectors import group_metadata
 from ingest.workers import prepare_in_processes
