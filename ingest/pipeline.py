@@ -16,6 +16,10 @@ one transaction; vectors that stopped being live are deleted afterwards. A crash
 the old or the new version live; orphans are collected at the start of the next run. Every
 writing function holds the store's write lock (`store.writing`, ingest/lock.py) for its whole
 run, so that collection never meets another run's unfinished work.
+
+Parallel ingestion keeps this one writer: `workers=N` parses and embeds in N processes each
+(ingest/workers.py) and commits here with `Writer.commit`; `queue=True` decides what changed as
+above but leaves the new and changed files to `kb worker` processes (ingest/queue.py).
 """
 
 from __future__ import annotations
@@ -34,14 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from core.config import Settings
-from core.errors import IngestError, KbError, TooManyChunks
-from core.text import detect_lang, tokenize
+from core.errors import IngestError, KbError
 from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
-from ingest.chunk import chunk_blocks
 from ingest.convert_doc import soffice
 from ingest.parse import ParsePool
+from ingest.prepare import Prepared, chunk_document
+from ingest.prepare import lexical_terms as lexical_terms  # re-exported: callers import it here
 from ingest.store import Store
 from ingest.vectors import group_metadata
+from ingest.workers import prepare_in_processes
 
 logger = logging.getLogger(__name__)
 
@@ -140,25 +145,9 @@ def _describe(settings: Settings, root: Path, path: Path, groups: Sequence[str] 
     )
 
 
-def _printed_labels(labels: Sequence[str] | None) -> tuple[str, ...]:
-    """A PDF's page labels worth keeping: () when they are just the page numbers.
-
-    _printed_labels(["i", "ii", "1"]) -> ("i", "ii", "1");  _printed_labels(["1", "2"]) -> ()
-    """
-    if not labels or all(label == str(n) for n, label in enumerate(labels, start=1)):
-        return ()
-    return tuple(labels)
-
-
 def _same_meta(a: DocMeta, b: DocMeta) -> bool:
     keys = ("groups", "version", "effective_date", "series")
     return all(getattr(a, k) == getattr(b, k) for k in keys) and (not b.title or a.title == b.title)
-
-
-def lexical_terms(title: str, chunks: Sequence[Chunk]) -> list[list[str]]:
-    """The BM25 terms of each chunk: its document's title, heading path and text."""
-    title_terms = tokenize(title)
-    return [title_terms + tokenize(c.embed_text()) for c in chunks]
 
 
 class Writer:
@@ -173,30 +162,7 @@ class Writer:
     def prepare(
         self, meta: DocMeta, parsed: ParsedDoc
     ) -> tuple[DocMeta, list[Chunk], list[list[str]]]:
-        embedder = self.store.embedder
-        prefix_room = 32  # tokens left for the heading path in front of each passage
-        size = min(self.settings.ingest.chunk_tokens, embedder.max_tokens - prefix_room)
-        chunks = chunk_blocks(
-            meta.id,
-            parsed.blocks,
-            embedder.count_tokens_many,
-            size,
-            self.settings.ingest.chunk_overlap,
-        )
-        if len(chunks) > self.settings.ingest.max_chunks:
-            raise TooManyChunks(
-                f"{Path(meta.path).name}: {len(chunks)} passages is over ingest.max_chunks = "
-                f"{self.settings.ingest.max_chunks} (split the file, or raise the limit)"
-            )
-        sample = "".join(c.text for c in chunks[:20])
-        meta = replace(
-            meta,
-            title=meta.title or parsed.title or Path(meta.path).stem,
-            lang=detect_lang(sample) if sample else "en",
-            page_labels=_printed_labels(parsed.page_labels),
-            ocr_pages=parsed.ocr_pages,
-        )
-        return meta, chunks, lexical_terms(meta.title, chunks)
+        return chunk_document(self.settings, self.store.embedder, meta, parsed)
 
     def upsert(self, meta: DocMeta, chunks: Sequence[Chunk], skip_existing: bool = True) -> None:
         ids = [c.id for c in chunks]
@@ -217,6 +183,25 @@ class Writer:
         self.upsert(meta, chunks)
         logger.info("%s: switching to %d live chunks", meta.path, len(chunks))
         stale = self.store.ledger.replace_document(meta, chunks, tokens)
+        self.store.vectors.delete(self.collection, stale)
+        return len(chunks)
+
+    def commit(self, prepared: Prepared) -> int:
+        """`write` for a document prepared elsewhere (ingest/prepare.py): its vectors came with
+        it, so nothing is embedded here; only passages Chroma lacks are upserted."""
+        meta, chunks = prepared.meta, prepared.chunks
+        present = self.store.vectors.existing(self.collection, [c.id for c in chunks])
+        fresh = [i for i, c in enumerate(chunks) if c.id not in present]
+        if fresh:
+            self.store.ledger.set_meta("dirty", "1")
+            self.store.vectors.upsert(
+                self.collection,
+                [chunks[i].id for i in fresh],
+                prepared.vectors[fresh],
+                [group_metadata(meta.id, meta.groups)] * len(fresh),
+            )
+        logger.info("%s: switching to %d live chunks", meta.path, len(chunks))
+        stale = self.store.ledger.replace_document(meta, chunks, prepared.terms)
         self.store.vectors.delete(self.collection, stale)
         return len(chunks)
 
@@ -245,10 +230,14 @@ def ingest_paths(
     prune: bool = False,
     progress: Progress | None = None,
     workers: int = 1,
+    queue: bool = False,
 ) -> IngestReport:
-    """Ingest files and folders, holding the store's write lock; see the module docstring."""
-    with store.writing("kb ingest"):
-        return _ingest_paths(store, paths, groups, prune, progress, workers)
+    """Ingest files and folders, holding the store's write lock; see the module docstring.
+    `workers` > 1: parse and embed in that many processes each (ingest/workers.py). `queue`:
+    the new and changed files become jobs for `kb worker` processes (ingest/queue.py; the
+    report's `batch` names them) instead of being ingested here."""
+    with store.writing("kb ingest --queue" if queue else "kb ingest"):
+        return _ingest_paths(store, paths, groups, prune, progress, workers, queue)
 
 
 def _ingest_paths(
@@ -258,6 +247,7 @@ def _ingest_paths(
     prune: bool,
     progress: Progress | None,
     workers: int,
+    queue: bool = False,
 ) -> IngestReport:
     started = time.perf_counter()
     embedded_before = store.embedded()
@@ -333,19 +323,20 @@ def _ingest_paths(
             continue
         todo.append((meta, path, old is not None and old.chunk_count > 0))
 
-    if todo:
+    if todo and not queue:
         logger.info("parsing %d new or changed files", len(todo))
-    with ParsePool(settings.ingest, workers=workers) as pool:
-        metas = {path: (meta, had) for meta, path, had in todo}
-        for path, result in pool.imap([path for _, path, _ in todo]):
-            meta, had_version = metas[path]
+    embedded_elsewhere = 0
+    if not queue:
+        for meta, path, had_version, result in _parsed(settings, todo, workers):
             label = str(path)
-            if isinstance(result, IngestError):
-                store.ledger.mark_failed(meta, result.status, str(result))
-                finish(FileOutcome(label, "failed", result.status, str(result)))
-                continue
             try:
-                count = writer.write(meta, result)
+                if isinstance(result, IngestError):
+                    raise result
+                if isinstance(result, Prepared):
+                    embedded_elsewhere += result.embedded
+                    count = writer.commit(result)
+                else:
+                    count = writer.write(meta, result)
             except IngestError as exc:
                 store.ledger.mark_failed(meta, exc.status, str(exc))
                 finish(FileOutcome(label, "failed", exc.status, str(exc)))
@@ -375,10 +366,39 @@ def _ingest_paths(
 
     # Every stale vector was deleted as its document switched; only an interrupted run
     # leaves orphans, and the next run's _recover scans for them.
+    if queue and todo:
+        # added last, so that the worker finishing the last job counts this run's every file
+        report.batch = store.ledger.add_jobs(report.run_id, [(m, had) for m, _, had in todo])
+        report.queued = len(todo)
+        logger.info(
+            "ingest run %d: %d files queued as batch %s", report.run_id, len(todo), report.batch
+        )
     logger.info("ingest run %d: done, marking the store clean", report.run_id)
     store.ledger.set_meta("dirty", "0")
     store.ledger.set_meta("parse_fingerprint", fingerprint)
-    return store.finish_run(report, started, embedded_before)
+    if report.queued:  # the run ends with its last job (ingest/queue.py)
+        report.seconds = time.perf_counter() - started
+        return report
+    report = store.finish_run(report, started, embedded_before)
+    report.embedded += embedded_elsewhere
+    return report
+
+
+def _parsed(
+    settings: Settings, todo: Sequence[tuple[DocMeta, Path, bool]], workers: int
+) -> Iterator[tuple[DocMeta, Path, bool, ParsedDoc | Prepared | IngestError]]:
+    """Each file to ingest with its parse (one worker: embedded by the writer), or its
+    prepared document (several: parsed and embedded in processes, ingest/workers.py)."""
+    if workers > 1 and len(todo) > 1:
+        prepared = prepare_in_processes(settings, [(meta, path) for meta, path, _ in todo], workers)
+        for (meta, path, had), (_, result) in zip(todo, prepared, strict=True):
+            yield meta, path, had, result
+        return
+    with ParsePool(settings.ingest, workers=workers) as pool:
+        for (meta, path, had), (_, parsed) in zip(
+            todo, pool.imap([path for _, path, _ in todo]), strict=True
+        ):
+            yield meta, path, had, parsed
 
 
 def _parse_fingerprint(settings: Settings) -> str:
@@ -437,4 +457,5 @@ def store_status(store: Store) -> dict[str, Any]:
         "embedder": store.settings.embed.model,
         "last_run": store.ledger.last_run(),
         "free_disk_bytes": shutil.disk_usage(store.path).free,
+        "jobs": store.ledger.job_counts(),  # the ingest queue by state (ingest/queue.py)
     }

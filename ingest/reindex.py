@@ -18,7 +18,8 @@ from core.errors import IngestError
 from core.types import DocMeta, DocRecord, FileOutcome, IngestReport
 from ingest.ledger import KEPT_NOTE
 from ingest.parse import ParsePool
-from ingest.pipeline import Progress, Writer, ingest_paths, lexical_terms, recover, sha256_file
+from ingest.pipeline import Progress, Writer, ingest_paths, recover, sha256_file
+from ingest.prepare import lexical_terms
 from ingest.store import Store
 
 logger = logging.getLogger(__name__)

@@ -114,12 +114,16 @@ def open_ledger(settings: Settings) -> Ledger:
     return Ledger(settings.store.ledger_url or settings.store_path() / "ledger.sqlite")
 
 
+def embed_cache_path(settings: Settings) -> Path:
+    """The embedding cache: `embed.cache`, else a file in the store folder."""
+    cache = settings.embed.cache
+    return Path(cache).expanduser() if cache else settings.store_path() / "embed_cache.sqlite"
+
+
 def open_store(settings: Settings) -> Store:
     """The real parts: the SQLite ledger, Chroma (embedded or a server, `store.mode`) and the
     configured embedder with its cache."""
-    path = settings.store_path()
-    cache = settings.embed.cache
-    cache_path = Path(cache).expanduser() if cache else path / "embed_cache.sqlite"
+    cache_path = embed_cache_path(settings)
     return Store(
         settings,
         open_ledger(settings),

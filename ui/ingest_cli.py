@@ -26,7 +26,9 @@ from ingest.pipeline import (
     list_documents,
     store_status,
 )
+from ingest.queue import run_worker, wait_for_batch
 from ingest.reindex import reindex
+from ingest.workers import limit_torch_threads
 from ui.cli_common import with_settings
 from ui.wiring import store_for
 
@@ -77,7 +79,15 @@ def _print_report(report: IngestReport) -> None:
     "--groups", help="Access groups for these documents, comma-separated (default: config)."
 )
 @click.option("--prune", is_flag=True, help="Remove documents whose files disappeared from PATHS.")
-@click.option("--workers", default=1, show_default=True, help="Parser processes.")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Processes that parse, and processes that embed (one writer).",
+)
+@click.option("--queue", is_flag=True, help="Leave new and changed files to `kb worker`s.")
+@click.option("--wait", is_flag=True, help="With --queue: wait for the workers, then report.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @with_settings
 def ingest_command(
@@ -86,6 +96,8 @@ def ingest_command(
     groups: str | None,
     prune: bool,
     workers: int,
+    queue: bool,
+    wait: bool,
     quiet: bool,
 ) -> None:
     """Ingest PDF and DOCX files and folders; unchanged files are skipped.
@@ -93,9 +105,25 @@ def ingest_command(
     \b
     kb ingest data/samples
     kb ingest policies/hr --groups hr --prune
+    kb ingest /srv/policies --workers 4        # parse and embed in 4 processes each
+    kb ingest /srv/policies --queue --wait     # `kb worker` processes do the files
     """
+    if wait and not queue:
+        raise click.UsageError("--wait goes with --queue")
     with store_for(settings) as store, _progress_bar(not quiet) as progress:
-        report = ingest_paths(store, list(paths), _groups(groups), prune, progress, workers)
+        report = ingest_paths(
+            store, list(paths), _groups(groups), prune, progress, workers, queue=queue
+        )
+        if report.queued and not wait:
+            _print_report(report)
+            click.echo(
+                f"{report.queued} files queued (batch {report.batch}) for `kb worker` processes"
+            )
+            return
+        if report.queued:
+            if not quiet:
+                click.echo(f"waiting for `kb worker`s to take {report.queued} queued files")
+            report = wait_for_batch(store, report, progress)
     _print_report(report)
 
 
@@ -186,6 +214,9 @@ def status_command(settings: Settings, as_json: bool) -> None:
     )
     click.echo(f"size       {status['store_bytes'] / 1e6:.1f} MB")
     click.echo(f"embedder   {status['embedder']}")
+    jobs = status["jobs"]
+    if jobs.get("queued") or jobs.get("running"):
+        click.echo(f"queue      {jobs.get('queued', 0)} queued, {jobs.get('running', 0)} running")
     run = status["last_run"]
     if run:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started_at"]))
@@ -196,4 +227,34 @@ def status_command(settings: Settings, as_json: bool) -> None:
         )
 
 
-COMMANDS = [ingest_command, reindex_command, docs_command, delete_command, status_command]
+@click.command("worker")
+@click.option("--drain", is_flag=True, help="Stop when no job is left (default: keep waiting).")
+@click.option(
+    "--threads",
+    default=0,
+    type=click.IntRange(min=0),
+    help="torch threads for embedding (0: torch's default; cores / workers on a shared box).",
+)
+@with_settings
+def worker_command(settings: Settings, drain: bool, threads: int) -> None:
+    """Take files queued by `kb ingest --queue`: parse and embed them, then commit each under
+    the store's write lock. Run one or more on any machine sharing the ledger and the store.
+
+    \b
+    kb worker                   # until stopped (Ctrl+C, SIGTERM)
+    kb worker --drain           # until the queue is empty
+    """
+    limit_torch_threads(threads)
+    with store_for(settings) as store:
+        done = run_worker(store, drain=drain)
+    click.echo(f"{done} jobs done")
+
+
+COMMANDS = [
+    ingest_command,
+    reindex_command,
+    docs_command,
+    delete_command,
+    status_command,
+    worker_command,
+]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.ports import Generator
+from ingest.embed import torch_device
 from ingest.store import Store, open_ledger, open_store
 from ui.conversations import Conversations
 from ui.metrics import Metrics
@@ -72,7 +73,7 @@ def open_assistant(store: Store) -> Assistant:
         generator = ReplicaPool(clients, retry_after_s=llm.replica_retry_s)
     else:
         generator = LlmClient.from_settings(llm, counter)
-    reranker = load_reranker(settings.retrieve, settings.embed.device)
+    reranker = load_reranker(settings.retrieve, torch_device(settings.embed.device))
     return Assistant(store, generator, counter, reranker)
 
 

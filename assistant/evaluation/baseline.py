@@ -15,7 +15,7 @@ from typing import Any
 
 from core.config import Settings
 from core.errors import ConfigError
-from ingest.embed import resolve_model_path
+from ingest.embed import resolve_model_path, torch_device
 
 INSTALL_HINT = (
     "the LlamaIndex baseline needs the eval extra: .venv/bin/pip install -e '.[eval]' "
@@ -58,6 +58,7 @@ def build_starter_index(settings: Settings, folder: Path) -> Any:
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     embed = HuggingFaceEmbedding(
-        model_name=resolve_model_path(settings.embed.model), device=settings.embed.device
+        model_name=resolve_model_path(settings.embed.model),
+        device=torch_device(settings.embed.device),
     )
     return VectorStoreIndex.from_documents(starter_documents(folder), embed_model=embed)
