@@ -3,8 +3,8 @@ real `kb worker` processes take them, and a worker killed with SIGKILL mid-job l
 its lease runs out, another worker finishes the job, and ledger and Chroma agree.
 
 The store comes from the `queue_store` fixture: settings for this process and the environment a
-`kb` subprocess needs to open the same store. A PostgreSQL variant parametrizes it with settings
-whose ledger is the database and the matching `KB_STORE_…` variables in `env`.
+`kb` subprocess needs to open the same store. The two-worker test runs on both ledgers: SQLite
+and a throwaway PostgreSQL database (`FOR UPDATE SKIP LOCKED`).
 
     pytest -m crash tests/ingest/test_queue.py     # the kill points left out of CI
 """
@@ -30,6 +30,7 @@ from ingest import pipeline
 from ingest.ledger import Job
 from ingest.queue import run_worker, wait_for_batch
 from ingest.store import open_store
+from tests.postgres import RunningPostgres, with_ledger
 from tests.stores import ingest_paths, list_documents, store_problems
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,15 +54,26 @@ class QueueStore:
 
 
 @pytest.fixture
-def queue_store(make_settings: Any, embed_cache: Path) -> QueueStore:
+def queue_ledger(request: pytest.FixtureRequest) -> str:
+    """`store.ledger_url`: "" (SQLite in the store folder) unless a test asks for "postgres"
+    (indirect parametrization), then a fresh database of the throwaway cluster."""
+    if getattr(request, "param", "sqlite") != "postgres":
+        return ""
+    running: RunningPostgres = request.getfixturevalue("postgres")
+    return running.database(request.node.name)
+
+
+@pytest.fixture
+def queue_store(make_settings: Any, embed_cache: Path, queue_ledger: str) -> QueueStore:
     """Short leases and polls, so a killed worker's job comes back within seconds."""
     queue = {"job_lease_s": LEASE_S, "queue_poll_s": 0.2}
-    settings = make_settings(ingest=queue)
+    settings = with_ledger(make_settings(ingest=queue), queue_ledger)
     env = {
         **os.environ,
         "KB_EMBED_CACHE": str(embed_cache),
         "KB_INGEST_JOB_LEASE_S": str(LEASE_S),
         "KB_INGEST_QUEUE_POLL_S": "0.2",
+        **({"KB_STORE_LEDGER_URL": queue_ledger} if queue_ledger else {}),
     }
     return QueueStore(settings, env)
 
@@ -116,6 +128,7 @@ def jobs(settings: Settings, batch: str) -> list[Job]:
         store.close()
 
 
+@pytest.mark.parametrize("queue_ledger", ["sqlite", "postgres"], indirect=True)
 def test_two_workers_take_a_batch_and_the_waiter_reports_it(
     queue_store: QueueStore, docs: Path, make_settings: Any, tmp_path: Path
 ) -> None:
