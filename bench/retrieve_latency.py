@@ -132,12 +132,13 @@ def window_count(settings):  # type: ignore[no-untyped-def]
 def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--store", type=Path, default=None, help="default /tmp/kb-bench-N")
+    parser.add_argument("--store", type=Path, default=None, help="default /tmp/kb-bench-100k, …-1m")
     parser.add_argument("--quick", action="store_true", help="40 questions per group set")
     parser.add_argument("--no-build", action="store_true", help="measure the store as it is")
     args = parser.parse_args(argv)
     offline_environment()
-    store_dir = args.store or Path(f"/tmp/kb-bench-{args.chunks // 1000}k")
+    size = f"{args.chunks // 10**6}m" if args.chunks % 10**6 == 0 else f"{args.chunks // 1000}k"
+    store_dir = args.store or Path(f"/tmp/kb-bench-{size}")
     settings = load_settings(REPO / "config.toml").with_store(store_dir)
     settings = replace(
         settings, embed=replace(settings.embed, cache=str(store_dir / "bench-cache.sqlite"))
