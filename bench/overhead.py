@@ -10,9 +10,9 @@ spent in the token counter), the client's budget check, "before request" (all of
 question to the moment the client sends), and the first token. The model talks nonsense, so
 each answer is stopped after its first token (the pipeline before it is what is measured).
 
-Baseline in the same run: the same pipeline with the packing and question embedding of main
-before issue 12 (the whole block counted after every passage; questions embedded by
-sentence-transformers on torch).
+Baseline in the same run, question by question in turn with kb: the same pipeline with the
+packing and question embedding of main before issue 12 (the whole block counted after every
+passage; questions embedded by sentence-transformers on torch).
 
     .venv/bin/python bench/overhead.py            # 60 questions
     .venv/bin/python bench/overhead.py --quick    # 20
@@ -38,6 +38,7 @@ import assistant.window as window  # noqa: E402
 from assistant.answer import Assistant  # noqa: E402
 from assistant.llm import LlmClient  # noqa: E402
 from assistant.pack import _pack_counting_each  # noqa: E402
+from assistant.pack import pack as PACK  # noqa: E402
 from assistant.serving.serve import VllmServer  # noqa: E402
 from assistant.serving.testmodel import build_test_model  # noqa: E402
 from assistant.tokens import LocalTokenCounter  # noqa: E402
@@ -89,58 +90,64 @@ class TimedClient:
         return getattr(self.inner, name)
 
 
-def run_variant(
-    name: str, settings: Any, model_dir: Path, questions: list[str], old: bool
-) -> dict[str, Any]:
-    store = open_store(settings)
-    if old:  # main before issue 12: questions through the passage embedder, count every step
-        store = Store(settings, store.ledger, store.vectors, store._source)
-        window.pack = _pack_counting_each  # type: ignore[assignment]
-    counter = TimedCounter(LocalTokenCounter(model_dir, trust_remote_code=True))
-    client = TimedClient(LlmClient.from_settings(settings.llm, counter))  # type: ignore[arg-type]
-    assistant = Assistant(store, client, counter)  # type: ignore[arg-type]
-    retrieve = assistant.retriever.retrieve
-    retrieved = [0.0]
+class Variant:
+    """One pipeline over the sample store with the real client, and its timings."""
 
-    def timed_retrieve(*a: Any, **k: Any) -> Any:
+    def __init__(self, settings: Any, model_dir: Path, old: bool) -> None:
+        store = open_store(settings)
+        if old:  # main before issue 12: questions through the passage embedder
+            store = Store(settings, store.ledger, store.vectors, store._source)
+        self.old = old
+        self.store = store
+        self.counter = TimedCounter(LocalTokenCounter(model_dir, trust_remote_code=True))
+        llm = LlmClient.from_settings(settings.llm, self.counter)  # type: ignore[arg-type]
+        self.client = TimedClient(llm)
+        self.assistant = Assistant(store, self.client, self.counter)  # type: ignore[arg-type]
+        retrieve = self.assistant.retriever.retrieve
+        self.retrieved = 0.0
+
+        def timed_retrieve(*a: Any, **k: Any) -> Any:
+            try:
+                return retrieve(*a, **k)
+            finally:
+                self.retrieved = time.perf_counter()
+
+        self.assistant.retriever.retrieve = timed_retrieve  # type: ignore[method-assign]
+        self.rows: dict[str, list[float]] = {
+            k: [] for k in ("retrieve", "pack", "counting", "budget_check", "before_request",
+                            "first_token", "share")
+        }
+
+    def ask(self, question: str, record: bool = True) -> None:
+        """Ask up to the first streamed token; the stream is then closed (the request with it).
+        The old variant packs as main did: the whole block counted after every passage."""
+        window.pack = _pack_counting_each if self.old else PACK  # type: ignore[assignment]
+        self.counter.seconds, self.client.sent = 0.0, 0.0
+        started = time.perf_counter()
+        stream: Iterator[str | Answer] = self.assistant.ask_stream(question, ["all"])
+        first = None
         try:
-            return retrieve(*a, **k)
-        finally:
-            retrieved[0] = time.perf_counter()
-
-    assistant.retriever.retrieve = timed_retrieve  # type: ignore[method-assign]
-    rows: dict[str, list[float]] = {
-        k: [] for k in ("retrieve", "pack", "counting", "budget_check", "before_request",
-                        "first_token", "share")
-    }
-    try:
-        assistant.ask("warm up: how many days of annual leave?", ["all"])
-        for q in questions:
-            counter.seconds = 0.0
-            started = time.perf_counter()
-            stream: Iterator[str | Answer] = assistant.ask_stream(q, ["all"])
-            first = None
             for item in stream:
-                if isinstance(item, str) and first is None and client.sent:
+                if isinstance(item, str) and self.client.sent:
                     first = time.perf_counter()
-                    stream.close()  # type: ignore[attr-defined]
                     break
-            if first is None or not client.sent:
-                continue  # abstained or retrieval-only: no request was sent
-            before = client.sent - started
-            rows["retrieve"].append((retrieved[0] - started) * 1000)
-            rows["pack"].append((client.called - retrieved[0]) * 1000)
-            rows["before_request"].append(before * 1000)
-            rows["first_token"].append((first - started) * 1000)
-            rows["budget_check"].append((client.sent - client.called) * 1000)
-            rows["counting"].append(counter.seconds * 1000)
-            rows["share"].append(before / (first - started))
-            client.sent = 0.0
-    finally:
-        window.pack = __import__("assistant.pack", fromlist=["pack"]).pack
-        client.inner.close()
-        store.close()
-    return {"variant": name, **summarise(rows)}
+        finally:
+            stream.close()  # type: ignore[attr-defined]
+            window.pack = PACK  # type: ignore[assignment]
+        if first is None or not record:
+            return  # abstained or retrieval-only: no request was sent
+        before = self.client.sent - started
+        self.rows["retrieve"].append((self.retrieved - started) * 1000)
+        self.rows["pack"].append((self.client.called - self.retrieved) * 1000)
+        self.rows["budget_check"].append((self.client.sent - self.client.called) * 1000)
+        self.rows["counting"].append(self.counter.seconds * 1000)
+        self.rows["before_request"].append(before * 1000)
+        self.rows["first_token"].append((first - started) * 1000)
+        self.rows["share"].append(before / (first - started))
+
+    def close(self) -> None:
+        self.client.inner.close()
+        self.store.close()
 
 
 def summarise(rows: dict[str, list[float]]) -> dict[str, Any]:
@@ -173,11 +180,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     server.start()
     try:
         server.wait_ready(600)
-        report = {
-            "questions": len(asked),
-            "kb": run_variant("kb", settings, model_dir, asked, old=False),
-            "main_before_issue_12": run_variant("main", settings, model_dir, asked, old=True),
-        }
+        variants = {"kb": Variant(settings, model_dir, old=False),
+                    "main_before_issue_12": Variant(settings, model_dir, old=True)}
+        for variant in variants.values():
+            variant.ask("warm up: how many days of annual leave?", record=False)
+        for q in asked:  # interleaved: both see the same machine load
+            for variant in variants.values():
+                variant.ask(q)
+        report: dict[str, Any] = {"questions": len(asked)}
+        for name, variant in variants.items():
+            report[name] = summarise(variant.rows)
+            variant.close()
+        kb, main_ = report["kb"], report["main_before_issue_12"]
+        report["ratio_before_request_main_to_kb_p50"] = round(
+            main_["before_request"]["p50"] / kb["before_request"]["p50"], 2
+        )
     finally:
         server.stop()
     print(json.dumps(report, indent=1))

@@ -39,7 +39,7 @@ except SystemExit as exit:
     assert not exit.code, exit.code
 loaded = [m for m in ("torch", "transformers", "sentence_transformers", "ingest.parse",
                       "ingest.pipeline", "gradio") if m in sys.modules]
-print("LOADED " + ",".join(loaded))
+print("LOADED:" + ",".join(loaded))
 """
 
 
@@ -62,4 +62,4 @@ def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Pat
     answer = json.loads(lines[-2])
     assert answer["mode"] == "retrieval_only"
     assert answer["passages"][0]["file"] == "Employee-Leave-Policy.pdf"
-    assert lines[-1] == "LOADED ", lines[-1]
+    assert lines[-1] == "LOADED:", lines[-1]
