@@ -135,6 +135,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--store", type=Path, default=None, help="default /tmp/kb-bench-100k, …-1m")
     parser.add_argument("--quick", action="store_true", help="40 questions per group set")
     parser.add_argument("--no-build", action="store_true", help="measure the store as it is")
+    parser.add_argument(
+        "--lexical-only", action="store_true",
+        help="dense weight 0 and no Chroma baseline: the snapshot, masks, BM25 and packing alone",
+    )
     args = parser.parse_args(argv)
     offline_environment()
     size = f"{args.chunks // 10**6}m" if args.chunks % 10**6 == 0 else f"{args.chunks // 1000}k"
@@ -159,6 +163,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     # a fresh question-vector cache each run: every question is embedded as it would be live
     fresh_cache = Path(tempfile.mkdtemp(prefix="kb-qcache-")) / "cache.sqlite"
     settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
+    if args.lexical_only:
+        settings = replace(settings, retrieve=replace(settings.retrieve, dense_weight=0.0))
     count, counted_by = window_count(settings)
     rss_before, _ = rss_mib()
     store = open_store(settings)
@@ -170,6 +176,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     retriever.retrieve("warm up", ["all"])
     report: dict[str, object] = {
         "chunks": len(snap.ids),
+        "lexical_only": args.lexical_only,
         "snapshot_load_s": round(load_s, 2),
         "rss_mib_before_store": round(rss_before),
         "rss_mib_after_snapshot": round(rss_snapshot),
@@ -196,11 +203,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             stages["lexical"].append(retrieval.timings_ms["lexical"])
             stages["dense"].append(retrieval.timings_ms["dense"])
             stages["pack"].append((time.perf_counter() - t1) * 1000)
+            if args.lexical_only:
+                continue
             vector = store.embed_question([q])[0]
             t2 = time.perf_counter()
             store.vectors.query(store.collection, vector, 50, where=flags)
             chroma.append((time.perf_counter() - t2) * 1000)
         visible = int(snap.allowed(groups).sum())
+        chroma = chroma or [float("nan")]
         report[",".join(groups)] = {
             "visible_chunks": visible,
             "first_query_ms": round(first_ms, 1),
