@@ -76,8 +76,8 @@ def features(
     rare_mass = sum(idf[t] or 0.0 for t in rare)
     coverage = 0.0
     if rare and rows:
-        held = bm25.coverage(rare)
-        coverage = max(float(held[r]) for r in rows[:TOP_PASSAGES]) / rare_mass
+        held = bm25.coverage(rare, rows[:TOP_PASSAGES])
+        coverage = float(held.max()) / rare_mass
     mass = sum(idf[t] or 0.0 for t in known)
     shares: list[tuple[float, str]] = []
     for p in passages[:TOP_PASSAGES]:

@@ -34,6 +34,8 @@ Count = Callable[[str], int]
 MIN_OVERLAP_CHARS = 8  # a shared edge this long between two chunks of one document = adjacent
 NEAR_DUPLICATE = 0.8  # Jaccard similarity of character bigrams above which one copy goes
 MARGIN_TOKENS = 8  # room for token merges across the seams of the rendered prompt
+# Tokens a passage may add where it joins the block ("\n\n", a two-digit [n] where it was [1]).
+SEAM_TOKENS = 4
 
 _WS = re.compile(r"\s+")
 
@@ -174,9 +176,13 @@ def merge_adjacent(passages: Sequence[Passage]) -> list[Passage]:
     return out
 
 
-def _cut(kept: list[Passage], p: Passage, budget: int, count: Count) -> Passage | None:
+def _cut(
+    kept: list[Passage], p: Passage, budget: int, count: Count, kept_bound: int | None = None
+) -> Passage | None:
     """The longest sentence-prefix of `p` that fits after `kept` (characters, if it is the
-    only passage and not even one sentence fits), or None."""
+    only passage and not even one sentence fits), or None. Given `kept_bound` (at least the
+    tokens of `kept`'s block), the search runs on the prefix's own count first and counts the
+    whole block only from there up: one or two counts of it instead of one per halving."""
 
     def fits(text: str) -> bool:
         trial = in_document_order([*kept, dataclasses.replace(p, text=text)])
@@ -184,6 +190,24 @@ def _cut(kept: list[Passage], p: Passage, budget: int, count: Count) -> Passage 
 
     sentences = split_sentences(p.text.strip())
     lo, hi = 0, len(sentences)  # the largest m with fits(sentences[:m]) in [lo, hi]
+    if kept_bound is not None:
+
+        def bound(m: int) -> int:
+            alone = render_passages([dataclasses.replace(p, text="".join(sentences[:m]))])
+            return kept_bound + count(alone) + SEAM_TOKENS
+
+        a, b = 0, len(sentences)  # the largest m whose bound fits
+        while a < b:
+            mid = (a + b + 1) // 2
+            if bound(mid) <= budget:
+                a = mid
+            else:
+                b = mid - 1
+        if a and fits("".join(sentences[:a])):
+            lo = a
+            while lo < hi and fits("".join(sentences[: lo + 1])):
+                lo += 1
+            hi = lo
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if fits("".join(sentences[:mid])):
@@ -222,6 +246,36 @@ def pack(passages: Sequence[Passage], budget_tokens: int, count: Count) -> list[
     pack([long_a, dup_of_a, b], 300, len) -> [a cut to fit at a sentence end]
     """
     ordered = sorted(merge_adjacent(dedupe(passages)), key=lambda p: -p.score)
+    kept: list[Passage] = []
+    # Counting the whole block after every passage re-tokenizes it again and again (most of the
+    # pipeline's time before the request: bench/overhead.py). While the sum of each passage's
+    # own count (plus its seam) stays within the budget, the block does too, so it is counted
+    # only near the budget; the end checks the block exactly and, should the sum have been no
+    # bound, packs again counting every step, as before.
+    used = 0
+    for p in ordered:
+        alone = count(render_passages([p])) + SEAM_TOKENS
+        if used + alone <= budget_tokens:
+            kept, used = in_document_order([*kept, p]), used + alone
+            continue
+        trial = in_document_order([*kept, p])
+        exact = count(render_passages(trial))
+        if exact <= budget_tokens:
+            kept, used = trial, exact
+            continue
+        cut = _cut(kept, p, budget_tokens, count, kept_bound=used)
+        if cut is not None:
+            kept = in_document_order([*kept, cut])
+        break
+    if kept and count(render_passages(kept)) > budget_tokens:
+        return _pack_counting_each(ordered, budget_tokens, count)
+    return kept
+
+
+def _pack_counting_each(
+    ordered: Sequence[Passage], budget_tokens: int, count: Count
+) -> list[Passage]:
+    """`pack`'s loop with the whole block counted after each passage."""
     kept: list[Passage] = []
     for p in ordered:
         trial = in_document_order([*kept, p])

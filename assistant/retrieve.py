@@ -17,7 +17,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -81,15 +81,41 @@ class Snapshot:
         self.generation = ledger.generation()
         self.collection = store.collection
         self.docs: dict[str, DocRecord] = {r.meta.id: r for r in ledger.documents()}
-        table = ledger.chunk_table()
-        self.ids = table.ids
+        # The columns of every live chunk, read from the ledger in batches while the BM25 index
+        # is built from the same stream: a million chunks' token lists never sit in memory.
+        self.ids: list[str] = []
+        self.doc_ids: list[str] = []
+        self.ordinals: list[int] = []
+        self.texts: list[str] = []
+        self.sections: list[tuple[str, ...]] = []
+        self.pages: list[tuple[int | None, int | None]] = []
+        # Each row's document as a number (len(docs) for one the ledger no longer lists), so a
+        # group set's mask is one lookup per document, then one vectorised gather.
+        self._doc_numbers = {doc_id: i for i, doc_id in enumerate(self.docs)}
+        doc_index: list[npt.NDArray[np.int32]] = []
+
+        def rows() -> Iterator[tuple[str, list[str]]]:
+            missing = len(self._doc_numbers)
+            for batch in ledger.chunk_batches():
+                self.ids += batch.ids
+                self.doc_ids += batch.doc_ids
+                self.ordinals += batch.ordinals
+                self.texts += batch.texts
+                self.sections += batch.sections
+                self.pages += batch.pages
+                numbers = self._doc_numbers
+                doc_index.append(
+                    np.fromiter(
+                        (numbers.get(d, missing) for d in batch.doc_ids),
+                        dtype=np.int32,
+                        count=len(batch.doc_ids),
+                    )
+                )
+                yield from zip(batch.ids, batch.tokens, strict=True)
+
+        self.bm25 = BM25Index.build(rows())
+        self._doc_index = np.concatenate(doc_index) if doc_index else np.zeros(0, np.int32)
         self.row_of = {cid: i for i, cid in enumerate(self.ids)}
-        self.doc_ids = table.doc_ids
-        self.ordinals = table.ordinals
-        self.texts = table.texts
-        self.sections = table.sections
-        self.pages = table.pages
-        self.bm25 = BM25Index.build(zip(table.ids, table.tokens, strict=True))
         self.superseded = self._superseded(self.docs.values())
         self._superseded_for: dict[frozenset[str], dict[str, str]] = {}
         self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
@@ -126,14 +152,12 @@ class Snapshot:
     def allowed(self, groups: Sequence[str]) -> Mask:
         key = frozenset(groups)
         if key not in self._masks:
-            visible = {
-                doc_id
-                for doc_id, r in self.docs.items()
-                if r.searchable and key & set(r.meta.groups)
-            }
-            self._masks[key] = np.fromiter(
-                (d in visible for d in self.doc_ids), dtype=bool, count=len(self.doc_ids)
+            visible = np.fromiter(
+                (r.searchable and bool(key & set(r.meta.groups)) for r in self.docs.values()),
+                dtype=bool,
+                count=len(self.docs),
             )
+            self._masks[key] = np.append(visible, False)[self._doc_index]
         return self._masks[key]
 
     def visible_vectors(
@@ -299,8 +323,10 @@ class Retriever:
         weights = weights_for_lang(lang, cfg.dense_weight, cfg.lexical_weight, unread)
         dense = self._dense(snap, question, allowed, cfg.candidates) if weights[DENSE] > 0 else []
         t2 = time.perf_counter()
-        coverage = snap.bm25.coverage(query_tokens)
-        by_coverage = sorted((c for c, _ in lexical), key=lambda c: -coverage[snap.row_of[c]])
+        lexical_rows = [snap.row_of[c] for c, _ in lexical]
+        coverage = snap.bm25.coverage(query_tokens, lexical_rows)
+        order = sorted(range(len(lexical)), key=lambda i: -coverage[i])
+        by_coverage = [lexical[i][0] for i in order]
         weights[COVERAGE] = cfg.coverage_weight_en if lang == "en" else cfg.coverage_weight
         weights[TITLE] = cfg.title_weight
         weights[AMOUNT] = cfg.amount_weight

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -42,12 +43,28 @@ def local_model_dir(model: str, base_dir: Path) -> Path | None:
         return path.resolve()
     if model.count("/") != 1 or Path(model).expanduser().exists():
         return None
+    if not _in_hub_cache(model):
+        return None  # without importing huggingface_hub: a second of a cold `kb ask`
     try:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(model, local_files_only=True))
     except Exception:  # not cached, or the hub library refuses the name: either way absent
         return None
+
+
+def _in_hub_cache(model: str) -> bool:
+    """Whether the Hugging Face cache has a folder for the hub name `model` (where
+    huggingface_hub would look: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub).
+    """
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                     "huggingface")
+    cache = (
+        os.environ.get("HF_HUB_CACHE")
+        or os.environ.get("HUGGINGFACE_HUB_CACHE")
+        or os.path.join(home, "hub")
+    )
+    return (Path(cache) / ("models--" + model.replace("/", "--"))).is_dir()
 
 
 class LocalTokenCounter:

@@ -24,7 +24,15 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from assistant.pack import Count, dedupe, merge_adjacent, pack, plan_budget, render_passages
+from assistant.pack import (
+    SEAM_TOKENS,
+    Count,
+    dedupe,
+    merge_adjacent,
+    pack,
+    plan_budget,
+    render_passages,
+)
 from assistant.tokens import local_model_dir
 from core.config import Settings
 from core.ports import TokenCounter
@@ -35,9 +43,6 @@ if TYPE_CHECKING:
     from assistant.retrieve import Snapshot
 
 Neighbours = Callable[[Passage], list[Passage]]
-# Tokens a passage may add where it joins the block ("\n\n", a two-digit [n]): the running
-# sum stays an upper bound. Packing checks the exact count at the end in any case.
-SEAM_TOKENS = 4
 
 def estimate_tokens(text: str) -> int:
     """A tokenizer stand-in: a CJK character is a token, other text ~4 characters a token.

@@ -3,11 +3,14 @@
 Builds (once, cached in --store) a store of N chunks: the sample handbook's real passages,
 repeated with words dropped so no two are equal, in 1,000-chunk documents whose access groups
 are 70% "all", 20% "hr", 10% "finance"; vectors are the real passage vectors plus noise.
-Then times `Retriever.retrieve` + `pack` for the sample questions as a user of "all" (sees 70%)
-and of "finance" (sees 10%), and, as the baseline in the same run, Chroma's own metadata
-`where` filter for the same groups.
+Then times `Retriever.retrieve` + `fill_window` (the packing `kb ask` does: hits, their
+neighbours, the window filled; counted with the tiny test model's tokenizer when it is built)
+for the sample questions as a user of "all" (sees 70%) and of "finance" (sees 10%), and, as the
+baseline in the same run, Chroma's own metadata `where` filter for the same groups. Also
+reported: the snapshot's load time (ledger rows -> BM25 matrix, masks) and resident memory.
 
-    .venv/bin/python bench/retrieve_latency.py --chunks 100000 --store /tmp/kb-bench-100k
+    .venv/bin/python bench/retrieve_latency.py --chunks 100000     # store in /tmp/kb-bench-100k
+    nice .venv/bin/python bench/retrieve_latency.py --chunks 1000000 --quick
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from assistant.pack import pack  # noqa: E402
 from assistant.retrieve import Retriever  # noqa: E402
+from assistant.window import fill_window, snapshot_neighbours  # noqa: E402
 from core.config import load_settings  # noqa: E402
 from core.types import Chunk, DocMeta  # noqa: E402
 from ingest.ledger import Ledger  # noqa: E402
@@ -102,20 +105,52 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def main() -> None:
+def rss_mib() -> tuple[float, float]:
+    """This process's resident memory now and at its peak, MiB (Linux)."""
+    fields = dict(
+        line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines()
+    )
+    return (
+        int(fields["VmRSS"].split()[0]) / 1024,
+        int(fields["VmHWM"].split()[0]) / 1024,
+    )
+
+
+def window_count(settings):  # type: ignore[no-untyped-def]
+    """The tiny test model's tokenizer when it is built (`.cache/test-model`: an exact count, as
+    with a local answering model), else the estimate `kb` plans with without one."""
+    from assistant.window import estimate_tokens
+
+    model = REPO / ".cache" / "test-model"
+    if not (model / "config.json").is_file():
+        return estimate_tokens, "estimate_tokens"
+    from assistant.tokens import LocalTokenCounter
+
+    return LocalTokenCounter(model, trust_remote_code=True).count, "test-model tokenizer"
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--store", type=Path, default=Path("/tmp/kb-bench-100k"))
-    args = parser.parse_args()
+    parser.add_argument("--store", type=Path, default=None, help="default /tmp/kb-bench-100k, …-1m")
+    parser.add_argument("--quick", action="store_true", help="40 questions per group set")
+    parser.add_argument("--no-build", action="store_true", help="measure the store as it is")
+    parser.add_argument(
+        "--lexical-only", action="store_true",
+        help="dense weight 0 and no Chroma baseline: the snapshot, masks, BM25 and packing alone",
+    )
+    args = parser.parse_args(argv)
     offline_environment()
-    settings = load_settings(REPO / "config.toml").with_store(args.store)
+    size = f"{args.chunks // 10**6}m" if args.chunks % 10**6 == 0 else f"{args.chunks // 1000}k"
+    store_dir = args.store or Path(f"/tmp/kb-bench-{size}")
+    settings = load_settings(REPO / "config.toml").with_store(store_dir)
     settings = replace(
-        settings, embed=replace(settings.embed, cache=str(args.store / "bench-cache.sqlite"))
+        settings, embed=replace(settings.embed, cache=str(store_dir / "bench-cache.sqlite"))
     )
     ledger = Ledger(settings.store_path() / "ledger.sqlite")
     have = ledger.chunk_count()
     ledger.close()
-    if have < args.chunks:
+    if have < args.chunks and not args.no_build:
         build(settings, args.chunks)
     questions = [
         json.loads(line)["question"]
@@ -123,20 +158,30 @@ def main() -> None:
         if path.exists()
         for line in path.read_text("utf-8").splitlines()
     ]
+    if args.quick:
+        questions = questions[:40]
     # a fresh question-vector cache each run: every question is embedded as it would be live
     fresh_cache = Path(tempfile.mkdtemp(prefix="kb-qcache-")) / "cache.sqlite"
     settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
+    if args.lexical_only:
+        settings = replace(settings, retrieve=replace(settings.retrieve, dense_weight=0.0))
+    count, counted_by = window_count(settings)
+    rss_before, _ = rss_mib()
     store = open_store(settings)
     retriever = Retriever(settings, store)
     t = time.perf_counter()
     snap = retriever.snapshot()
     load_s = time.perf_counter() - t
-
-    def count(text: str) -> int:  # the embedder's tokenizer stands in for the served model's
-        return store.embedder.count_tokens_many([text])[0]
-
+    rss_snapshot, _ = rss_mib()
     retriever.retrieve("warm up", ["all"])
-    report: dict[str, object] = {"chunks": len(snap.ids), "snapshot_load_s": round(load_s, 2)}
+    report: dict[str, object] = {
+        "chunks": len(snap.ids),
+        "lexical_only": args.lexical_only,
+        "snapshot_load_s": round(load_s, 2),
+        "rss_mib_before_store": round(rss_before),
+        "rss_mib_after_snapshot": round(rss_snapshot),
+        "counted_by": counted_by,
+    }
     for groups in (["all"], ["finance"]):
         ours: list[float] = []
         chroma: list[float] = []
@@ -144,28 +189,45 @@ def main() -> None:
         t_first = time.perf_counter()
         retriever.retrieve("warm up", groups)  # loads this group set's mask (and vectors)
         first_ms = (time.perf_counter() - t_first) * 1000
+        stages: dict[str, list[float]] = {"lexical": [], "dense": [], "pack": []}
         for q in questions:
             q = f"{q} ({groups[0]})"  # a new text per group: no cached question vector
             t0 = time.perf_counter()
             retrieval = retriever.retrieve(q, groups)
-            pack(retrieval.passages, 3000, count)
-            ours.append((time.perf_counter() - t0) * 1000)
-            vector = store.embedder.embed_batch([q])[0]
             t1 = time.perf_counter()
+            fill_window(
+                retrieval.passages, q, retrieval.lang, count, settings,
+                snapshot_neighbours(snap),
+            )
+            ours.append((time.perf_counter() - t0) * 1000)
+            stages["lexical"].append(retrieval.timings_ms["lexical"])
+            stages["dense"].append(retrieval.timings_ms["dense"])
+            stages["pack"].append((time.perf_counter() - t1) * 1000)
+            if args.lexical_only:
+                continue
+            vector = store.embed_question([q])[0]
+            t2 = time.perf_counter()
             store.vectors.query(store.collection, vector, 50, where=flags)
-            chroma.append((time.perf_counter() - t1) * 1000)
+            chroma.append((time.perf_counter() - t2) * 1000)
         visible = int(snap.allowed(groups).sum())
+        chroma = chroma or [float("nan")]
         report[",".join(groups)] = {
             "visible_chunks": visible,
             "first_query_ms": round(first_ms, 1),
             "retrieve_pack_p50_ms": round(percentile(ours, 50), 1),
             "retrieve_pack_p95_ms": round(percentile(ours, 95), 1),
+            "stage_p50_ms": {k: round(percentile(v, 50), 1) for k, v in stages.items()},
             "chroma_where_only_p50_ms": round(percentile(chroma, 50), 1),
             "chroma_where_only_p95_ms": round(percentile(chroma, 95), 1),
+            "ratio_chroma_p95_to_ours_p95": round(percentile(chroma, 95) / percentile(ours, 95), 2),
             "queries": len(ours),
         }
+    rss_end, rss_peak = rss_mib()
+    report["rss_mib_end"] = round(rss_end)
+    report["rss_mib_peak"] = round(rss_peak)
     store.close()
     print(json.dumps(report, indent=1))
+    return report
 
 
 if __name__ == "__main__":

@@ -805,6 +805,32 @@ class Ledger:
             tokens=[r[7].split() for r in rows],
         )
 
+    # --- the live chunks in batches (issue 12: a snapshot of a million chunks) -------------
+    def chunk_batches(self, size: int = 20_000) -> Iterator[ChunkTable]:
+        """`chunk_table` in pieces of at most `size` rows, read by one statement (one consistent
+        view of the ledger), so a large store's rows never sit in memory all at once. Equal
+        document ids and sections share one object (they repeat along a document)."""
+        sections: dict[str, tuple[str, ...]] = {}
+        doc_ids: dict[str, str] = {}
+        cursor = self.db.execute(
+            "SELECT id, doc_id, ordinal, text, section, page, page_end, tokens FROM chunks "
+            "ORDER BY doc_id, ordinal"
+        )
+        while rows := cursor.fetchmany(size):
+            yield ChunkTable(
+                ids=[r[0] for r in rows],
+                doc_ids=[doc_ids.setdefault(r[1], r[1]) for r in rows],
+                ordinals=[r[2] for r in rows],
+                texts=[r[3] for r in rows],
+                sections=[
+                    sections[r[4]] if r[4] in sections
+                    else sections.setdefault(r[4], tuple(json.loads(r[4])))
+                    for r in rows
+                ],
+                pages=[(r[5], r[6]) for r in rows],
+                tokens=[r[7].split() for r in rows],
+            )
+
     def chunks_of(self, doc_id: str) -> list[tuple[Chunk, list[str]]]:
         """A document's live chunks in order, each with its stored lexical tokens."""
         rows = self.db.execute(

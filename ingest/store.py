@@ -22,12 +22,15 @@ from pathlib import Path
 from core.config import Settings
 from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
+from ingest.bert_numpy import open_question_encoder
 from ingest.embed import CachedEmbedder, open_embedder
 from ingest.ledger import Ledger
 from ingest.lock import write_lock
 from ingest.vectors import open_vector_index
 
 EmbedderSource = Callable[[], Embedder]
+# Makes the question encoder, or None when the passage embedder must embed questions too.
+QuestionSource = Callable[[], Embedder | None]
 
 
 class Store:
@@ -40,6 +43,7 @@ class Store:
         ledger: Ledger,
         vectors: VectorIndex,
         embedder: Embedder | EmbedderSource,
+        questions: QuestionSource | None = None,
     ) -> None:
         self.settings = settings
         self.path = settings.store_path()
@@ -47,6 +51,8 @@ class Store:
         self.vectors = vectors
         self._embedder: Embedder | None = None
         self._source = embedder
+        self._questions = questions
+        self._question_encoder: Embedder | None = None
         self._lock = write_lock(self.path, ledger, settings.store.lock_wait_s)
         # Writes this process finished: a reader of this store rebuilds its snapshot after one.
         self.writes = 0
@@ -81,7 +87,13 @@ class Store:
         return self._embedder
 
     def embed_question(self, texts: list[str]) -> Vectors:
-        """Questions and answer sentences are embedded past the cache: asking writes nothing."""
+        """Questions and answer sentences are embedded past the cache: asking writes nothing.
+        A question encoder, where there is one (`ingest/bert_numpy.py`: the same model without
+        torch), saves a question-only process the seconds of loading the passage embedder."""
+        if self._questions is not None:
+            self._question_encoder, self._questions = self._questions(), None
+        if self._question_encoder is not None:
+            return self._question_encoder.embed_batch(texts)
         embedder = self.embedder
         if isinstance(embedder, CachedEmbedder):
             return embedder.embed_uncached(texts)
@@ -129,4 +141,5 @@ def open_store(settings: Settings) -> Store:
         open_ledger(settings),
         open_vector_index(settings),
         lambda: open_embedder(settings.embed, cache_path),
+        lambda: open_question_encoder(settings.embed),
     )

@@ -12,6 +12,7 @@ This module holds the group, `kb serve` and `kb users ...`; the other commands l
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -26,7 +27,49 @@ from ui.wiring import users_for
 SAMPLES = (Path("data/samples/docs"), Path("data/samples"))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Where the other commands live: module -> the attributes holding them (a command or a list of
+# commands). A command's module, and what it imports (the ingest pipeline's PDF and Word
+# parsers, say), is loaded only when that command runs: `kb ask` starts without them. A name
+# missing from COMMAND_HOMES loads every module.
+COMMAND_MODULES = {
+    "ui.ingest_cli": ("COMMANDS",),
+    "ui.query_cli": ("COMMANDS",),
+    "ui.llm_cli": ("llm",),
+    "ui.abstain_cli": ("abstain",),
+}
+COMMAND_HOMES = {
+    **dict.fromkeys(("ingest", "reindex", "docs", "delete", "status", "worker"), "ui.ingest_cli"),
+    **dict.fromkeys(("ask", "retrieve", "eval"), "ui.query_cli"),
+    "llm": "ui.llm_cli",
+    "abstain": "ui.abstain_cli",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module when the command is asked for."""
+
+    def _load(self, module_name: str) -> None:
+        module = importlib.import_module(module_name)
+        for attribute in COMMAND_MODULES[module_name]:
+            value = getattr(module, attribute)
+            for command in value if isinstance(value, list) else [value]:
+                if command.name not in self.commands:
+                    self.add_command(command)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            home = COMMAND_HOMES.get(cmd_name)
+            for module_name in [home] if home else COMMAND_MODULES:
+                self._load(module_name)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        for module_name in COMMAND_MODULES:
+            self._load(module_name)
+        return super().list_commands(ctx)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Log INFO lines (one per outside call).")
 def main(verbose: bool) -> None:
     """kb-assistant: cited answers from your PDF and Word policy documents."""
@@ -222,14 +265,5 @@ def users_delete(settings: Settings, name: str, yes: bool) -> None:
     click.echo(f"{name} deleted")
 
 
-def _register() -> None:
-    from ui.abstain_cli import abstain
-    from ui.ingest_cli import COMMANDS as INGEST_COMMANDS
-    from ui.llm_cli import llm
-    from ui.query_cli import COMMANDS as QUERY_COMMANDS
-
-    for command in [*INGEST_COMMANDS, *QUERY_COMMANDS, serve_command, users_group, llm, abstain]:
-        main.add_command(command)
-
-
-_register()
+for _command in (serve_command, users_group):
+    main.add_command(_command)

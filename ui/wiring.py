@@ -73,7 +73,11 @@ def open_assistant(store: Store) -> Assistant:
         generator = ReplicaPool(clients, retry_after_s=llm.replica_retry_s)
     else:
         generator = LlmClient.from_settings(llm, counter)
-    reranker = load_reranker(settings.retrieve, torch_device(settings.embed.device))
+    reranker = (  # torch only when a reranker is configured: `kb ask` starts without it
+        load_reranker(settings.retrieve, torch_device(settings.embed.device))
+        if settings.retrieve.reranker
+        else None
+    )
     return Assistant(store, generator, counter, reranker)
 
 

@@ -175,3 +175,12 @@ def test_the_longest_quote_is_measured_across_documents() -> None:
     named = TitleIndex(TITLES).named("劳动合同法和劳动法有什么不同？")
     assert named == {"lcl": 5, "lab": 3}
     assert TitleIndex(TITLES).named("劳动合同法和劳动法有什么不同？", among={"lab"}) == {"lab": 3}
+
+
+def test_coverage_of_given_rows_is_the_full_coverage_at_those_rows() -> None:
+    index = BM25Index.build((f"c{i}", tokenize(t)) for i, t in enumerate(CORPUS))
+    for question in ("年休假几天？", "carry over annual leave hours", "产假 工作时间", "nothing"):
+        terms = tokenize_query(question)
+        full = index.coverage(terms)
+        for rows in ([0], [6, 0, 3], list(range(len(CORPUS))), []):
+            assert index.coverage(terms, rows).tolist() == full[rows].tolist()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from assistant.pack import (
     MARGIN_TOKENS,
+    _pack_counting_each,
     dedupe,
     in_document_order,
     merge_adjacent,
@@ -252,3 +253,24 @@ def test_packed_prompt_fits_with_a_real_tokenizer(
     assert REAL(block) <= budget.passages
     prompt = render_chat(build_messages(question, block, budget.history, lang))
     assert REAL(prompt) + 512 <= 2048
+
+
+def count_superadditive(text: str) -> int:
+    """A counter for which a block costs more than its passages apart (no tokenizer does this
+    much): `pack`'s running sum is then no bound, and its exact check must catch it."""
+    return len(text) + len(text) ** 2 // 2000
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    passages=st.lists(PASSAGE, max_size=12),
+    counter=st.sampled_from([*COUNTERS, count_superadditive]),
+    budget=st.integers(20, 3000),
+)
+def test_pack_counts_less_but_packs_what_counting_each_step_packs(
+    passages: list[Passage], counter: Count, budget: int
+) -> None:
+    """Issue 12: `pack` counts the whole block only near the budget; it packs exactly what
+    counting the block after every passage packs."""
+    ordered = sorted(merge_adjacent(dedupe(passages)), key=lambda p: -p.score)
+    assert pack(passages, budget, counter) == _pack_counting_each(ordered, budget, counter)

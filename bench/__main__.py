@@ -1,0 +1,129 @@
+"""`python -m bench`: the CPU benchmarks, each with its baseline measured in the same run.
+
+    python -m bench all              # every benchmark below marked for `all`, quick mode
+    python -m bench query cold       # some of them
+    python -m bench all --full       # the full runs (BENCHMARKS.md's figures)
+    python -m bench list
+
+Each benchmark is a script in bench/ that prints one JSON report (its last output line or
+block); it runs in its own process, one after another (a 2-core machine: never two at once).
+This prints each report's ratios (every key with "ratio" or "speedup" in its name) and the
+time it took, and writes the reports to --out (default bench/results/latest.json).
+
+Registering a benchmark is one line in BENCHES: name -> Bench(script, full args, quick args,
+in_all, what). The quick args must keep `all` within ~20 minutes on the 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+PUBLIC_DOCS = str(REPO.parent / "shared" / "eval" / "public" / "docs")
+SAMPLE_DOCS = str(REPO / "data" / "samples" / "docs")
+
+
+@dataclass(frozen=True)
+class Bench:
+    script: str  # under bench/
+    full: str  # arguments of the full run
+    quick: str  # arguments of the quick run
+    in_all: bool  # run by `python -m bench all`
+    what: str
+
+
+BENCHES: dict[str, Bench] = {
+    "query": Bench("retrieve_latency.py", "--chunks 100000", "--chunks 100000 --quick", True,
+                   "retrieve + pack p95 at 100k chunks, access control on; vs Chroma's where"),
+    "query-1m": Bench("retrieve_latency.py", "--chunks 1000000", "--chunks 1000000 --quick",
+                      False, "the same at 1M chunks (builds /tmp/kb-bench-1m once: hours)"),
+    "cold": Bench("cold_start.py", "--rounds 5", "--quick", True,
+                  "`kb ask` from a cold start, retrieval-only; vs main before issue 12"),
+    "overhead": Bench("overhead.py", "", "--quick", True,
+                      "pipeline time before the request vs time to first token (vLLM CPU)"),
+    "ingest": Bench("ingest_speed.py", PUBLIC_DOCS, SAMPLE_DOCS, True,
+                    "fresh ingest pages/s vs the LlamaIndex starter; unchanged re-index"),
+    "parse": Bench("parse_speed.py", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",
+                   True, "PDF parse pages/s, tables off vs on"),
+}
+
+
+def last_json(text: str) -> Any:
+    """The last JSON value printed: a whole last line, else the last block starting at '{'."""
+    lines = text.strip().splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith(("{", "[")):
+            try:
+                return json.loads("\n".join(lines[i:]))
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+def ratios(report: Any, prefix: str = "") -> dict[str, Any]:
+    """Every value whose key names a ratio or a speed-up, with its path."""
+    found: dict[str, Any] = {}
+    if isinstance(report, dict):
+        for key, value in report.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if isinstance(value, dict | list):
+                found.update(ratios(value, path))
+            elif "ratio" in str(key) or "speedup" in str(key):
+                found[path] = value
+    elif isinstance(report, list):
+        for i, value in enumerate(report):
+            found.update(ratios(value, f"{prefix}[{i}]"))
+    return found
+
+
+def run(name: str, bench: Bench, full: bool) -> dict[str, Any]:
+    args = shlex.split(bench.full if full else bench.quick)
+    command = [sys.executable, str(REPO / "bench" / bench.script), *args]
+    print(f"== {name}: {' '.join(command[1:])}", flush=True)
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    report = last_json(done.stdout)
+    result = {"bench": name, "command": " ".join(command[1:]), "seconds": round(seconds, 1),
+              "returncode": done.returncode, "report": report}
+    if done.returncode != 0 or report is None:
+        result["error"] = done.stderr[-3000:]
+        print(f"   failed (exit {done.returncode}):\n{done.stderr[-1500:]}", flush=True)
+        return result
+    for path, value in ratios(report).items():
+        print(f"   {path}: {value}", flush=True)
+    print(f"   ({seconds:.0f} s)", flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", default=["all"], help="all, list, or bench names")
+    parser.add_argument("--full", action="store_true", help="the full runs, not the quick ones")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "latest.json")
+    args = parser.parse_args(argv)
+    if args.names == ["list"]:
+        for name, bench in BENCHES.items():
+            print(f"{name:<10} {'all ' if bench.in_all else '    '} {bench.what}")
+        return 0
+    names = [n for n in BENCHES if BENCHES[n].in_all] if args.names == ["all"] else args.names
+    unknown = [n for n in names if n not in BENCHES]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}: see `python -m bench list`")
+    results = [run(name, BENCHES[name], args.full) for name in names]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    print(f"reports written to {args.out}")
+    return 0 if all(r["returncode"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,206 @@
+"""Pipeline overhead before the model: what `Assistant.ask_stream` spends before its request is
+sent, against the time to the first streamed token, with the real vLLM CPU server.
+
+Serves the tiny random ERNIE (`.cache/test-model`, built when missing) with `kb llm serve`'s
+command on the vLLM CPU build, ingests the sample documents into a store kept in
+/tmp/kb-bench-samples, and asks the sample and public questions through the real
+`Assistant` (its `LlmClient`, the test model's tokenizer counting). Per question it records:
+retrieve, pack (budget planning, filling the window, the prompt; `counting` is the part of it
+spent in the token counter), the client's budget check, "before request" (all of it: from the
+question to the moment the client sends), and the first token. The model talks nonsense, so
+each answer is stopped after its first token (the pipeline before it is what is measured).
+
+Baseline in the same run, question by question in turn with kb: the same pipeline with the
+packing and question embedding of main before issue 12 (the whole block counted after every
+passage; questions embedded by sentence-transformers on torch).
+
+    .venv/bin/python bench/overhead.py            # 60 questions
+    .venv/bin/python bench/overhead.py --quick    # 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import assistant.window as window  # noqa: E402
+from assistant.answer import Assistant  # noqa: E402
+from assistant.llm import LlmClient  # noqa: E402
+from assistant.pack import _pack_counting_each  # noqa: E402
+from assistant.pack import pack as PACK  # noqa: E402
+from assistant.serving.serve import VllmServer  # noqa: E402
+from assistant.serving.testmodel import build_test_model  # noqa: E402
+from assistant.tokens import LocalTokenCounter  # noqa: E402
+from bench.common import SAMPLE_STORE, ensure_sample_store, free_port, questions  # noqa: E402
+from core.types import Answer, Message  # noqa: E402
+from ingest.store import Store, open_store  # noqa: E402
+from ui.cli_common import offline_environment  # noqa: E402
+
+
+class TimedCounter:
+    """A token counter that adds up the time spent in it."""
+
+    def __init__(self, inner: LocalTokenCounter) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def _timed(self, call: Callable[[], Any]) -> Any:
+        t = time.perf_counter()
+        try:
+            return call()
+        finally:
+            self.seconds += time.perf_counter() - t
+
+    def count(self, text: str) -> int:
+        return int(self._timed(lambda: self.inner.count(text)))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return list(self._timed(lambda: self.inner.count_many(texts)))
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        return int(self._timed(lambda: self.inner.count_messages(messages)))
+
+
+class TimedClient:
+    """The real client; notes when `stream()` is called and when the request goes out."""
+
+    def __init__(self, inner: LlmClient) -> None:
+        self.inner = inner
+        self.called = 0.0
+        self.sent = 0.0
+
+    def stream(self, messages: Sequence[Message], **kwargs: Any) -> Any:
+        self.called = time.perf_counter()
+        stream = self.inner.stream(messages, **kwargs)  # the budget check happens here
+        self.sent = time.perf_counter()  # the request itself goes out on the first next()
+        return stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class Variant:
+    """One pipeline over the sample store with the real client, and its timings."""
+
+    def __init__(self, settings: Any, model_dir: Path, old: bool) -> None:
+        store = open_store(settings)
+        if old:  # main before issue 12: questions through the passage embedder
+            store = Store(settings, store.ledger, store.vectors, store._source)
+        self.old = old
+        self.store = store
+        self.counter = TimedCounter(LocalTokenCounter(model_dir, trust_remote_code=True))
+        llm = LlmClient.from_settings(settings.llm, self.counter)  # type: ignore[arg-type]
+        self.client = TimedClient(llm)
+        self.assistant = Assistant(store, self.client, self.counter)  # type: ignore[arg-type]
+        retrieve = self.assistant.retriever.retrieve
+        self.retrieved = 0.0
+
+        def timed_retrieve(*a: Any, **k: Any) -> Any:
+            try:
+                return retrieve(*a, **k)
+            finally:
+                self.retrieved = time.perf_counter()
+
+        self.assistant.retriever.retrieve = timed_retrieve  # type: ignore[method-assign]
+        self.rows: dict[str, list[float]] = {
+            k: [] for k in ("retrieve", "pack", "counting", "budget_check", "before_request",
+                            "first_token", "share")
+        }
+
+    def ask(self, question: str, record: bool = True) -> None:
+        """Ask up to the first streamed token; the stream is then closed (the request with it).
+        The old variant packs as main did: the whole block counted after every passage."""
+        window.pack = _pack_counting_each if self.old else PACK  # type: ignore[assignment]
+        self.counter.seconds, self.client.sent = 0.0, 0.0
+        started = time.perf_counter()
+        stream: Iterator[str | Answer] = self.assistant.ask_stream(question, ["all"])
+        first = None
+        try:
+            for item in stream:
+                if isinstance(item, str) and self.client.sent:
+                    first = time.perf_counter()
+                    break
+        finally:
+            stream.close()  # type: ignore[attr-defined]
+            window.pack = PACK  # type: ignore[assignment]
+        if first is None or not record:
+            return  # abstained or retrieval-only: no request was sent
+        before = self.client.sent - started
+        self.rows["retrieve"].append((self.retrieved - started) * 1000)
+        self.rows["pack"].append((self.client.called - self.retrieved) * 1000)
+        self.rows["budget_check"].append((self.client.sent - self.client.called) * 1000)
+        self.rows["counting"].append(self.counter.seconds * 1000)
+        self.rows["before_request"].append(before * 1000)
+        self.rows["first_token"].append((first - started) * 1000)
+        self.rows["share"].append(before / (first - started))
+
+    def close(self) -> None:
+        self.client.inner.close()
+        self.store.close()
+
+
+def summarise(rows: dict[str, list[float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"answers": len(rows["first_token"])}
+    for key, values in rows.items():
+        if values:
+            arr = np.asarray(values)
+            out[key] = {"p50": round(float(np.percentile(arr, 50)), 3 if key == "share" else 1),
+                        "p95": round(float(np.percentile(arr, 95)), 3 if key == "share" else 1)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="20 questions instead of 60")
+    args = parser.parse_args(argv)
+    offline_environment()
+    model_dir = build_test_model(REPO / ".cache" / "test-model")
+    port = free_port()
+    base = ensure_sample_store()
+    llm = dataclasses.replace(
+        base.llm, model=str(model_dir), url=f"http://127.0.0.1:{port}/v1", port=port,
+        first_token_timeout_s=120.0, total_timeout_s=300.0,
+    )
+    settings = dataclasses.replace(base, llm=llm)
+    asked = questions(20 if args.quick else 60)
+    server = VllmServer.for_settings(
+        settings, cache_dir=REPO / ".cache" / "vllm", log_path=SAMPLE_STORE / "vllm.log"
+    )
+    server.start()
+    try:
+        server.wait_ready(600)
+        variants = {"kb": Variant(settings, model_dir, old=False),
+                    "main_before_issue_12": Variant(settings, model_dir, old=True)}
+        for variant in variants.values():  # both languages: jieba loads its dictionary once
+            variant.ask("warm up: how many days of annual leave?", record=False)
+            variant.ask("热身：年假有几天？", record=False)
+        for q in asked:  # interleaved: both see the same machine load
+            for variant in variants.values():
+                variant.ask(q)
+        report: dict[str, Any] = {"questions": len(asked)}
+        for name, variant in variants.items():
+            report[name] = summarise(variant.rows)
+            variant.close()
+        kb, main_ = report["kb"], report["main_before_issue_12"]
+        report["ratio_before_request_main_to_kb_p50"] = round(
+            main_["before_request"]["p50"] / kb["before_request"]["p50"], 2
+        )
+    finally:
+        server.stop()
+    print(json.dumps(report, indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""`kb` loads a command's module only when that command runs, and `kb ask` needs neither torch
+nor the ingest parsers (the cold start of issue 12)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from tests.stores import ingest_paths
+from ui.cli import COMMAND_HOMES, COMMAND_MODULES, main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_command_is_found_where_the_table_says() -> None:
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        assert command is not None and command.name == name
+        if name not in ("serve", "users"):
+            assert name in COMMAND_HOMES, f"{name}: add it to ui.cli.COMMAND_HOMES"
+            module = sys.modules[COMMAND_HOMES[name]]
+            assert command.callback is not None
+            assert command.callback.__module__ == module.__name__
+    assert set(COMMAND_HOMES.values()) == set(COMMAND_MODULES)
+
+
+PROBE = """
+import sys
+from ui.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exit:
+    assert not exit.code, exit.code
+loaded = [m for m in ("torch", "transformers", "sentence_transformers", "ingest.parse",
+                      "ingest.pipeline", "gradio") if m in sys.modules]
+print("LOADED:" + ",".join(loaded))
+"""
+
+
+def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    settings = make_settings()
+    ingest_paths(settings, [REPO / "data" / "samples" / "docs"])
+    env = {
+        **os.environ,
+        "KB_LLM_URL": "http://127.0.0.1:9/v1",  # nothing listens: retrieval-only
+        "KB_EMBED_CACHE": settings.embed.cache,
+        "PYTHONPATH": str(REPO),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "ask", "How many days of annual leave can I carry over?",
+         "--store", str(settings.store_path()), "--json"],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    answer = json.loads(lines[-2])
+    assert answer["mode"] == "retrieval_only"
+    assert answer["passages"][0]["file"] == "Employee-Leave-Policy.pdf"
+    assert lines[-1] == "LOADED:", lines[-1]
