@@ -90,6 +90,13 @@ LABELS: dict[str, tuple[str, str]] = {
                        "只能为文档指定您自己的访问组：{groups}"),
     "no_pdftoppm": ("(page image unavailable: install poppler-utils; showing the page text)",
                     "（无法渲染页面图像：请安装 poppler-utils；显示页面文本）"),
+    # --- the section view of a Word citation (ui/app.py: /section/{chunk_id}) ---
+    "section_view": ("The document at the cited section", "文档中引用所在的章节"),
+    "open_tab": ("Open in a new tab", "在新标签页中打开"),
+    "cited_here": ("cited passage", "被引用的段落"),
+    # --- which mode answered: a generated answer says so too (retrieval_only, fallback above)
+    "generated": ("Written by the language model from the sources below",
+                  "由语言模型根据以下来源撰写"),
 }
 
 
