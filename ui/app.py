@@ -638,10 +638,7 @@ SECTION_HEADERS = {
 def section_frame(chunk_id: str, quote: str, lang: str) -> str:
     """The source view's frame of `GET /section/{chunk_id}` (group-checked there), scrolled to
     the cited passage, and a link that opens it in a tab of its own."""
-    src = "section/" + urllib.parse.quote(chunk_id, safe="") + "?lang=" + lang
-    if quote:
-        src += "&q=" + urllib.parse.quote(quote[:MARK_CHARS], safe="")
-    src = render.escape(src + "#kb-cited")
+    src = render.escape(render.section_url(chunk_id, quote[:MARK_CHARS], lang))
     title = render.escape(t("section_view", lang))
     return (f'<iframe class="kb-section" src="{src}" title="{title}" '
             'style="width:100%;height:480px;border:1px solid #e5e7eb;border-radius:4px">'

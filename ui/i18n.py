@@ -94,6 +94,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "section_view": ("The document at the cited section", "文档中引用所在的章节"),
     "open_tab": ("Open in a new tab", "在新标签页中打开"),
     "cited_here": ("cited passage", "被引用的段落"),
+    "open_section": ("open at this section", "在文档中打开此章节"),
     # --- which mode answered: a generated answer says so too (retrieval_only, fallback above)
     "generated": ("Written by the language model from the sources below",
                   "由语言模型根据以下来源撰写"),

@@ -12,6 +12,7 @@ import logging
 import re
 import shutil
 import subprocess
+import urllib.parse
 from collections.abc import Collection
 from pathlib import Path
 
@@ -92,11 +93,16 @@ def source_card(citation: Citation, passage: Passage | None, key: str, lang: str
     if not citation.supported:
         badges += f' <span class="kb-badge">{html.escape(t("unsupported", lang))}</span>'
     place = where(citation.file, citation.page, section, lang, citation.page_label)
+    opens = ""
+    if not citation.page and citation.chunk_id:  # a Word passage: its section, in a new tab
+        url = html.escape(section_url(citation.chunk_id, citation.quote[:SECTION_QUOTE], lang))
+        opens = (f' · <a class="kb-open" href="{url}" target="_blank" rel="noopener">'
+                 f'{html.escape(t("open_section", lang))}</a>')
     return (
         f'<div class="kb-card" id="kb-{key}-{citation.n}">'
         f"<b>[{citation.n}] {html.escape(citation.file)}</b>{badges}<br>"
         f'<span class="kb-where">{html.escape(place)}'
-        f"</span><br>{highlight(text, citation.quote)}</div>"
+        f"</span>{opens}<br>{highlight(text, citation.quote)}</div>"
     )
 
 
@@ -200,6 +206,20 @@ h4 { font-size: 100%; }
 #kb-cited mark { background: #fde68a; color: inherit; }
 p { margin: 4px 0; }
 """
+
+
+SECTION_QUOTE = 500  # characters of the cited words sent along to be marked
+
+
+def section_url(chunk_id: str, quote: str, lang: str) -> str:
+    """The app-relative URL of a passage's section view, scrolled to it, `quote` to be marked.
+
+    section_url("c 1", "5 days", "en") -> "section/c%201?lang=en&q=5%20days#kb-cited"
+    """
+    url = f"section/{urllib.parse.quote(chunk_id, safe='')}?lang={lang}"
+    if quote:
+        url += "&q=" + urllib.parse.quote(quote, safe="")
+    return url + "#kb-cited"
 
 
 def section_html(passages: list[Passage], cited_id: str, quote: str, lang: str) -> str:

@@ -122,3 +122,12 @@ def test_section_page_heads_the_chapter_and_marks_the_cited_passage() -> None:
     assert '<div id="kb-cited"' in out and "<mark>Ask &lt;HR&gt;.</mark>" in out
     assert '<div class="kb-in-section"><p>Forms go to payroll.</p>' in out
     assert '<div><p>Staff get 15 days.</p>' in out  # same chapter, another section
+
+
+def test_a_word_citation_card_opens_its_section_and_a_pdf_card_does_not() -> None:
+    word = Citation(1, "leave.docx", None, "2 Leave", "carry over 5 days", "c 1")
+    card = render.source_card(word, None, "q1", "zh")
+    assert ('<a class="kb-open" href="section/c%201?lang=zh&amp;q=carry%20over%205%20days'
+            '#kb-cited" target="_blank"') in card and "在文档中打开此章节" in card
+    pdf = Citation(1, "leave.pdf", 3, "", "carry over 5 days", "c2")
+    assert "kb-open" not in render.source_card(pdf, None, "q1", "en")
