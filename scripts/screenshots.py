@@ -66,7 +66,7 @@ class Page:
                            awaitPromise=True)
         return result.get("result", {}).get("value")
 
-    def wait_for(self, expression: str, timeout: float = 90.0) -> Any:
+    def wait_for(self, expression: str, timeout: float = 300.0) -> Any:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             value = self.eval(expression)
@@ -96,7 +96,7 @@ def ask(page: Page, question: str) -> None:
 def view_source(page: Page) -> None:
     """Open the chosen citation in the source panel; wait for its page image or section."""
     page.eval("document.querySelector('#kb-view').click()")
-    page.wait_for("document.querySelector('#kb-source .kb-card')")
+    page.wait_for("/page|section/.test(document.querySelector('#kb-source')?.innerText || '')")
     page.wait_for("(() => { const i = document.querySelector('#kb-source img.kb-page');"
                   " return !i || (i.complete && i.naturalWidth > 0); })()")
 
@@ -224,7 +224,13 @@ def main(names: list[str]) -> None:
                 page.send("Page.navigate", url=url)  # each shot starts on a fresh page
                 page.wait_for("!!document.querySelector('#kb-question textarea')")
                 page.wait_for("document.querySelector('#kb-who')?.innerText.includes('demo')")
-                shot.prepare(page)
+                try:
+                    shot.prepare(page)
+                except RuntimeError:
+                    failed = Path(tempfile.gettempdir()) / f"kb-shot-{shot.name}-failed.png"
+                    failed.write_bytes(page.png())
+                    print(f"screenshots: {shot.name} failed; the page then: {failed}")
+                    raise
                 time.sleep(1.0)  # let the last images and scrolling settle
                 target = REPO / "docs" / f"{shot.name}.png"
                 target.write_bytes(page.png())
