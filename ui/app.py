@@ -216,6 +216,7 @@ class App:
             raise gr.Error(t("denied", lang)) from exc
         owned = self.mine(conv, user)
         quote = owned.quotes.get(chunk_id, "") if owned else ""
+        quote = marks.what_to_mark(quote, "") if quote else ""  # a retrieval-only quote's lead
         pdf_page = bool(passage.page) and path.suffix.lower() == ".pdf"
         if pdf_page and shutil.which("pdftoppm") is None:
             return render.passage_html(passage, quote, lang, t("no_pdftoppm", lang))
