@@ -116,6 +116,16 @@ def table_answer(page: Page) -> None:
     scroll_chat_to(page, ".kb-card")
 
 
+def word_section(page: Page) -> None:
+    """A question answered from a .docx: the source view opens the document at the cited
+    section, scrolled to the cited passage with its words marked."""
+    ask(page, "What is the minimum password length?")
+    view_source(page)
+    time.sleep(8.0)  # the frame loads and scrolls to the cited passage (Gradio's HTML
+    # component keeps its content where document.querySelector does not reach)
+    scroll_chat_to(page, ".kb-card")
+
+
 @dataclass
 class Shot:
     name: str  # docs/<name>.png
@@ -124,6 +134,7 @@ class Shot:
 
 SHOTS = [
     Shot("table-answer", table_answer),
+    Shot("word-section", word_section),
 ]
 
 
