@@ -31,6 +31,7 @@ from assistant.loopguard import LoopGuard
 from assistant.pack import plan_budget, render_passages
 from assistant.prompt import abstention_text, build_messages, retrieval_only_text
 from assistant.retrieve import Retrieval, Retriever
+from assistant.section import section_passages
 from assistant.window import fill_budget, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, GenerationError, KbError
@@ -138,6 +139,12 @@ class Assistant:
             if row is None or not snap.allowed(groups)[row]:
                 raise AccessDenied(f"passage {chunk_id}: not found or not visible to your groups")
             return snap.passage(row, groups=groups)
+
+    def section(self, chunk_id: str, groups: Sequence[str]) -> list[Passage]:
+        """The passages of a passage's chapter around it, in document order (the source view of
+        a Word citation); AccessDenied when unknown or outside `groups`."""
+        with self._lock:
+            return section_passages(self.retriever.snapshot(), chunk_id, groups)
 
     def document_path(self, doc_id: str, groups: Sequence[str]) -> Path:
         """The original file of a document; AccessDenied when unknown or outside `groups`."""

@@ -8,9 +8,10 @@
 Who is asking comes from the login (Gradio's session cookie -> `gr.Request.username`, checked
 by `ui/auth.py`: expiry, disabled users, password changes) or, in demo mode, is the demo user;
 the user's groups are read from the ledger on every request and drive every question, source
-view, page image and file. Nothing the browser sends names a group. A conversation belongs to
-the user who started it: another user who sends its session id gets none of it. Cited PDF pages
-come from `GET /page/{chunk_id}`, which checks the asker's groups again; only admins may upload.
+view, page image, section view and file. Nothing the browser sends names a group. A
+conversation belongs to the user who started it: another user who sends its session id gets
+none of it. Cited PDF pages come from `GET /page/{chunk_id}` and cited Word sections from
+`GET /section/{chunk_id}`, which check the asker's groups again; only admins may upload.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import gradio as gr
 import pandas as pd
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -237,10 +238,13 @@ class App:
             raise gr.Error(t("denied", lang)) from exc
         owned = self.mine(conv, user)
         quote = owned.quotes.get(chunk_id, "") if owned else ""
+        quote = marks.what_to_mark(quote, "") if quote else ""  # a retrieval-only quote's lead
         pdf_page = bool(passage.page) and path.suffix.lower() == ".pdf"
         if pdf_page and shutil.which("pdftoppm") is None:
             return render.passage_html(passage, quote, lang, t("no_pdftoppm", lang))
         html = render.passage_html(passage, quote, lang, "")
+        if not passage.page:  # a Word passage: its document opened at the cited section
+            html += section_frame(chunk_id, quote, lang)
         if pdf_page:  # the route marks the cited words on it (text layer, else OCR)
             src = "page/" + urllib.parse.quote(chunk_id, safe="")
             if quote:
@@ -263,6 +267,15 @@ class App:
         return marks.mark_page(image, path, passage.page,
                                marks.what_to_mark(quote[:MARK_CHARS], passage.text),
                                marks.PAGE_DPI, ocr_options(self.settings.ingest))
+
+    def section_page(self, chunk_id: str, user: User, quote: str = "", lang: str = "en") -> str:
+        """The HTML page of a passage's chapter for `user`, scrolled to the passage with the
+        cited words (`quote`, else its first sentence) marked; AccessDenied outside their
+        groups."""
+        passages = self.assistant.section(chunk_id, user.groups)
+        cited = next(p for p in passages if p.chunk_id == chunk_id)
+        mark = marks.what_to_mark(quote[:MARK_CHARS], cited.text)
+        return render.section_html(passages, chunk_id, mark, lang if lang in LANGS else "en")
 
     def feedback(self, rating: int, comment: str, lang: str, conv: Conversation | None,
                  request: gr.Request) -> str:
@@ -763,7 +776,39 @@ def page_router(app: App, session_user: Any) -> APIRouter:
         return FileResponse(image, media_type="image/png",
                             headers={"Cache-Control": "private, no-store"})
 
+    @router.get("/section/{chunk_id}")
+    async def section(chunk_id: str, request: Request, q: str = "", lang: str = "en") -> Response:
+        user = await run_in_threadpool(session_user, request)
+        if user is None:
+            return JSONResponse({"error": "not signed in"}, status_code=401)
+        try:
+            page = await run_in_threadpool(app.section_page, chunk_id, user, q, lang)
+        except AccessDenied:
+            logger.warning("section view refused for %s: %s", user.name, chunk_id[:80])
+            return JSONResponse({"error": "no such passage"}, status_code=404)
+        return HTMLResponse(page, headers=SECTION_HEADERS)
+
     return router
+
+
+# The section page holds document text only: no scripts, no requests, framed by the app alone.
+SECTION_HEADERS = {
+    "Cache-Control": "private, no-store",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+                               "frame-ancestors 'self'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def section_frame(chunk_id: str, quote: str, lang: str) -> str:
+    """The source view's frame of `GET /section/{chunk_id}` (group-checked there), scrolled to
+    the cited passage, and a link that opens it in a tab of its own."""
+    src = render.escape(render.section_url(chunk_id, quote[:MARK_CHARS], lang))
+    title = render.escape(t("section_view", lang))
+    return (f'<iframe class="kb-section" src="{src}" title="{title}" '
+            'style="width:100%;height:480px;border:1px solid #e5e7eb;border-radius:4px">'
+            f'</iframe><p><a href="{src}" target="_blank" rel="noopener">'
+            f"{render.escape(t('open_tab', lang))}</a></p>")
 
 
 class GuardGradio:

@@ -13,6 +13,7 @@ This module holds the group, `kb serve` and `kb users ...`; the other commands l
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 from pathlib import Path
 
@@ -86,12 +87,17 @@ def _read_password(from_stdin: bool, confirm: bool = True) -> str:
 @click.option("--host", default=None, help="Interface to listen on (default: ui.host).")
 @click.option("--port", default=None, type=int, help="Port (default: ui.port).")
 @click.option("--demo", is_flag=True, help="No login: everyone is the demo user (group 'all').")
+@click.option("--start-model", is_flag=True,
+              help="Also start the model server in the background when none answers and "
+                   "llm.model is on this machine; stopped with the app (scripts/demo.sh).")
 @with_settings
-def serve_command(settings: Settings, host: str | None, port: int | None, demo: bool) -> None:
+def serve_command(settings: Settings, host: str | None, port: int | None, demo: bool,
+                  start_model: bool) -> None:
     """Start the web app (chat for employees, admin tab for admins).
 
     \b
     kb serve --demo                 # try it: no login, sample documents
+    kb serve --demo --start-model   # and vLLM for llm.model: generated answers once it is up
     kb serve --host 0.0.0.0 --port 8080
     """
     from ingest.pipeline import ingest_paths, list_documents
@@ -114,9 +120,24 @@ def serve_command(settings: Settings, host: str | None, port: int | None, demo: 
         if not count:
             raise click.ClickException("no users yet: add one with `kb users add NAME --groups "
                                        "all --admin`, or try `kb serve --demo`")
+    model_server = None
+    if start_model:
+        from assistant.serving.serve import start_for_demo
+
+        model_server, line = start_for_demo(settings)
+        click.echo(f"model: {line}")
+        # uvicorn re-raises a SIGTERM after its shutdown: make it unwind to the `finally`
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     url = f"http://{host or settings.ui.host}:{port or settings.ui.port}/"
     click.echo(f"serving on {url} (API: POST {url}api/ask); Ctrl+C to stop")
-    serve(settings, demo=demo, host=host, port=port)
+    try:
+        serve(settings, demo=demo, host=host, port=port)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if model_server is not None:
+            click.echo("stopping the model server")
+            model_server.stop()
 
 
 @click.group("users")

@@ -104,6 +104,14 @@ LABELS: dict[str, tuple[str, str]] = {
                         "（此回答引用的文件已不在您的访问范围内。）"),
     "no_such_conversation": ("That conversation is not one of yours (or was deleted).",
                              "该对话不属于您（或已被删除）。"),
+    # --- the section view of a Word citation (ui/app.py: /section/{chunk_id}) ---
+    "section_view": ("The document at the cited section", "文档中引用所在的章节"),
+    "open_tab": ("Open in a new tab", "在新标签页中打开"),
+    "cited_here": ("cited passage", "被引用的段落"),
+    "open_section": ("open at this section", "在文档中打开此章节"),
+    # --- which mode answered: a generated answer says so too (retrieval_only, fallback above)
+    "generated": ("Written by the language model from the sources below",
+                  "由语言模型根据以下来源撰写"),
 }
 
 

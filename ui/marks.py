@@ -16,6 +16,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from assistant.lead import GAP
 from core.text import split_sentences
 from ingest.ocr import OcrOptions
 from ingest.page_words import Box, cited_boxes
@@ -41,10 +42,14 @@ def draw_boxes(image: Image.Image, boxes: Sequence[Box], dpi: float) -> Image.Im
 
 
 def what_to_mark(quote: str, passage_text: str) -> str:
-    """The quote the answer cited, else the passage's first sentence.
+    """The quote the answer cited (of a retrieval-only quote, its leading best sentence, which
+    stands before the " … " gap), else the passage's first sentence.
 
     what_to_mark("", "请假。报销！") -> "请假。"
+    what_to_mark("Pay is 5 days. … Leave is paid.", "") -> "Pay is 5 days."
     """
+    if GAP in quote:
+        quote = quote.split(GAP, 1)[0]
     if quote.strip():
         return quote
     sentences = split_sentences(passage_text)

@@ -12,6 +12,7 @@ import logging
 import re
 import shutil
 import subprocess
+import urllib.parse
 from collections.abc import Collection
 from pathlib import Path
 
@@ -31,6 +32,7 @@ CSS = """
 .kb-where { color: var(--body-text-color-subdued, #666); font-size: 90%; }
 .kb-notice { color: #92400e; }
 .kb-timings { font-size: 85%; color: var(--body-text-color-subdued, #666); }
+.kb-mode { font-size: 85%; color: var(--body-text-color-subdued, #666); margin: 0; }
 """
 
 
@@ -91,11 +93,16 @@ def source_card(citation: Citation, passage: Passage | None, key: str, lang: str
     if not citation.supported:
         badges += f' <span class="kb-badge">{html.escape(t("unsupported", lang))}</span>'
     place = where(citation.file, citation.page, section, lang, citation.page_label)
+    opens = ""
+    if not citation.page and citation.chunk_id:  # a Word passage: its section, in a new tab
+        url = html.escape(section_url(citation.chunk_id, citation.quote[:SECTION_QUOTE], lang))
+        opens = (f' · <a class="kb-open" href="{url}" target="_blank" rel="noopener">'
+                 f'{html.escape(t("open_section", lang))}</a>')
     return (
         f'<div class="kb-card" id="kb-{key}-{citation.n}">'
         f"<b>[{citation.n}] {html.escape(citation.file)}</b>{badges}<br>"
         f'<span class="kb-where">{html.escape(place)}'
-        f"</span><br>{highlight(text, citation.quote)}</div>"
+        f"</span>{opens}<br>{highlight(text, citation.quote)}</div>"
     )
 
 
@@ -112,6 +119,8 @@ def answer_html(answer: Answer, key: str, lang: str) -> str:
     lines: list[str] = [f'<div class="kb-answer" data-mode="{html.escape(mode)}">']
     if mode in ("retrieval_only", "fallback"):
         lines.append(f'<p class="kb-badge">{html.escape(t(mode, lang))}</p>')
+    elif mode == "generated":  # every answer says which mode made it
+        lines.append(f'<p class="kb-mode">{html.escape(t("generated", lang))}</p>')
     if answer.notice and mode == "generated":
         lines.append(f'<p class="kb-notice">{escape(answer.notice)}</p>')
     # An abstention's text names the nearest documents itself; they open under "view source".
@@ -181,3 +190,68 @@ def render_pdf_page(pdf: Path, page: int, out_dir: Path, dpi: int = 80) -> Path 
         return None
     logger.info("rendered %s page %d", pdf.name, page)
     return target if target.exists() else None
+
+
+# --- the section view of a Word citation -----------------------------------------------------
+SECTION_CSS = """
+body { font: 15px/1.6 system-ui, "Noto Sans CJK SC", sans-serif; margin: 12px 16px;
+       color: #1f2937; }
+header { border-bottom: 1px solid #e5e7eb; margin-bottom: 8px; }
+.kb-where { color: #6b7280; font-size: 90%; }
+h2, h3, h4 { margin: 14px 0 4px; } h2 { font-size: 118%; } h3 { font-size: 108%; }
+h4 { font-size: 100%; }
+.kb-in-section { border-left: 3px solid #fcd34d; padding-left: 8px; }
+#kb-cited { background: #fffbeb; border-left: 3px solid #f97316; padding: 2px 8px;
+            scroll-margin-top: 24px; }
+#kb-cited mark { background: #fde68a; color: inherit; }
+p { margin: 4px 0; }
+"""
+
+
+SECTION_QUOTE = 500  # characters of the cited words sent along to be marked
+
+
+def section_url(chunk_id: str, quote: str, lang: str) -> str:
+    """The app-relative URL of a passage's section view, scrolled to it, `quote` to be marked.
+
+    section_url("c 1", "5 days", "en") -> "section/c%201?lang=en&q=5%20days#kb-cited"
+    """
+    url = f"section/{urllib.parse.quote(chunk_id, safe='')}?lang={lang}"
+    if quote:
+        url += "&q=" + urllib.parse.quote(quote, safe="")
+    return url + "#kb-cited"
+
+
+def section_html(passages: list[Passage], cited_id: str, quote: str, lang: str) -> str:
+    """A whole HTML page: the passages of the cited section's chapter in document order, the
+    headings as they change, the cited section edged and the cited passage (`id="kb-cited"`,
+    which the view scrolls to) with `quote` marked. Everything from the document is escaped."""
+    cited = next((p for p in passages if p.chunk_id == cited_id), None)
+    first = cited or (passages[0] if passages else None)
+    name = html.escape(first.title or first.file) if first else ""
+    place = html.escape(where(first.file, None, first.section_path, lang)) if first else ""
+    body: list[str] = [f'<header><b>{name}</b><br><span class="kb-where">{place}</span>'
+                       "</header>"]
+    shown: tuple[str, ...] = ()
+    section = cited.section if cited else ()
+    for p in passages:
+        if p.section != shown:
+            same = 0
+            while same < min(len(shown), len(p.section)) and shown[same] == p.section[same]:
+                same += 1
+            for level in range(same, len(p.section)):
+                tag = f"h{min(level + 2, 4)}"
+                body.append(f"<{tag}>{html.escape(p.section[level])}</{tag}>")
+            shown = p.section
+        edged = bool(section) and p.section[:len(section)] == section
+        css = ' class="kb-in-section"' if edged else ""
+        if p.chunk_id == cited_id:
+            label = html.escape(t("cited_here", lang))
+            body.append(f'<div id="kb-cited" aria-label="{label}"><p>{highlight(p.text, quote)}'
+                        "</p></div>")
+        else:
+            body.append(f"<div{css}><p>{escape(p.text)}</p></div>")
+    title = html.escape(t("section_view", lang))
+    return (f'<!doctype html><html lang="{"zh" if lang == "zh" else "en"}"><head>'
+            f'<meta charset="utf-8"><title>{title}</title><style>{SECTION_CSS}</style></head>'
+            f"<body>{''.join(body)}</body></html>")

@@ -91,3 +91,9 @@ def test_a_passage_read_by_ocr_has_a_badge_on_its_card() -> None:
     assert "read by OCR" in passage_html(scanned, "", "en")
     assert "OCR" not in passage_html(typed, "", "en")
     assert "OCR识别" in passage_html(scanned, "", "zh")
+
+
+def test_a_retrieval_only_quote_marks_its_leading_sentence() -> None:
+    led = "一线城市住宿标准为每晚不超过800元。 … 一、住宿标准 住宿费按城市级别实行限额标准。"
+    assert what_to_mark(led, "一、住宿标准") == "一线城市住宿标准为每晚不超过800元。"
+    assert what_to_mark("Sick leave is paid.", "Other.") == "Sick leave is paid."

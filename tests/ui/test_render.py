@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
@@ -29,6 +30,7 @@ def test_citation_markers_become_links_to_their_cards() -> None:
     assert "superseded" in out and "page 3" in out and "2.4" in out
     assert "retrieve 5 ms" in out and "first token – ms" in out
     assert "\n\n" not in out  # one HTML block: Markdown leaves it alone
+    assert 'data-mode="generated"' in out and "Written by the language model" in out
 
 
 def test_a_fallback_shows_passages_and_keeps_the_model_text_behind_a_toggle() -> None:
@@ -103,3 +105,29 @@ def test_labels_follow_the_browser() -> None:
     assert lang_from_header(None) == "en"
     assert t("send", "zh") == "发送" and t("send", "en") == "Send"
     assert t("signed_in", "en", user="bob", groups="all") == "Signed in as bob · groups: all"
+
+
+def test_section_page_heads_the_chapter_and_marks_the_cited_passage() -> None:
+    def part(cid: str, section: tuple[str, ...], text: str) -> Passage:
+        return Passage(cid, "d1", "leave.docx", text, section=section, title="Leave <Policy>")
+
+    passages = [part("a", ("2 Leave", "2.1 Days"), "Staff get 15 days."),
+                part("b", ("2 Leave", "2.2 Carry-over"), "Carry over 5 days. Ask <HR>."),
+                part("c", ("2 Leave", "2.2 Carry-over"), "Forms go to payroll.")]
+    out = render.section_html(passages, "b", "Ask <HR>.", "en")
+    assert out.startswith("<!doctype html>") and "<script" not in out
+    assert "<b>Leave &lt;Policy&gt;</b>" in out and "2 Leave › 2.2 Carry-over" in out
+    assert [h for h in re.findall(r"<h\d>([^<]+)</h\d>", out)] == \
+        ["2 Leave", "2.1 Days", "2.2 Carry-over"]
+    assert '<div id="kb-cited"' in out and "<mark>Ask &lt;HR&gt;.</mark>" in out
+    assert '<div class="kb-in-section"><p>Forms go to payroll.</p>' in out
+    assert '<div><p>Staff get 15 days.</p>' in out  # same chapter, another section
+
+
+def test_a_word_citation_card_opens_its_section_and_a_pdf_card_does_not() -> None:
+    word = Citation(1, "leave.docx", None, "2 Leave", "carry over 5 days", "c 1")
+    card = render.source_card(word, None, "q1", "zh")
+    assert ('<a class="kb-open" href="section/c%201?lang=zh&amp;q=carry%20over%205%20days'
+            '#kb-cited" target="_blank"') in card and "在文档中打开此章节" in card
+    pdf = Citation(1, "leave.pdf", 3, "", "carry over 5 days", "c2")
+    assert "kb-open" not in render.source_card(pdf, None, "q1", "en")

@@ -1,0 +1,252 @@
+"""The README's screenshots, made again: the app in demo mode over a few sample documents (the
+model unreachable, so answers are retrieval-only and the same every run), driven by headless
+Chromium over the DevTools protocol, each picture written to docs/.
+
+    .venv/bin/python scripts/screenshots.py                   # every shot
+    .venv/bin/python scripts/screenshots.py table-answer      # the shots whose name is given
+
+Needs chromium and pdftoppm (scripts/install_chromium.sh). To add a picture, append a `Shot` to
+SHOTS: a file name under docs/ and a function that gets the page ready (the helpers below ask a
+question, open a source, switch tab); the script takes the picture once it returns.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+SAMPLES = REPO / "data" / "samples" / "docs"
+# What the shots need: the 差旅费 series (the 2024 table of hotel rates), an English PDF, a .docx.
+DOCS = ["差旅费管理办法-2024.pdf", "差旅费管理办法-2023.pdf", "Employee-Leave-Policy.pdf",
+        "IT-Security-Policy.docx"]
+WINDOW = (1280, 1100)
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--hide-scrollbars", "--force-device-scale-factor=1",
+         f"--window-size={WINDOW[0]},{WINDOW[1]}", "--remote-debugging-port=0"]
+
+
+class Page:
+    """The smallest DevTools client: send a command, wait for its reply, evaluate, screenshot."""
+
+    def __init__(self, ws_url: str) -> None:
+        from websockets.sync.client import connect
+
+        self.ws = connect(ws_url, max_size=None, open_timeout=10)
+        self.ids = itertools.count(1)
+
+    def send(self, method: str, **params: Any) -> dict[str, Any]:
+        msg_id = next(self.ids)
+        self.ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+        while True:
+            reply = json.loads(self.ws.recv(timeout=60))
+            if reply.get("id") == msg_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return dict(reply.get("result", {}))
+
+    def eval(self, expression: str) -> Any:
+        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True,
+                           awaitPromise=True)
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, expression: str, timeout: float = 300.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = self.eval(expression)
+            if value:
+                return value
+            time.sleep(0.25)
+        raise RuntimeError(f"timed out waiting for {expression}")
+
+    def png(self) -> bytes:
+        return base64.b64decode(self.send("Page.captureScreenshot", format="png")["data"])
+
+
+# --- steps a shot is made of ------------------------------------------------------------------
+def ask(page: Page, question: str) -> None:
+    """Type `question` into the chat and wait for the finished answer."""
+    page.eval(f"""(() => {{
+        const box = document.querySelector('#kb-question textarea');
+        box.value = {json.dumps(question)};
+        box.dispatchEvent(new Event('input', {{bubbles: true}}));
+        return true; }})()""")
+    time.sleep(0.3)
+    before = page.eval("document.querySelectorAll('#kb-chat .kb-answer').length")
+    page.eval("document.querySelector('#kb-send').click()")
+    page.wait_for(f"document.querySelectorAll('#kb-chat .kb-answer').length > {before}")
+
+
+def view_source(page: Page) -> None:
+    """Open the chosen citation in the source panel; wait for its page image or section."""
+    page.eval("document.querySelector('#kb-view').click()")
+    page.wait_for("/page|section/.test(document.querySelector('#kb-source')?.innerText || '')")
+    page.wait_for("(() => { const i = document.querySelector('#kb-source img.kb-page');"
+                  " return !i || (i.complete && i.naturalWidth > 0); })()")
+
+
+def scroll_chat_to(page: Page, selector: str) -> None:
+    """Scroll the chat so that the first element matching `selector` is at its top."""
+    page.eval(f"document.querySelector('#kb-chat {selector}').scrollIntoView({{block: 'start'}});"
+              "window.scrollTo(0, 0); true")
+
+
+def table_answer(page: Page) -> None:
+    """A Chinese question answered from a PDF table: the source card holds the table rows with
+    their header, and the cited page shows the row marked."""
+    ask(page, "一线城市出差住宿标准是每晚多少元？")
+    view_source(page)
+    page.wait_for("document.querySelector('#kb-chat .kb-card')?.innerText.includes('| 城市级别')")
+    scroll_chat_to(page, ".kb-card")
+
+
+def word_section(page: Page) -> None:
+    """A question answered from a .docx: the source view opens the document at the cited
+    section, scrolled to the cited passage with its words marked."""
+    ask(page, "What is the minimum password length?")
+    view_source(page)
+    time.sleep(8.0)  # the frame loads and scrolls to the cited passage (Gradio's HTML
+    # component keeps its content where document.querySelector does not reach)
+    scroll_chat_to(page, ".kb-card")
+
+
+@dataclass
+class Shot:
+    name: str  # docs/<name>.png
+    prepare: Callable[[Page], None]
+
+
+SHOTS = [
+    Shot("table-answer", table_answer),
+    Shot("word-section", word_section),
+]
+
+
+# --- the app and the browser -------------------------------------------------------------------
+@contextmanager
+def demo_app(work: Path) -> Iterator[str]:
+    """The app in demo mode over DOCS ingested into a fresh store, model unreachable; its URL."""
+    import uvicorn
+
+    from core.config import load_settings
+    from ingest.pipeline import ingest_paths
+    from ui.app import create_server
+    from ui.wiring import open_services, store_for
+
+    docs = work / "docs"
+    docs.mkdir()
+    for name in DOCS:
+        shutil.copy2(SAMPLES / name, docs / name)
+        sidecar = SAMPLES / (Path(name).stem + ".meta.toml")
+        if sidecar.exists():
+            shutil.copy2(sidecar, docs / sidecar.name)
+    settings = load_settings(REPO / "config.toml").with_store(work / "store")
+    settings = dataclasses.replace(settings, llm=dataclasses.replace(
+        settings.llm, url=f"http://127.0.0.1:{free_port()}/v1", connect_timeout_s=1.0, retries=0))
+    with store_for(settings) as store:
+        report = ingest_paths(store, [docs])
+    if report.counts.get("failed"):
+        raise SystemExit(f"screenshots: ingest failed: {report.outcomes}")
+    services = open_services(settings)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_server(services, demo=True), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise SystemExit("screenshots: the app did not start")
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        services.close()
+
+
+@contextmanager
+def chromium(work: Path) -> Iterator[Page]:
+    import httpx
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise SystemExit("screenshots: chromium is not installed (run scripts/install_chromium.sh)")
+    profile = work / "profile"
+    proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text().strip():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit("screenshots: chromium did not start its DevTools endpoint")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        targets = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
+        page = Page(next(t for t in targets if t["type"] == "page")["webSocketDebuggerUrl"])
+        try:
+            yield page
+        finally:
+            page.ws.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main(names: list[str]) -> None:
+    shots = [s for s in SHOTS if not names or s.name in names]
+    if not shots:
+        raise SystemExit(f"screenshots: no shot named {names}; known: {[s.name for s in SHOTS]}")
+    if shutil.which("pdftoppm") is None:
+        raise SystemExit("screenshots: pdftoppm is not installed (run scripts/install_chromium.sh)")
+    with tempfile.TemporaryDirectory(prefix="kb-shots-") as tmp:
+        work = Path(tmp)
+        with demo_app(work) as url, chromium(work) as page:
+            page.send("Page.enable")
+            for shot in shots:
+                page.send("Page.navigate", url=url)  # each shot starts on a fresh page
+                page.wait_for("!!document.querySelector('#kb-question textarea')")
+                page.wait_for("document.querySelector('#kb-who')?.innerText.includes('demo')")
+                try:
+                    shot.prepare(page)
+                except RuntimeError:
+                    failed = Path(tempfile.gettempdir()) / f"kb-shot-{shot.name}-failed.png"
+                    failed.write_bytes(page.png())
+                    print(f"screenshots: {shot.name} failed; the page then: {failed}")
+                    raise
+                time.sleep(1.0)  # let the last images and scrolling settle
+                target = REPO / "docs" / f"{shot.name}.png"
+                target.write_bytes(page.png())
+                print(f"screenshots: wrote {target.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
