@@ -14,6 +14,7 @@ scripts/setup.sh --no-test
 .venv/bin/kb ingest data/samples/docs --quiet
 .venv/bin/kb status
 
-# --start-model: vLLM for llm.model in the background when no server answers and the weights
-# are on this machine (assistant/serving/serve.py: start_for_demo); the app says which on start.
+# --start-model: vLLM for llm.model in the background when no server answers: the weights on
+# this machine, or downloaded first from the model hub (assistant/serving/demo.py); the app says
+# which on start.
 .venv/bin/kb serve --demo --start-model

@@ -122,7 +122,7 @@ def serve_command(settings: Settings, host: str | None, port: int | None, demo: 
                                        "all --admin`, or try `kb serve --demo`")
     model_server = None
     if start_model:
-        from assistant.serving.serve import start_for_demo
+        from assistant.serving.demo import start_for_demo
 
         model_server, line = start_for_demo(settings)
         click.echo(f"model: {line}")

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.llm import endpoint_url, probe
+from assistant.llm import probe
 from assistant.tokens import local_model_dir
 from core.config import OFFLINE_ENV, LlmSettings, Settings
 from core.errors import ConfigError, GenerationUnavailable
@@ -234,28 +234,3 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
     except ProcessLookupError:
         pass
-
-
-# --- the demo's model server (scripts/demo.sh: `kb serve --demo --start-model`) ---------------
-def start_for_demo(settings: Settings) -> tuple[VllmServer | None, str]:
-    """Start vLLM for `llm.model` in the background, without waiting for it, when no server
-    answers at the configured endpoint and the weights are on this machine; the server (None
-    when none was started) and a line for the console saying what the answers will be.
-
-    The app needs nothing more: its model client asks that endpoint at every question, so
-    answers are retrieval-only while vLLM starts and generated once it is up."""
-    llm = settings.llm
-    url = endpoint_url(llm)
-    if probe(url, timeout_s=2.0).up:
-        return None, f"a model server answers at {url}: generated answers"
-    if llm.url or llm.endpoints:
-        return None, (f"the model server at {url} does not answer: retrieval-only answers "
-                      "until it does (`kb llm status`)")
-    try:
-        server = VllmServer.for_settings(settings)
-    except ConfigError as exc:
-        return None, f"{exc}; until then answers are retrieval-only"
-    server.start()
-    return server, (f"starting the model server for {llm.model} in the background (log "
-                    f"{server.log_path}); answers are retrieval-only until it is ready, then "
-                    "generated, without a restart")
