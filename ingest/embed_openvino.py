@@ -32,7 +32,7 @@ from core.ports import Vectors
 
 logger = logging.getLogger(__name__)
 
-EXPORT_VERSION = "1"  # bump when the conversion below changes: old exports are ignored
+EXPORT_VERSION = "2"  # bump when the conversion below changes: old exports are ignored
 MODEL_FILE = "model.xml"
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 SINGLE_THREAD_UP_TO = 2  # a question or two runs on one thread (see ingest/embed.py)
@@ -102,6 +102,8 @@ def export(folder: Path, target: Path) -> None:
     started = time.perf_counter()
     model = SentenceTransformer(str(folder), device="cpu")
     tokenizer = model.tokenizer
+    if not getattr(tokenizer, "is_fast", False):
+        raise Unsupported("no fast (Rust) tokenizer to run without transformers")
     sample = tokenizer(
         ["an example", "a longer example sentence"], padding=True, return_tensors="pt"
     )
@@ -123,6 +125,7 @@ def export(folder: Path, target: Path) -> None:
                 "pooling": pooling_of(folder),
                 "max_tokens": int(model.max_seq_length or 512),
                 "dim": int(model.get_embedding_dimension() or 0),
+                "pad_id": int(tokenizer.pad_token_id or 0),
             }
         ),
         encoding="utf-8",
@@ -144,7 +147,7 @@ class OpenVinoEmbedder:
 
     def __init__(self, settings: EmbedSettings, export_root: Path, folder: Path) -> None:
         import openvino
-        from transformers import AutoTokenizer
+        from tokenizers import Tokenizer
 
         pooling_of(folder)  # Unsupported before any work
         target = export_dir(export_root, folder)
@@ -158,9 +161,20 @@ class OpenVinoEmbedder:
         self._inputs: list[str] = list(info["inputs"])
         self._pooling = str(info["pooling"])
         self._batch_size = settings.batch_size
-        self._tokenizer: Any = AutoTokenizer.from_pretrained(str(target / "tokenizer"))
+        self._pad_id = int(info["pad_id"])
+        # the model's own Rust tokenizer, without transformers (whose import costs seconds)
+        # two copies: truncating to the model's length for embedding, whole for counting
+        tokenizer_file = str(target / "tokenizer" / "tokenizer.json")
+        self._tokenizer = Tokenizer.from_file(tokenizer_file)
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.max_tokens)
+        self._counter = Tokenizer.from_file(tokenizer_file)
+        self._counter.no_padding()
+        self._counter.no_truncation()
         self._core = openvino.Core()
-        self._model = self._core.read_model(str(target / MODEL_FILE))
+        # compiled models are kept beside the export: a later process imports instead of compiling
+        self._core.set_property({"CACHE_DIR": str(target / "compiled")})
+        self._model_file = str(target / MODEL_FILE)
         self._compiled: dict[int, Any] = {}  # threads (0: OpenVINO's choice) -> compiled model
         logger.info(
             "embedder %s loaded on OpenVINO (%s, dim %d, max %d tokens)",
@@ -173,14 +187,11 @@ class OpenVinoEmbedder:
     def _request(self, threads: int) -> Any:
         if threads not in self._compiled:
             config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
-            self._compiled[threads] = self._core.compile_model(self._model, "CPU", config)
+            self._compiled[threads] = self._core.compile_model(self._model_file, "CPU", config)
         return self._compiled[threads].create_infer_request()
 
     def _encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        encoded = self._tokenizer(
-            [t.strip() for t in texts], truncation=True, max_length=self.max_tokens, verbose=False
-        )
-        return list(encoded["input_ids"])
+        return [e.ids for e in self._tokenizer.encode_batch([t.strip() for t in texts])]
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         """Unit vectors, batches made of texts of similar token counts (longest first).
@@ -192,7 +203,7 @@ class OpenVinoEmbedder:
         ids = self._encode_ids(texts)
         request = self._request(1 if len(texts) <= SINGLE_THREAD_UP_TO else 0)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        pad = int(self._tokenizer.pad_token_id or 0)
+        pad = self._pad_id
         for start in range(0, len(order), self._batch_size):
             batch = order[start : start + self._batch_size]
             width = max(len(ids[i]) for i in batch)
@@ -220,5 +231,5 @@ class OpenVinoEmbedder:
         """Tokens each text takes in the model, without the [CLS]/[SEP] pair."""
         if not texts:
             return []
-        encoded = self._tokenizer(list(texts), add_special_tokens=False, verbose=False)
-        return [len(ids) for ids in encoded["input_ids"]]
+        encoded = self._counter.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encoded]
