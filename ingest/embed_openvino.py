@@ -1,0 +1,235 @@
+"""The embedder on OpenVINO: the sentence-transformers model converted once, offline, from its
+own folder to OpenVINO IR, kept on disk, and run with sentence-transformers' pooling.
+
+    embedder = OpenVinoEmbedder(settings, export_root)   # converts on first use, then reuses
+    embedder.embed_batch(["年假可以结转吗？"]).shape -> (1, 384)
+
+On a CPU with AMX (this project's machines) OpenVINO computes in bfloat16; elsewhere in float32.
+Against sentence-transformers on torch in float32 the vectors keep a cosine above 0.999
+(tests/ingest/test_embed_runtime.py). Texts are batched by token count, longest first, so a
+batch pads to lengths close to its own. Only models made of a Transformer, a mean or CLS
+Pooling and an optional Normalize are converted; `Unsupported` says why another is not, and
+`ingest.embed.open_embedder` then falls back to torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.config import EmbedSettings
+from core.ports import Vectors
+
+logger = logging.getLogger(__name__)
+
+EXPORT_VERSION = "2"  # bump when the conversion below changes: old exports are ignored
+MODEL_FILE = "model.xml"
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+SINGLE_THREAD_UP_TO = 2  # a question or two runs on one thread (see ingest/embed.py)
+
+
+class Unsupported(Exception):
+    """This model cannot run on OpenVINO here; the message says why."""
+
+
+def local_folder(name: str) -> Path:
+    """The model's folder on disk: a local path, or a hub name already in the local cache."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception as exc:  # noqa: BLE001  any failure means: not on disk
+        raise Unsupported(f"{name} is not a local folder nor in the hub cache") from exc
+
+
+def pooling_of(folder: Path) -> str:
+    """The pooling ("mean" or "cls") of a Transformer → Pooling (→ Normalize) model."""
+    modules_file = folder / "modules.json"
+    if not modules_file.is_file():
+        raise Unsupported("no modules.json (not a sentence-transformers folder)")
+    modules = json.loads(modules_file.read_text(encoding="utf-8"))
+    kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        raise Unsupported(f"modules {kinds} (only Transformer, Pooling, Normalize convert)")
+    st_config = folder / "config_sentence_transformers.json"
+    if st_config.is_file():
+        prompt = json.loads(st_config.read_text(encoding="utf-8")).get("default_prompt_name")
+        if prompt:
+            raise Unsupported(f"a default prompt ({prompt!r})")
+    config = json.loads((folder / modules[1]["path"] / "config.json").read_text(encoding="utf-8"))
+    mode = config.get("pooling_mode")
+    if mode is None:
+        legacy = {"pooling_mode_cls_token": "cls", "pooling_mode_mean_tokens": "mean"}
+        on = [k for k, v in config.items() if k.startswith("pooling_mode_") and v is True]
+        mode = legacy.get(on[0]) if len(on) == 1 else None
+    if mode not in ("mean", "cls"):
+        raise Unsupported(f"pooling {mode or config!r} (only mean and cls convert)")
+    return str(mode)
+
+
+def export_dir(root: Path, folder: Path) -> Path:
+    """Where the export of `folder` lives: named by the folder and its files' sizes and times,
+    so a changed model is converted again."""
+    import openvino
+
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    stamp = [str(folder.resolve()), EXPORT_VERSION, openvino.__version__]
+    stamp += [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
+    digest = hashlib.sha1("\n".join(stamp).encode()).hexdigest()[:16]
+    return root / f"{folder.name}-{digest}"
+
+
+def export(folder: Path, target: Path) -> None:
+    """Convert the model's Transformer to OpenVINO IR in `target` (atomically: a reader never
+    sees half an export; two processes converting at once both succeed)."""
+    import openvino
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    started = time.perf_counter()
+    model = SentenceTransformer(str(folder), device="cpu")
+    tokenizer = model.tokenizer
+    if not getattr(tokenizer, "is_fast", False):
+        raise Unsupported("no fast (Rust) tokenizer to run without transformers")
+    sample = tokenizer(
+        ["an example", "a longer example sentence"], padding=True, return_tensors="pt"
+    )
+    names = [k for k in INPUTS if k in sample]
+    transformer: Any = model[0].auto_model  # the Hugging Face model inside
+    transformer.eval()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on constant shapes checks: none apply
+        converted = openvino.convert_model(transformer, example_input={k: sample[k] for k in names})
+    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    openvino.save_model(converted, staging / MODEL_FILE, compress_to_fp16=False)
+    tokenizer.save_pretrained(str(staging / "tokenizer"))
+    (staging / "embedder.json").write_text(
+        json.dumps(
+            {
+                "inputs": names,
+                "pooling": pooling_of(folder),
+                "max_tokens": int(model.max_seq_length or 512),
+                "dim": int(model.get_embedding_dimension() or 0),
+                "pad_id": int(tokenizer.pad_token_id or 0),
+            }
+        ),
+        encoding="utf-8",
+    )
+    try:
+        staging.rename(target)
+    except OSError:  # another process finished first: keep its export
+        shutil.rmtree(staging, ignore_errors=True)
+    logger.info(
+        "embedder %s converted to OpenVINO in %.1fs: %s",
+        folder.name,
+        time.perf_counter() - started,
+        target,
+    )
+
+
+class OpenVinoEmbedder:
+    """The `Embedder` interface on an OpenVINO export of a sentence-transformers model."""
+
+    def __init__(self, settings: EmbedSettings, export_root: Path, folder: Path) -> None:
+        import openvino
+        from tokenizers import Tokenizer
+
+        pooling_of(folder)  # Unsupported before any work
+        target = export_dir(export_root, folder)
+        if not (target / "embedder.json").is_file():
+            logger.info("converting embedder %s to OpenVINO (once) into %s", folder, target)
+            export(folder, target)
+        info = json.loads((target / "embedder.json").read_text(encoding="utf-8"))
+        self.name = settings.model
+        self.dim = int(info["dim"])
+        self.max_tokens = int(info["max_tokens"])
+        self._inputs: list[str] = list(info["inputs"])
+        self._pooling = str(info["pooling"])
+        self._batch_size = settings.batch_size
+        self._pad_id = int(info["pad_id"])
+        # the model's own Rust tokenizer, without transformers (whose import costs seconds)
+        # two copies: truncating to the model's length for embedding, whole for counting
+        tokenizer_file = str(target / "tokenizer" / "tokenizer.json")
+        self._tokenizer = Tokenizer.from_file(tokenizer_file)
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.max_tokens)
+        self._counter = Tokenizer.from_file(tokenizer_file)
+        self._counter.no_padding()
+        self._counter.no_truncation()
+        self._core = openvino.Core()
+        # compiled models are kept beside the export: a later process imports instead of compiling
+        self._core.set_property({"CACHE_DIR": str(target / "compiled")})
+        self._model_file = str(target / MODEL_FILE)
+        self._compiled: dict[int, Any] = {}  # threads (0: OpenVINO's choice) -> compiled model
+        logger.info(
+            "embedder %s loaded on OpenVINO (%s, dim %d, max %d tokens)",
+            self.name,
+            self._core.get_property("CPU", "INFERENCE_PRECISION_HINT"),
+            self.dim,
+            self.max_tokens,
+        )
+
+    def _request(self, threads: int) -> Any:
+        if threads not in self._compiled:
+            config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
+            self._compiled[threads] = self._core.compile_model(self._model_file, "CPU", config)
+        return self._compiled[threads].create_infer_request()
+
+    def _encode_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self._tokenizer.encode_batch([t.strip() for t in texts])]
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        """Unit vectors, batches made of texts of similar token counts (longest first).
+
+        embed_batch(["a", "b"]).shape -> (2, dim)"""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self._encode_ids(texts)
+        request = self._request(1 if len(texts) <= SINGLE_THREAD_UP_TO else 0)
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        pad = self._pad_id
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            width = max(len(ids[i]) for i in batch)
+            input_ids = np.full((len(batch), width), pad, dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                input_ids[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1
+            feeds = {"input_ids": input_ids, "attention_mask": mask}
+            feeds = {k: feeds.get(k, np.zeros_like(input_ids)) for k in self._inputs}
+            hidden = np.asarray(request.infer(feeds)[0], dtype=np.float32)
+            out[batch] = self._pool(hidden, mask)
+        return out
+
+    def _pool(self, hidden: Vectors, mask: np.ndarray[Any, Any]) -> Vectors:
+        if self._pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.asarray(pooled / np.clip(norms, 1e-12, None), dtype=np.float32)
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes in the model, without the [CLS]/[SEP] pair."""
+        if not texts:
+            return []
+        encoded = self._counter.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encoded]
