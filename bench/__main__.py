@@ -53,6 +53,17 @@ BENCHES: dict[str, Bench] = {
                     "fresh ingest pages/s vs the LlamaIndex starter; unchanged re-index"),
     "parse": Bench("parse_speed.py", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",
                    True, "PDF parse pages/s, tables off vs on"),
+    # by name only (minutes each, or a model server of their own)
+    "levers": Bench("ingest_levers.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
+                    "ingest with torch vs OpenVINO vs the starter; embedding alone, sorted"),
+    "reindex": Bench("reindex_speed.py", "--files 100", "--files 100", False,
+                     "re-index of 100+ generated files, unchanged and 1% changed, vs fresh"),
+    "workers": Bench("ingest_workers.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
+                     "ingest with 1 worker, --workers 2 and 2 queue workers"),
+    "load": Bench("load.py", "", "--askers 8", False,
+                  "50 askers through the page and the API (vLLM CPU test server) vs one alone"),
+    "refresh": Bench("refresh_delay.py", "--rounds 5", "--rounds 2", False,
+                     "snapshot refresh delay across three app processes"),
 }
 
 
