@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -48,6 +49,23 @@ class Model:
     def signal(self, sig: signal.Signals) -> None:
         assert self.server.process is not None
         os.killpg(self.server.process.pid, sig)  # the API server and its engine process
+
+    def generated(self) -> float:
+        """Tokens the server has generated so far (vLLM's own counter)."""
+        text = httpx.get(self.server.url.removesuffix("/v1") + "/metrics", timeout=5).text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("vllm:generation_tokens_total"))
+
+    def kill_once_generating(self, after_tokens: int, limit_s: float) -> float:
+        """SIGKILL the server as soon as it has generated `after_tokens` more tokens: mid-answer
+        whatever the machine's speed. The time of the kill (monotonic), 0.0 if it never came."""
+        start, deadline = self.generated(), time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            if self.generated() >= start + after_tokens:
+                self.server.kill()
+                return time.monotonic()
+            time.sleep(0.02)
+        return 0.0
 
 
 @pytest.fixture(scope="module")
@@ -138,18 +156,19 @@ def test_a_stopped_server_is_given_up_on_in_time_then_answers_again(app: Running
     assert_from_the_model(answer)
 
 
+@pytest.mark.crash  # timing-sensitive on a shared CI machine: run by hand, `pytest -m crash`
 def test_killed_mid_answer_gives_the_passages_and_says_why(app: Running, model: Model) -> None:
-    """Runs last: the server stays dead (test_llm.py restarts its own after a kill)."""
+    """Runs last: the server stays dead (test_llm.py restarts its own after a kill). The kill
+    comes from vLLM's token counter, not from what the page has shown: the page may lag a fast
+    model by its whole answer."""
     model.start()
-    job = app.client("bob").submit(QUESTION, "en", api_name="/ask")
-    outputs = []
-    killed_at = 0.0
-    for output in job:
-        outputs.append(output)
-        if not killed_at and len(outputs) >= 2:  # "searching…", then the first streamed piece
-            model.server.kill()
-            killed_at = time.monotonic()
-    assert killed_at, f"the answer ended before it could be cut: {outputs[-1]}"
+    killed: list[float] = []
+    watcher = threading.Thread(target=lambda: killed.append(model.kill_once_generating(8, 120)))
+    watcher.start()
+    outputs = list(app.client("bob").submit(QUESTION, "en", api_name="/ask"))
+    watcher.join()
+    killed_at = killed[0] if killed else 0.0
+    assert killed_at, f"the model never generated: {outputs[-1]}"
     after_kill = time.monotonic() - killed_at
     final = message_text(outputs[-1][0][-1])
     if 'data-mode="fallback"' not in final:
