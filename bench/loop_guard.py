@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,12 @@ def ask_all(settings: Settings, questions: list[dict[str, Any]]) -> dict[str, fl
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def compare(variants: dict[str, Callable[[Settings], Settings]], prefix: str) -> None:
+    """The command line both benches share: `ask_all` for each variant of the config's settings,
+    on the English answerable questions of each set, every set ingested once into a temporary
+    store; the report printed as JSON last."""
+    parser = argparse.ArgumentParser(description=(sys.modules["__main__"].__doc__ or "")
+                                     .split("\n\n")[0])
     parser.add_argument("sets", nargs="+", type=Path)
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--limit", type=int, default=0, help="questions per set (0: all)")
@@ -105,18 +110,27 @@ def main() -> None:
             if q["lang"] == "en" and q["answerable"]
         ]
         questions = questions[: args.limit] if args.limit else questions
-        with tempfile.TemporaryDirectory(prefix="kb-loop-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
             settings = eval_settings(base, Path(tmp))
             with services_for(settings) as services:
                 ingest_paths(services.store, [set_dir / "docs"])
-            for name, answer in VARIANTS.items():
-                variant = replace(settings, answer=replace(settings.answer, **answer))
+            for name, make in variants.items():
                 started = time.perf_counter()
-                figures = ask_all(variant, questions)
+                figures = ask_all(make(settings), questions)
                 figures["seconds"] = round(time.perf_counter() - started, 1)
                 report[f"{set_dir.name} · {name}"] = figures
                 print(set_dir.name, name, figures, flush=True)
     print(json.dumps(report, indent=1))
+
+
+def main() -> None:
+    compare(
+        {
+            name: lambda s, a=answer: replace(s, answer=replace(s.answer, **a))
+            for name, answer in VARIANTS.items()
+        },
+        "kb-loop-",
+    )
 
 
 if __name__ == "__main__":

@@ -14,26 +14,15 @@ see BENCHMARKS.md); start it first.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from loop_guard import ask_all  # noqa: E402
-
-from assistant.evaluation.evaluate import eval_settings, load_questions  # noqa: E402
-from core.config import load_settings  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
-from ui.wiring import services_for  # noqa: E402
+from loop_guard import compare  # noqa: E402
 
 # (repetition_penalty, frequency_penalty)
 SETTINGS = {
@@ -44,35 +33,15 @@ SETTINGS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("sets", nargs="+", type=Path)
-    parser.add_argument("--config", type=Path, required=True)
-    parser.add_argument("--limit", type=int, default=0, help="questions per set (0: all)")
-    args = parser.parse_args()
-    offline_environment()
-    base = load_settings(args.config)
-    report: dict[str, Any] = {"config": str(args.config), "date": time.strftime("%Y-%m-%d")}
-    for set_dir in args.sets:
-        questions = [
-            q
-            for q in load_questions(set_dir / "qa.jsonl")
-            if q["lang"] == "en" and q["answerable"]
-        ]
-        questions = questions[: args.limit] if args.limit else questions
-        with tempfile.TemporaryDirectory(prefix="kb-penalty-") as tmp:
-            settings = eval_settings(base, Path(tmp))
-            with services_for(settings) as services:
-                ingest_paths(services.store, [set_dir / "docs"])
-            for name, (repetition, frequency) in SETTINGS.items():
-                llm = replace(settings.llm, repetition_penalty=repetition,
-                              frequency_penalty=frequency)
-                variant = replace(settings, llm=llm)
-                started = time.perf_counter()
-                figures = ask_all(variant, questions)
-                figures["seconds"] = round(time.perf_counter() - started, 1)
-                report[f"{set_dir.name} · {name}"] = figures
-                print(set_dir.name, name, figures, flush=True)
-    print(json.dumps(report, indent=1))
+    compare(
+        {
+            name: lambda s, r=repetition, f=frequency: replace(
+                s, llm=replace(s.llm, repetition_penalty=r, frequency_penalty=f)
+            )
+            for name, (repetition, frequency) in SETTINGS.items()
+        },
+        "kb-penalty-",
+    )
 
 
 if __name__ == "__main__":
