@@ -12,12 +12,9 @@ question, open a source, switch tab); the script takes the picture once it retur
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import itertools
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -26,60 +23,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from tests.devtools import BrowserError, Page, chromium_page  # noqa: E402
 
 SAMPLES = REPO / "data" / "samples" / "docs"
 # What the shots need: the 差旅费 series (the 2024 table of hotel rates), an English PDF, a .docx.
 DOCS = ["差旅费管理办法-2024.pdf", "差旅费管理办法-2023.pdf", "Employee-Leave-Policy.pdf",
         "IT-Security-Policy.docx"]
 WINDOW = (1280, 1100)
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--force-device-scale-factor=1",
-         f"--window-size={WINDOW[0]},{WINDOW[1]}", "--remote-debugging-port=0"]
+FLAGS = ["--hide-scrollbars", "--force-device-scale-factor=1",
+         f"--window-size={WINDOW[0]},{WINDOW[1]}"]
 
 
-class Page:
-    """The smallest DevTools client: send a command, wait for its reply, evaluate, screenshot."""
-
-    def __init__(self, ws_url: str) -> None:
-        from websockets.sync.client import connect
-
-        self.ws = connect(ws_url, max_size=None, open_timeout=10)
-        self.ids = itertools.count(1)
-
-    def send(self, method: str, **params: Any) -> dict[str, Any]:
-        msg_id = next(self.ids)
-        self.ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
-        while True:
-            reply = json.loads(self.ws.recv(timeout=60))
-            if reply.get("id") == msg_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return dict(reply.get("result", {}))
-
-    def eval(self, expression: str) -> Any:
-        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True,
-                           awaitPromise=True)
-        return result.get("result", {}).get("value")
-
-    def wait_for(self, expression: str, timeout: float = 300.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = self.eval(expression)
-            if value:
-                return value
-            time.sleep(0.25)
-        raise RuntimeError(f"timed out waiting for {expression}")
-
-    def png(self) -> bytes:
-        return base64.b64decode(self.send("Page.captureScreenshot", format="png")["data"])
-
-
-# --- steps a shot is made of ------------------------------------------------------------------
 def ask(page: Page, question: str) -> None:
     """Type `question` into the chat and wait for the finished answer."""
     page.eval(f"""(() => {{
@@ -183,34 +141,11 @@ def demo_app(work: Path) -> Iterator[str]:
 
 @contextmanager
 def chromium(work: Path) -> Iterator[Page]:
-    import httpx
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        raise SystemExit("screenshots: chromium is not installed (run scripts/install_chromium.sh)")
-    profile = work / "profile"
-    proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not port_file.exists() or not port_file.read_text().strip():
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("screenshots: chromium did not start its DevTools endpoint")
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        targets = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
-        page = Page(next(t for t in targets if t["type"] == "page")["webSocketDebuggerUrl"])
-        try:
+        with chromium_page(work / "profile", FLAGS, wait_timeout_s=300) as page:
             yield page
-        finally:
-            page.ws.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    except BrowserError as exc:
+        raise SystemExit(f"screenshots: {exc}") from exc
 
 
 def free_port() -> int:

@@ -16,26 +16,22 @@ down, then serves the app on a free port, logs in as bob, opens a conversation f
 from __future__ import annotations
 
 import argparse
-import base64
 import dataclasses
-import itertools
 import json
 import os
-import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from core.config import Settings, load_settings  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
+from tests.devtools import CHROMIUM, BrowserError, Page, chromium_page  # noqa: E402
 from ui.cli_common import offline_environment  # noqa: E402
 from ui.wiring import open_services  # noqa: E402
 
@@ -52,10 +48,6 @@ CONVERSATIONS = [
 MORE = ["Is there a company rooftop swimming pool for staff?",
         "Is there a rooftop pool for employees?", "Can I bring my dog to the office?",
         "How much annual leave do I get after 6 years?", "出差住宿费标准是多少？"]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-port=0", "--hide-scrollbars"]
 
 
 def free_port() -> int:
@@ -87,60 +79,27 @@ def seed(settings: Settings) -> None:
         services.close()
 
 
-class Page:
-    """The smallest DevTools client: send a command, wait for its reply, evaluate."""
+def login(page: Page, url: str, user: str) -> None:
+    """Sign in through Gradio's /login (the cookie stays in the browser), open the page."""
+    page.send("Page.navigate", url=url + "login_check")
+    time.sleep(0.5)
+    body = json.dumps({"username": user, "password": PASSWORDS[user]})
+    ok = page.eval(f"""fetch('/login', {{method: 'POST', credentials: 'same-origin',
+        body: new URLSearchParams({body})}}).then(r => r.ok)""")
+    if not ok:
+        raise SystemExit(f"login of {user} failed")
+    page.send("Page.navigate", url=url)
+    who = json.dumps(user)
+    page.wait_for(f"document.querySelector('#kb-who')?.innerText.includes({who})")
 
-    def __init__(self, ws_url: str) -> None:
-        from websockets.sync.client import connect
 
-        self.ws = connect(ws_url, max_size=None, open_timeout=10)
-        self.ids = itertools.count(1)
-
-    def send(self, method: str, **params: Any) -> dict[str, Any]:
-        msg_id = next(self.ids)
-        self.ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
-        while True:
-            reply = json.loads(self.ws.recv(timeout=60))
-            if reply.get("id") == msg_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return dict(reply.get("result", {}))
-
-    def eval(self, expression: str) -> Any:
-        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True,
-                           awaitPromise=True)
-        return result.get("result", {}).get("value")
-
-    def wait_for(self, expression: str, timeout: float = 90.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = self.eval(expression)
-            if value:
-                return value
-            time.sleep(0.25)
-        seen = self.eval("document.body.innerText.slice(-3000)")
-        raise SystemExit(f"timed out waiting for {expression}; the page shows:\n{seen}")
-
-    def login(self, url: str, user: str) -> None:
-        """Sign in through Gradio's /login (the cookie stays in the browser), open the page."""
-        self.send("Page.navigate", url=url + "login_check")
-        time.sleep(0.5)
-        body = json.dumps({"username": user, "password": PASSWORDS[user]})
-        ok = self.eval(f"""fetch('/login', {{method: 'POST', credentials: 'same-origin',
-            body: new URLSearchParams({body})}}).then(r => r.ok)""")
-        if not ok:
-            raise SystemExit(f"login of {user} failed")
-        self.send("Page.navigate", url=url)
-        who = json.dumps(user)
-        self.wait_for(f"document.querySelector('#kb-who')?.innerText.includes({who})")
-
-    def shot(self, path: Path, width: int, height: int) -> None:
-        self.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)
-        time.sleep(1.5)
-        data = base64.b64decode(self.send("Page.captureScreenshot", format="png")["data"])
-        path.write_bytes(data)
-        print(f"{path} ({len(data) // 1024} KiB)")
+def shot(page: Page, path: Path, width: int, height: int) -> None:
+    page.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
+              deviceScaleFactor=1, mobile=False)
+    time.sleep(1.5)
+    data = page.png()
+    path.write_bytes(data)
+    print(f"{path} ({len(data) // 1024} KiB)")
 
 
 def click_text(selector: str, text: str) -> str:
@@ -161,54 +120,48 @@ def shoot(settings: Settings, out: Path, profile: Path) -> None:
                                            port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    browser = subprocess.Popen([CHROMIUM or "chromium", *FLAGS, f"--user-data-dir={profile}",
-                                "--window-size=1400,1000", "about:blank"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while not server.started:
             time.sleep(0.1)
-        port_file = profile / "DevToolsActivePort"
-        while not port_file.exists() or not port_file.read_text().strip():
-            time.sleep(0.1)
-        import httpx
-
-        devtools = int(port_file.read_text().split()[0])
-        targets = httpx.get(f"http://127.0.0.1:{devtools}/json/list", timeout=10).json()
-        page = Page(next(t for t in targets if t["type"] == "page")["webSocketDebuggerUrl"])
-        page.send("Page.enable")
-        url = f"http://127.0.0.1:{port}/"
-
-        # bob: the sidebar lists his conversations; the one about annual leave is opened
-        page.login(url, "bob")
-        page.wait_for("document.querySelectorAll('#kb-conversations label').length >= 3")
-        page.eval(click_text("#kb-conversations label", "carry over"))
-        page.wait_for("document.querySelectorAll('#kb-chat .kb-answer').length >= 2")
-        page.wait_for("document.querySelector('#kb-conv-title textarea, #kb-conv-title input')"
-                      "?.value.includes('carry over')")
-        time.sleep(1.5)  # the chat scrolls itself to the end first: show its beginning
-        page.eval("(document.querySelector('#kb-chat [data-testid=\"user\"]') || "
-                  "document.querySelector('#kb-chat .kb-answer'))"
-                  ".scrollIntoView({block: 'start'}); window.scrollTo(0, 0); true")
-        page.shot(out / "conversations.png", 1400, 1000)
-
-        # alice, an admin: the admin tab's questions and knowledge gaps
-        page.send("Network.enable")
-        page.send("Network.clearBrowserCookies")
-        page.login(url, "alice")
-        page.wait_for(click_text("button[role=tab]", "Admin"))
-        page.wait_for(click_text("button, .label-wrap, span", "Questions and knowledge gaps"))
-        page.wait_for("document.querySelectorAll('.vega-embed, canvas, svg.marks').length >= 1")
-        page.wait_for("document.body.innerText.includes('Is there a rooftop pool')")
-        page.eval(click_text("button, .label-wrap, span", "Questions and knowledge gaps")
-                  .replace("el.click();", "el.scrollIntoView({block: 'start'});"))
-        page.shot(out / "admin-insights.png", 1400, 1500)
-        page.ws.close()
+        with chromium_page(profile, ["--hide-scrollbars", "--window-size=1400,1000"],
+                           wait_timeout_s=90) as page:
+            shoot_pages(page, out, port)
+    except BrowserError as exc:
+        raise SystemExit(str(exc)) from exc
     finally:
-        browser.terminate()
-        browser.wait(timeout=10)
         server.should_exit = True
         thread.join(timeout=10)
         services.close()
+
+
+def shoot_pages(page: Page, out: Path, port: int) -> None:
+    page.send("Page.enable")
+    url = f"http://127.0.0.1:{port}/"
+
+    # bob: the sidebar lists his conversations; the one about annual leave is opened
+    login(page, url, "bob")
+    page.wait_for("document.querySelectorAll('#kb-conversations label').length >= 3")
+    page.eval(click_text("#kb-conversations label", "carry over"))
+    page.wait_for("document.querySelectorAll('#kb-chat .kb-answer').length >= 2")
+    page.wait_for("document.querySelector('#kb-conv-title textarea, #kb-conv-title input')"
+                  "?.value.includes('carry over')")
+    time.sleep(1.5)  # the chat scrolls itself to the end first: show its beginning
+    page.eval("(document.querySelector('#kb-chat [data-testid=\"user\"]') || "
+              "document.querySelector('#kb-chat .kb-answer'))"
+              ".scrollIntoView({block: 'start'}); window.scrollTo(0, 0); true")
+    shot(page, out / "conversations.png", 1400, 1000)
+
+    # alice, an admin: the admin tab's questions and knowledge gaps
+    page.send("Network.enable")
+    page.send("Network.clearBrowserCookies")
+    login(page, url, "alice")
+    page.wait_for(click_text("button[role=tab]", "Admin"))
+    page.wait_for(click_text("button, .label-wrap, span", "Questions and knowledge gaps"))
+    page.wait_for("document.querySelectorAll('.vega-embed, canvas, svg.marks').length >= 1")
+    page.wait_for("document.body.innerText.includes('Is there a rooftop pool')")
+    page.eval(click_text("button, .label-wrap, span", "Questions and knowledge gaps")
+              .replace("el.click();", "el.scrollIntoView({block: 'start'});"))
+    shot(page, out / "admin-insights.png", 1400, 1500)
 
 
 def main() -> None:
