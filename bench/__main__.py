@@ -64,6 +64,9 @@ BENCHES: dict[str, Bench] = {
                   "50 askers through the page and the API (vLLM CPU test server) vs one alone"),
     "refresh": Bench("refresh_delay.py", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
+    "gpu-ingest": Bench("gpu_ingest.py", f"{PUBLIC_DOCS} --workers 1,8",
+                        f"{SAMPLE_DOCS} --workers 1", False,
+                        "ingest with the embedder on the GPU vs its CPU (GPU machine)"),
 }
 
 
