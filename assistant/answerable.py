@@ -189,6 +189,8 @@ class AnswerableModel:
                 lang: LangModel(tuple(m["coefficients"]), m["intercept"], m["threshold"])
                 for lang, m in data["languages"].items()
             }
+            if "en" not in models:
+                raise ValueError("no English model (the one languages without their own use)")
             for lang, m in models.items():
                 if len(m.coefficients) != len(names):
                     raise ValueError(
