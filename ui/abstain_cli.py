@@ -154,11 +154,12 @@ def fit_command(
     \b
     kb abstain fit ../shared/eval/public ../shared/eval/public2 --out answerable.json
     """
+    chosen = parse_names(names)  # before minutes of ingest, not after
     by_set: dict[str, dict[str, list[Row]]] = {}
     for set_dir in set_dirs:
         for lang, row in collect(settings, set_dir):
             by_set.setdefault(lang, {}).setdefault(str(set_dir), []).append(row)
-    summary = fit_sets(by_set, max_refused, parse_names(names), " ".join(map(str, set_dirs)))
+    summary = fit_sets(by_set, max_refused, chosen, " ".join(map(str, set_dirs)))
     out.write_text(
         json.dumps(summary.pop("model"), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
     )

@@ -3,11 +3,15 @@ retrieval that measures real evidence is tested in tests/assistant/test_answerab
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import pytest
+from click.testing import CliRunner
 
 from assistant.answerable import AnswerableModel, LangModel
 from ui.abstain_cli import fit_sets, other_sets, parse_names, two_fold
+from ui.cli import main
 
 GOOD = {"amount_mass": 1.2, "documents": 0.4, "absent": 0.0}
 BAD = {"amount_mass": 0.2, "documents": 1.0, "absent": 0.5}
@@ -57,3 +61,13 @@ def test_features_option_is_checked() -> None:
     assert parse_names("absent, dense") == ("absent", "dense")
     with pytest.raises(click.BadParameter, match="choose among"):
         parse_names("absent,colour")
+
+
+def test_a_wrong_feature_name_fails_before_any_ingest(tmp_path: Path) -> None:
+    # no qa.jsonl here: reading the set first would fail on that instead
+    result = CliRunner().invoke(
+        main,
+        ["abstain", "fit", str(tmp_path), "--out", str(tmp_path / "m.json"), "--features", "x"],
+    )
+    assert result.exit_code != 0 and "choose among" in result.output
+    assert not (tmp_path / "m.json").exists()
