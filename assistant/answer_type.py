@@ -7,6 +7,7 @@ that share the question's words, the one stating such an amount comes first. A q
 for no amount gets no ranking.
 
     expected_units("公司每周至少要让员工休息几天？") -> frozenset({"day"})
+    asked_units("住房公积金贷款利率是多少？") -> frozenset({"percent"})
     states_amount("用人单位应当保证劳动者每周至少休息一日。", frozenset({"day"})) -> True
 """
 
@@ -82,6 +83,11 @@ _ASKS_MONEY = re.compile(r"多少钱|\bhow much (?:money|does \w+ cost)\b")
 # "How much annual leave…", "By how much can I go over…": some amount, unit unsaid.
 _ASKS_AMOUNT = re.compile(r"\bhow much\b")
 _ASKS_AGE = re.compile(r"多大年[龄纪]|几岁|多少岁|\bhow old\b")
+# A rate or a share ("缴费比例是多少") is stated as a percentage; an English "rate" may also be
+# a sum ("the mileage rate": $0.62 a mile).
+_RATE = re.compile(r"比例|费率|利率|比率|税率|\bratio\b|\bpercentage\b")
+_RATE_EN = re.compile(r"\brates?\b")
+_ASKS_WHAT = re.compile(r"多少|几|\bwhat\b|\bhow\b")
 
 
 def expected_units(question: str) -> frozenset[str]:
@@ -97,6 +103,22 @@ def expected_units(question: str) -> frozenset[str]:
     if _ASKS_AGE.search(text):
         units.add("age")
     return frozenset(units)
+
+
+def asked_units(question: str) -> frozenset[str]:
+    """`expected_units`, plus "percent" for a question asking what a rate or share is. For the
+    answerability model only: retrieval's amount ranking keeps `expected_units`.
+
+    asked_units("养老保险单位缴费比例是多少？") -> frozenset({"percent"})
+    """
+    units = expected_units(question)
+    text = unicodedata.normalize("NFKC", question).lower()
+    if _ASKS_WHAT.search(text):
+        if _RATE.search(text):
+            units |= {"percent"}
+        if _RATE_EN.search(text):
+            units |= {"percent", "money"}
+    return units
 
 
 def states_amount(text: str, units: frozenset[str]) -> bool:

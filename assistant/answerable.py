@@ -1,28 +1,38 @@
 """Whether the documents answer a question: a logistic regression over retrieval evidence.
 
 A refusal should come from what retrieval found, not from one score under one threshold. Per
-question, `features` measures the evidence:
+question, `features` measures the evidence (`EVIDENCE`); a model uses some of it (`FEATURES`
+for the shipped one):
 
+- `amount_mass`: how much of the question one sentence of the top passages holds, as the idf
+  of the question's terms it holds over ln(1 + live chunks) (a term in one chunk in a million
+  is worth about one); when the question asks for an amount ("how many weeks", "缴费比例是多
+  少"), only sentences stating one in that unit count. A near-topic question ("婚假有几天？"
+  where the documents list 婚假 but state no days for it) finds its words, or an amount, but
+  not both in one sentence;
+- `documents`: the share of distinct documents among the top five passages: a question the
+  documents answer draws its passages from the document that does, one they don't scatters;
 - `dense`: the best passage's embedding similarity (cosine; 0 where dense retrieval is off);
 - `lexical`: the best BM25 score over ln(1 + live chunks) (BM25 grows with the corpus);
 - `rare_coverage`: the share (idf-weighted) of the question's three rarest indexed terms that
   the best of the top three passages holds;
-- `sentence_coverage`: the share (idf-weighted) of the question's indexed terms that one
-  sentence of the top three passages holds, the best such sentence: a near-topic question
-  finds its words spread over a passage, an answered one finds them together;
+- `sentence_coverage`: the share (idf-weighted) of the question's indexed terms that the best
+  sentence of the top three passages holds;
 - `absent`: the share of the question's terms that no passage in the index holds, nor a
   near spelling of them (a misspelt word is asked about, not missing);
 - `type_agrees`: 1 when the question asks for no amount, or when a sentence holding at least
   half of the best sentence's share states one in the asked unit ("how many weeks" ->
   "12 weeks"), else 0.
 
-`AnswerableModel` holds one logistic regression per language (coefficients, intercept, and
-the probability below which the assistant refuses), read from a JSON file: the shipped
-`assistant/data/answerable.json`, fitted on the public development sets, or one refitted on
-a deployment's own labelled questions with `kb abstain fit`.
+Words that ask rather than name ("how many", 几天, 多少, 什么) count in none of them.
+
+`AnswerableModel` holds the features it weighs and one logistic regression per language
+(coefficients, intercept, and the probability below which the assistant refuses), read from a
+JSON file: the shipped `assistant/data/answerable.json`, fitted on the public development
+sets, or one refitted on a deployment's own labelled questions with `kb abstain fit`.
 
     model = AnswerableModel.load(path)
-    model.probability({"dense": 0.6, "lexical": 1.2, ...}, "en") -> 0.93
+    model.probability({"amount_mass": 0.9, "documents": 0.4, ...}, "en") -> 0.93
     fit_logistic(X, y, weights) -> (coefficients, intercept)
 """
 
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -40,20 +51,44 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from assistant.answer_type import expected_units, states_amount
+from assistant.answer_type import asked_units, expected_units, states_amount
 from assistant.lexical import BM25Index, tokenize_query
 from core.errors import ConfigError
 from core.text import split_sentences, tokenize
 from core.types import Passage
 
-FEATURES = ("dense", "lexical", "rare_coverage", "sentence_coverage", "absent", "type_agrees")
+EVIDENCE = (
+    "amount_mass",
+    "documents",
+    "dense",
+    "lexical",
+    "rare_coverage",
+    "sentence_coverage",
+    "absent",
+    "type_agrees",
+)
+# What the shipped model weighs, and `kb abstain fit` by default (issue 10, BENCHMARKS.md).
+FEATURES = ("amount_mass", "documents")
 SHIPPED = Path(__file__).parent / "data" / "answerable.json"
 RARE_TERMS = 3
-# Words that ask rather than name what is asked about: never counted as absent or rare.
-ASKING = frozenset(
-    {"mani", "much", "多少", "几", "什么", "怎么", "怎样", "如何", "哪些", "是否", "吗"}
-)
+# Words that ask rather than name what is asked about: never counted as absent, rare or held.
+ASKING = frozenset({"mani", "much"})
+_ASKING_ZH = re.compile(r"几|多少|什么|怎么|怎样|如何|哪|是否|吗|多久|多长|多大")
+# Chinese words too common to say what a question is about (有几天, 是多少).
+FILLER = frozenset({"有", "是", "的"})
 TOP_PASSAGES = 3
+# Sentences of this many top passages may hold the asked amount (the fused ranking need not put
+# the sentence that states it first).
+AMOUNT_PASSAGES = 10
+DOCUMENT_PASSAGES = 5
+
+
+def asks(term: str) -> bool:
+    """Whether an index term only asks ("mani" of "how many", 几天, 多少钱).
+
+    asks("几天") -> True; asks("婚假") -> False
+    """
+    return term in ASKING or term in FILLER or bool(_ASKING_ZH.search(term))
 
 
 def features(
@@ -69,7 +104,7 @@ def features(
     features("VPN product?", [p], index, [0], 0.41, 0.7)["absent"] -> 0.5  (when "vpn" is
         nowhere in the index)
     """
-    terms = [t for t in tokenize_query(question, synonyms=False) if t not in ASKING]
+    terms = [t for t in tokenize_query(question, synonyms=False) if not asks(t)]
     idf = {t: bm25.idf(t) for t in terms}
     known = sorted((t for t in terms if idf[t] is not None), key=lambda t: -(idf[t] or 0.0))
     rare = known[:RARE_TERMS]
@@ -79,18 +114,25 @@ def features(
         held = bm25.coverage(rare, rows[:TOP_PASSAGES])
         coverage = float(held.max()) / rare_mass
     mass = sum(idf[t] or 0.0 for t in known)
-    shares: list[tuple[float, str]] = []
-    for p in passages[:TOP_PASSAGES]:
+    asked = asked_units(question)
+    shares: list[tuple[float, str]] = []  # (share of the question, sentence), top passages
+    amount_mass = 0.0
+    for i, p in enumerate(passages[:AMOUNT_PASSAGES]):
         for sentence in split_sentences(p.text):
             in_sentence = set(tokenize(sentence))
-            share = sum(idf[t] or 0.0 for t in known if t in in_sentence) / mass if mass else 0.0
-            shares.append((share, sentence))
+            held_mass = sum(idf[t] or 0.0 for t in known if t in in_sentence)
+            if i < TOP_PASSAGES:
+                shares.append((held_mass / mass if mass else 0.0, sentence))
+            if held_mass > amount_mass and (not asked or states_amount(sentence, asked)):
+                amount_mass = held_mass
     best = max((share for share, _ in shares), default=0.0)
     units = expected_units(question)
     agrees = not units or any(
         states_amount(sentence, units) for share, sentence in shares if share >= best / 2
     )
     return {
+        "amount_mass": amount_mass / math.log1p(len(bm25)) if len(bm25) else 0.0,
+        "documents": len({p.doc_id for p in passages[:DOCUMENT_PASSAGES]}) / DOCUMENT_PASSAGES,
         "dense": dense_top,
         "lexical": lexical_scaled,
         "rare_coverage": coverage,
@@ -133,29 +175,39 @@ class LangModel:
 class AnswerableModel:
     models: dict[str, LangModel]
     source: str = ""
+    names: tuple[str, ...] = FEATURES  # the evidence it weighs, in coefficient order
 
     @classmethod
     def load(cls, path: Path) -> AnswerableModel:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            if tuple(data["features"]) != FEATURES:
-                raise ValueError(f"features {data['features']} are not {list(FEATURES)}")
+            names = tuple(data["features"])
+            unknown = [f for f in names if f not in EVIDENCE]
+            if unknown or not names:
+                raise ValueError(f"features {unknown or names} are not among {list(EVIDENCE)}")
             models = {
                 lang: LangModel(tuple(m["coefficients"]), m["intercept"], m["threshold"])
                 for lang, m in data["languages"].items()
             }
+            if "en" not in models:
+                raise ValueError("no English model (the one languages without their own use)")
+            for lang, m in models.items():
+                if len(m.coefficients) != len(names):
+                    raise ValueError(
+                        f"{lang}: {len(m.coefficients)} coefficients, {len(names)} features"
+                    )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(
                 f"{path}: not an answerability model ({exc}); refit it with `kb abstain fit` "
                 "or set retrieve.answerable_model to empty for the shipped one"
             ) from exc
-        return cls(models, str(path))
+        return cls(models, str(path), names)
 
     def probability(self, evidence: Mapping[str, float], lang: str) -> float:
         """P(the documents answer the question), by the model of its language (English's
         for a language without one)."""
         m = self.models.get(lang) or self.models["en"]
-        pairs = zip(m.coefficients, FEATURES, strict=True)
+        pairs = zip(m.coefficients, self.names, strict=True)
         z = m.intercept + sum(c * evidence[f] for c, f in pairs)
         return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
@@ -199,8 +251,9 @@ def fit_logistic(
     return [float(b) for b in beta[:-1]], float(beta[-1])
 
 
-def choose_threshold(probabilities: Sequence[float], answerable: Sequence[bool],
-                     max_refused: float) -> float:
+def choose_threshold(
+    probabilities: Sequence[float], answerable: Sequence[bool], max_refused: float
+) -> float:
     """The refusal threshold with the best accuracy among those refusing at most
     `max_refused` of the answerable questions (the lowest such threshold on ties).
 
@@ -222,16 +275,20 @@ def choose_threshold(probabilities: Sequence[float], answerable: Sequence[bool],
 
 
 def fit_language(
-    rows: Sequence[tuple[Mapping[str, float], bool]], max_refused: float, l2: float = 10.0
+    rows: Sequence[tuple[Mapping[str, float], bool]],
+    max_refused: float,
+    l2: float = 10.0,
+    names: Sequence[str] = FEATURES,
 ) -> LangModel:
     """One language's model from (evidence, answerable) pairs. Features are standardised for
     the fit (so one L2 penalty fits all) and the coefficients mapped back to raw evidence;
     every question weighs the same, so with few unanswerable examples the model leans towards
-    answering, and the threshold refuses at most `max_refused` of the answerable ones.
+    answering, and the threshold refuses at most `max_refused` of the answerable ones. `names`
+    are the evidence it weighs.
 
     fit_language([(e_good, True), (e_bad, False), ...], 0.0).threshold -> 0.41...
     """
-    x = np.array([[e[f] for f in FEATURES] for e, _ in rows], dtype=np.float64)
+    x = np.array([[e[f] for f in names] for e, _ in rows], dtype=np.float64)
     y = np.array([1.0 if a else 0.0 for _, a in rows])
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0  # a constant feature (dense, where it is off) gets no weight
@@ -245,9 +302,11 @@ def fit_language(
     )
 
 
-def model_json(models: Mapping[str, LangModel], note: str) -> dict[str, Any]:
+def model_json(
+    models: Mapping[str, LangModel], note: str, names: Sequence[str] = FEATURES
+) -> dict[str, Any]:
     return {
-        "features": list(FEATURES),
+        "features": list(names),
         "note": note,
         "languages": {
             lang: {

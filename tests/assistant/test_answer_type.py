@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer_type import DURATION, expected_units, states_amount
+from assistant.answer_type import DURATION, asked_units, expected_units, states_amount
 
 
 @pytest.mark.parametrize(
@@ -37,6 +37,22 @@ def test_questions_that_ask_for_an_amount(question: str, units: set[str]) -> Non
 )
 def test_questions_that_ask_for_no_amount(question: str) -> None:
     assert expected_units(question) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("question", "units"),
+    [
+        ("基本养老保险单位缴费比例是多少？", {"percent"}),
+        ("现在住房公积金贷款利率是多少？", {"percent"}),
+        ("What is the mileage reimbursement rate?", {"percent", "money"}),
+        ("婚假有几天？", {"day"}),  # as expected_units
+        ("Who sets the rate?", set()),  # names a rate, asks for none
+        ("年假可以结转吗？", set()),
+    ],
+)
+def test_the_answerability_model_also_hears_rates_asked_for(question: str, units: set[str]) -> None:
+    assert asked_units(question) == units
+    assert expected_units("基本养老保险单位缴费比例是多少？") == frozenset()  # ranking unchanged
 
 
 @pytest.mark.parametrize(

@@ -4,16 +4,19 @@ threshold, and the shipped coefficients file."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from assistant.answerable import (
+    EVIDENCE,
     FEATURES,
     SHIPPED,
     AnswerableModel,
     _near_spelling,
+    asks,
     choose_threshold,
     features,
     fit_language,
@@ -49,7 +52,46 @@ def test_evidence_of_an_answered_and_of_an_absent_question() -> None:
     assert absent["absent"] == pytest.approx(2 / 3)  # week, vpn, vendor ("how many" asks)
     assert absent["type_agrees"] == 0.0
     assert absent["rare_coverage"] == 0.0
-    assert set(absent) == set(FEATURES)
+    assert set(absent) == set(EVIDENCE) >= set(FEATURES)
+
+
+def test_amount_mass_counts_only_sentences_stating_the_asked_amount() -> None:
+    texts = [
+        "Parental leave is paid. Every employee gets 12 weeks of leave.",
+        "Parental leave lasts 12 weeks at full pay.",
+        "Laptops are replaced every three years.",
+    ]
+    idx = BM25Index.build((str(i), tokenize(t)) for i, t in enumerate(texts))
+    scale = math.log1p(len(texts))
+    mass = {t: idx.idf(t) or 0.0 for t in ("week", "parental", "leav")}
+
+    def evidence(question: str, rows: list[int]) -> dict[str, float]:
+        ps = [Passage(str(i), f"d{i}", "d.pdf", texts[i]) for i in rows]
+        return features(question, ps, idx, rows, 0.5, 1.0)
+
+    # one sentence holds "weeks", "parental" and "leave" and states weeks: the whole mass
+    whole = sum(mass.values())
+    assert evidence("How many weeks of parental leave?", [1])["amount_mass"] == pytest.approx(
+        whole / scale, rel=1e-5
+    )
+    # the first passage names parental leave in one sentence, weeks of leave in another
+    split = evidence("How many weeks of parental leave?", [0])["amount_mass"]
+    assert split == pytest.approx((mass["week"] + mass["leav"]) / scale, rel=1e-5)
+    # a question asking no amount counts the best sentence whatever it states
+    assert evidence("Is parental leave paid?", [0])["amount_mass"] > split
+    # nothing stating weeks among the passages: no mass at all
+    assert evidence("How many weeks of parental leave?", [2])["amount_mass"] == 0.0
+
+
+def test_documents_is_the_share_of_distinct_documents_in_the_top_five() -> None:
+    ps = [Passage(str(i), f"d{i % 2}", "d.pdf", TEXTS[i % 3]) for i in range(6)]
+    assert features("leave?", ps, index(), [0, 1, 2, 0, 1, 2], 0.5, 1.0)["documents"] == 0.4
+    assert features("leave?", ps[:1], index(), [0], 0.5, 1.0)["documents"] == 0.2
+
+
+def test_asking_words_are_not_what_is_asked_about() -> None:
+    assert asks("mani") and asks("几天") and asks("多少") and asks("有")
+    assert not asks("婚假") and not asks("week")
 
 
 def test_fit_matches_scikit_learn() -> None:
@@ -77,19 +119,26 @@ def test_threshold_keeps_refusals_of_answerable_questions_within_the_limit() -> 
 
 def test_a_fitted_model_separates_the_evidence_and_round_trips(tmp_path: Path) -> None:
     good = {"dense": 0.7, "lexical": 1.2, "rare_coverage": 1.0, "sentence_coverage": 0.9,
-            "absent": 0.0, "type_agrees": 1.0}
+            "absent": 0.0, "type_agrees": 1.0, "amount_mass": 1.4, "documents": 0.4}
     bad = {"dense": 0.3, "lexical": 0.3, "rare_coverage": 0.2, "sentence_coverage": 0.3,
-           "absent": 0.5, "type_agrees": 0.0}
+           "absent": 0.5, "type_agrees": 0.0, "amount_mass": 0.3, "documents": 1.0}
     rows = [(good, True)] * 10 + [(bad, False)] * 5
     model = fit_language(rows, max_refused=0.0)
-    assert model.coefficients[FEATURES.index("absent")] < 0  # missing terms speak against
-    assert model.coefficients[FEATURES.index("lexical")] > 0
+    assert model.coefficients[FEATURES.index("amount_mass")] > 0
+    assert model.coefficients[FEATURES.index("documents")] < 0  # scattered passages
     loaded = AnswerableModel({"en": model})
     assert not loaded.refuses(good, "en") and loaded.refuses(bad, "en")
     assert loaded.refuses(bad, "zh")  # no Chinese model: the English one decides
     path = tmp_path / "m.json"
     path.write_text(json.dumps(model_json({"en": model}, "test")), encoding="utf-8")
     assert AnswerableModel.load(path).models["en"] == model
+    # any of the measured evidence can be weighed instead
+    names = ("absent", "lexical")
+    other = fit_language(rows, max_refused=0.0, names=names)
+    assert other.coefficients[0] < 0 < other.coefficients[1]
+    path.write_text(json.dumps(model_json({"en": other}, "test", names)), encoding="utf-8")
+    reloaded = AnswerableModel.load(path)
+    assert reloaded.names == names and reloaded.refuses(bad, "en")
 
 
 def test_misspelt_words_are_not_absent() -> None:
@@ -105,7 +154,25 @@ def test_misspelt_words_are_not_absent() -> None:
 def test_shipped_model_loads_and_a_broken_file_says_what_to_do(tmp_path: Path) -> None:
     model = AnswerableModel.load(SHIPPED)
     assert set(model.models) == {"en", "zh"}
+    assert model.names == FEATURES
     broken = tmp_path / "m.json"
-    broken.write_text(json.dumps({"features": ["dense"], "languages": {}}))
-    with pytest.raises(ConfigError, match="kb abstain fit"):
-        AnswerableModel.load(broken)
+    one = {"coefficients": [1.0], "intercept": 0.0, "threshold": 0.5}
+    for bad in (
+        {"features": ["dense"], "languages": {}},  # no English model to fall back on
+        {"features": ["dense"], "languages": {"en": {"coefficients": [1.0]}}},  # no threshold
+        {"features": ["colour"], "languages": {"en": one}},  # evidence nobody measures
+        {"features": ["dense", "absent"], "languages": {"en": one}},  # one coefficient short
+    ):
+        broken.write_text(json.dumps(bad))
+        with pytest.raises(ConfigError, match="kb abstain fit"):
+            AnswerableModel.load(broken)
+
+
+def test_a_model_file_weighs_the_evidence_it_names(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    one = {"coefficients": [-8.0], "intercept": 4.0, "threshold": 0.5}
+    path.write_text(json.dumps({"features": ["absent"], "languages": {"en": one}}))
+    model = AnswerableModel.load(path)
+    assert model.names == ("absent",)
+    assert model.refuses({"absent": 1.0, "dense": 0.9}, "en")
+    assert not model.refuses({"absent": 0.0, "dense": 0.1}, "en")
