@@ -6,6 +6,11 @@ weeks"). Retrieval uses this as one more ranking of the lexical candidates: of t
 that share the question's words, the one stating such an amount comes first. A question that asks
 for no amount gets no ranking.
 
+Three kinds of amount are not a number with a unit: how often ("多久发一次", "how often" ->
+"每年", "monthly": `frequency`, which replaces the durations 多久 would otherwise ask for), a
+share ("按什么比例" -> "2%": `percent`), and how a sum is computed ("滞纳金怎么计算" -> "按日加收
+万分之五", "经济补偿怎么算" -> "二倍": `rate`; for a period, "期限怎么算", the durations).
+
     expected_units("公司每周至少要让员工休息几天？") -> frozenset({"day"})
     asked_units("住房公积金贷款利率是多少？") -> frozenset({"percent"})
     states_amount("用人单位应当保证劳动者每周至少休息一日。", frozenset({"day"})) -> True
@@ -30,6 +35,8 @@ UNITS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "percent": ((), ("percent",)),  # 百分之N and N% below
     "times": (("倍",), ()),
 }
+FREQUENCY = "frequency"
+RATE = "rate"
 DURATION = frozenset({"hour", "day", "week", "month", "year"})
 
 _CJK_DIGITS = "零〇一二两三四五六七八九十百千万"
@@ -52,10 +59,24 @@ def _unit_pattern(spellings: tuple[str, ...], english: bool) -> str:
 
 def _compile() -> tuple[dict[str, re.Pattern[str]], dict[str, re.Pattern[str]]]:
     """Per unit: the pattern of a question asking for it, and of a passage stating it."""
-    asks: dict[str, list[str]] = {"percent": [r"百分之几|百分之多少|多少%"]}
+    asks: dict[str, list[str]] = {
+        "percent": [r"百分之几|百分之多少|多少%|比例|百分比|\bwhat (?:percentage|percent|share)\b"]
+    }
     states: dict[str, list[str]] = {
         "money": [r"\$\s?\d"],
         "percent": [rf"\d\s?%|百分之[{_CJK_DIGITS}]"],
+        # 每年 / 每两个月 / monthly / once a year / every 6 months
+        FREQUENCY: [
+            rf"每[{_CJK_DIGITS}0-9]*个?(?:年|月|周|季度|季|天|日|星期)",
+            r"\b(?:annually|monthly|weekly|quarterly|yearly|daily|biweekly)\b",
+            r"\b(?:every|each|per|once a|twice a|once per)\s(?:\w+\s)?"
+            r"(?:year|month|week|day|quarter)s?\b",
+        ],
+        # 二倍 / 百分之一百五十 / 万分之五 / 20%
+        RATE: [
+            rf"\d\s?%|[百千万]分之[{_CJK_DIGITS}]|[0-9{_CJK_DIGITS}]+\s?倍",
+            r"\bpercent\b|\btimes\b",
+        ],
     }
     for unit, (zh, en) in UNITS.items():
         if zh:
@@ -88,6 +109,18 @@ _ASKS_AGE = re.compile(r"多大年[龄纪]|几岁|多少岁|\bhow old\b")
 _RATE = re.compile(r"比例|费率|利率|比率|税率|\bratio\b|\bpercentage\b")
 _RATE_EN = re.compile(r"\brates?\b")
 _ASKS_WHAT = re.compile(r"多少|几|\bwhat\b|\bhow\b")
+# How often: 多久…一次, 几个月一次, how often.
+_ASKS_FREQUENCY = re.compile(
+    r"(?:多久|多长时间|几个?(?:年|月|周|天|日|星期))[^，。？！,?!]{0,12}?一次"
+    r"|\bhow (?:often|frequently)\b"
+)
+# How a sum (or a period) is computed: 怎么算, 如何计算, how is … calculated.
+_ASKS_CALCULATION = re.compile(
+    r"怎么算|怎么计算|如何计算|怎样计算|如何算|计算方法"
+    r"|\bhow (?:is|are|do|does|will) [\w\s']{0,40}?(?:calculated|computed)\b"
+)
+# ...of a period, which is then stated as a duration (期限怎么算 -> 最长为十二个月).
+_PERIOD = re.compile(r"期限|假|时间|年限|工龄|天数|\b(?:leave|period|deadline)\b")
 
 
 def expected_units(question: str) -> frozenset[str]:
@@ -102,6 +135,10 @@ def expected_units(question: str) -> frozenset[str]:
         units |= DURATION | {"money", "percent"}
     if _ASKS_AGE.search(text):
         units.add("age")
+    if _ASKS_CALCULATION.search(text):
+        units |= DURATION if _PERIOD.search(text) else {RATE}
+    if _ASKS_FREQUENCY.search(text):
+        units = (units - DURATION) | {FREQUENCY}
     return frozenset(units)
 
 

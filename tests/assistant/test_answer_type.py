@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer_type import DURATION, asked_units, expected_units, states_amount
+from assistant.answer_type import (
+    DURATION,
+    FREQUENCY,
+    RATE,
+    asked_units,
+    expected_units,
+    states_amount,
+)
 
 
 @pytest.mark.parametrize(
@@ -20,6 +27,17 @@ from assistant.answer_type import DURATION, asked_units, expected_units, states_
         ("How soon after I get back do I have to file my travel voucher?", DURATION),
         ("How much annual leave do I earn each pay period?", DURATION | {"money", "percent"}),
         ("How much money is the stipend?", {"money"}),
+        # how often: a frequency, not the durations 多久 alone asks for
+        ("工资最少多长时间发一次？", {FREQUENCY}),
+        ("车间多久要做一次有害因素检测？", {FREQUENCY}),
+        ("How often must system owners review user access?", {FREQUENCY}),
+        # a share
+        ("失业保险费单位和职工分别按什么比例缴纳？", {"percent"}),
+        ("What percentage of my salary is paid?", {"percent"}),
+        # how a sum is computed: a rate; how a period is: a duration
+        ("单位欠缴社保费，滞纳金怎么计算？", {RATE}),
+        ("How is the severance payment calculated?", {RATE}),
+        ("失业金的领取期限怎么算？", DURATION),
     ],
 )
 def test_questions_that_ask_for_an_amount(question: str, units: set[str]) -> None:
@@ -52,7 +70,7 @@ def test_questions_that_ask_for_no_amount(question: str) -> None:
 )
 def test_the_answerability_model_also_hears_rates_asked_for(question: str, units: set[str]) -> None:
     assert asked_units(question) == units
-    assert expected_units("基本养老保险单位缴费比例是多少？") == frozenset()  # ranking unchanged
+    assert expected_units("现在住房公积金贷款利率是多少？") == frozenset()  # ranking unchanged
 
 
 @pytest.mark.parametrize(
@@ -69,6 +87,12 @@ def test_the_answerability_model_also_hears_rates_asked_for(question: str, units
         ("体检标准为每人 1500 元", "money"),
         ("工作满十年的，年休假十五天", "year"),
         ("支付不低于工资的百分之一百五十的工资报酬", "percent"),
+        ("工资至少每月支付一次", FREQUENCY),
+        ("至少每一个月进行一次检测", FREQUENCY),
+        ("Access is reviewed quarterly", FREQUENCY),
+        ("Owners review access once a year", FREQUENCY),
+        ("按日加收万分之五的滞纳金", RATE),
+        ("按经济补偿标准的二倍向劳动者支付赔偿金", RATE),
     ],
 )
 def test_passages_that_state_an_amount(text: str, unit: str) -> None:
@@ -84,6 +108,9 @@ def test_passages_that_state_an_amount(text: str, unit: str) -> None:
         ("劳动节，放假2天（5月1日、2日）", "hour"),  # days, not hours
         ("第三十八条用人单位应当保证劳动者每周休息", "week"),  # no number
         ("Annual leave accrues every pay period", "day"),
+        ("Annual leave accrues every pay period", FREQUENCY),  # no calendar unit
+        ("社会保险经办机构应当自收到申请之日起10个工作日内办理完毕", FREQUENCY),
+        ("按照国家规定的比例缴纳", RATE),  # no number
     ],
 )
 def test_passages_that_state_no_such_amount(text: str, unit: str) -> None:
