@@ -96,3 +96,33 @@ def weights_for_lang(
     if dense_weight_by_lang and lang in dense_weight_by_lang:
         dense = dense_weight_by_lang[lang]
     return {DENSE: dense, LEXICAL: lexical_weight}
+
+
+def score_fuse(
+    scores: Mapping[str, Mapping[str, float]], weights: Mapping[str, float] | None = None
+) -> list[str]:
+    """The union of the retrievers' candidates (name -> {id: score}), best first, by the
+    weighted sum of each retriever's scores standardised over that union (mean 0, spread 1), so
+    a BM25 score and a cosine similarity add up on one scale and a clear winner on one side
+    counts more than a rank. A candidate a retriever did not score gets that retriever's
+    lowest score; a retriever whose scores are all equal adds nothing. Ties keep the order of
+    first appearance (the first retriever's candidates first).
+
+    score_fuse({"lexical": {"a": 9.0, "b": 1.0, "c": 5.0}, "dense": {"b": 0.9, "d": 0.5}})
+        -> ["b", "a", "c", "d"]
+    """
+    ids = list(dict.fromkeys(cid for ranked in scores.values() for cid in ranked))
+    total = dict.fromkeys(ids, 0.0)
+    for name, ranked in scores.items():
+        w = 1.0 if weights is None else float(weights.get(name, 1.0))
+        if w <= 0 or not ranked:
+            continue
+        floor = min(ranked.values())
+        values = [ranked.get(cid, floor) for cid in ids]
+        mean = sum(values) / len(values)
+        spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        if spread > 0:
+            for cid, v in zip(ids, values, strict=True):
+                total[cid] += w * (v - mean) / spread
+    order = {cid: i for i, cid in enumerate(ids)}
+    return sorted(ids, key=lambda c: (-round(total[c], 12), order[c]))

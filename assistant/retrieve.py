@@ -26,9 +26,10 @@ import numpy.typing as npt
 from assistant.answer_type import expected_units, states_amount
 from assistant.answerable import features
 from assistant.feedback import feedback_terms
-from assistant.fuse import DENSE, LEXICAL, rrf, tied_ranks, weights_for_lang
+from assistant.fuse import DENSE, LEXICAL, rrf, score_fuse, tied_ranks, weights_for_lang
 from assistant.lexical import BM25Index, TitleIndex, load_synonyms, tokenize_query
 from core.config import Settings
+from core.errors import ConfigError
 from core.ports import Reranker
 from core.text import detect_lang
 from core.types import DocRecord, Passage
@@ -55,6 +56,9 @@ AMOUNT = "amount"
 FEEDBACK = "feedback"
 FEEDBACK_PASSAGES = 3
 FEEDBACK_TERMS = 8
+# How the lexical and dense candidates are combined (retrieve.fusion): by their ranks, each an
+# RRF input, or by their standardised scores into one ranking (`_score_fused`).
+FUSIONS = ("rrf", "score")
 
 
 @dataclass
@@ -202,6 +206,23 @@ def _by_title(
     return {cid: doc_rank[doc] for cid, doc in doc_of.items() if doc in doc_rank}
 
 
+def _score_fused(
+    snap: Snapshot,
+    query_tokens: Sequence[str],
+    lexical: Sequence[tuple[str, float]],
+    dense: Sequence[tuple[str, float]],
+    weights: dict[str, float],
+) -> list[str]:
+    """The lexical and dense candidates as one ranking, by their weighted z-scores
+    (`fuse.score_fuse`). Dense-only candidates get their BM25 score looked up; lexical-only
+    ones the lowest similarity the dense side returned (they ranked below it)."""
+    bm25 = dict(lexical)
+    extra = [c for c, _ in dense if c not in bm25]
+    scored = snap.bm25.scores_at(query_tokens, [snap.row_of[c] for c in extra])
+    bm25.update(zip(extra, (float(x) for x in scored), strict=True))
+    return score_fuse({LEXICAL: bm25, DENSE: dict(dense)}, weights)
+
+
 def _by_amount(snap: Snapshot, question: str, lexical: Sequence[tuple[str, float]]) -> list[str]:
     """The lexical candidates that state an amount in a unit the question asks for, in
     lexical order; none when it asks for no amount."""
@@ -218,6 +239,10 @@ class Retriever:
         self.reranker = reranker
         table = settings.retrieve.synonyms
         self.synonyms = load_synonyms(str(settings.base_dir / table) if table else "")
+        if settings.retrieve.fusion not in FUSIONS:
+            raise ConfigError(
+                f"retrieve.fusion = {settings.retrieve.fusion!r}: use one of {', '.join(FUSIONS)}"
+            )
         self._snapshot: Snapshot | None = None
         self._building = threading.Lock()
         self._seen_writes = -1
@@ -337,8 +362,13 @@ class Retriever:
             extra = feedback_terms(query_tokens, texts, snap.bm25.idf, FEEDBACK_TERMS)
             expanded = [*query_tokens, *extra]
             by_feedback = [c for c, _ in snap.bm25.search(expanded, cfg.candidates, allowed)]
+        by_lexical = [c for c, _ in lexical]
+        if cfg.fusion == "score" and dense and weights[DENSE] > 0:
+            # one ranking in place of two, weighing in RRF what the two did
+            by_lexical = _score_fused(snap, query_tokens, lexical, dense, weights)
+            weights[LEXICAL], weights[DENSE] = weights[LEXICAL] + weights[DENSE], 0.0
         rankings: dict[str, list[str] | dict[str, int]] = {
-            LEXICAL: [c for c, _ in lexical],
+            LEXICAL: by_lexical,
             DENSE: [c for c, _ in dense],
             COVERAGE: by_coverage,
             TITLE: _by_title(snap, question, lexical),

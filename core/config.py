@@ -187,6 +187,10 @@ class RetrieveSettings:
     refresh_s: float = field(
         default=1.0, metadata=_doc("app: seconds between checks for new ledger generations")
     )
+    # --- issue 10, second pass: ranking
+    fusion: str = field(
+        default="score", metadata=_doc("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
+    )
 
 
 @dataclass(frozen=True)

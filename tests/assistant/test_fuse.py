@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.fuse import rrf, tied_ranks, weights_for_lang
+from assistant.fuse import rrf, score_fuse, tied_ranks, weights_for_lang
 
 
 def test_scores_are_weighted_reciprocal_ranks() -> None:
@@ -70,3 +70,29 @@ def test_a_named_document_lifts_its_passage_over_a_near_tie() -> None:
 def test_tied_ranks_are_dense_and_highest_first() -> None:
     assert tied_ranks({"a": 5, "b": 3, "c": 5}) == {"a": 1, "c": 1, "b": 2}
     assert tied_ranks({}) == {}
+
+
+def test_score_fusion_lets_a_clear_winner_on_one_side_beat_a_narrow_lead() -> None:
+    lexical = {"a": 10.0, "b": 9.5, "c": 2.0, "d": 1.5}  # a leads b by a hair
+    dense = {"a": 0.32, "b": 0.80, "c": 0.31, "d": 0.29}  # b far ahead
+    assert score_fuse({"lexical": lexical, "dense": dense})[0] == "b"
+    # rank fusion calls it a tie, broken by the lexical rank
+    ranks = {
+        name: sorted(s, key=lambda c: -s[c]) for name, s in (("lexical", lexical), ("dense", dense))
+    }
+    assert rrf(ranks)[0][0] == "a"
+
+
+def test_score_fusion_gives_an_unscored_candidate_the_lowest_score() -> None:
+    fused = score_fuse({"lexical": {"a": 3.0, "b": 1.0}, "dense": {"c": 0.9, "a": 0.1}})
+    # c scores lexical's lowest (1.0, b's), b dense's lowest (0.1, a's): b is last on both
+    # sides; a and c each lead one side by as much and tie, in order of first appearance
+    assert fused == ["a", "c", "b"]
+
+
+def test_score_fusion_weight_zero_or_constant_scores_add_nothing() -> None:
+    lexical = {"a": 1.0, "b": 3.0, "c": 2.0}
+    assert score_fuse({"lexical": lexical, "dense": {"a": 0.9}}, {"dense": 0.0}) == ["b", "c", "a"]
+    flat = {"a": 0.5, "b": 0.5, "c": 0.5}
+    assert score_fuse({"lexical": lexical, "dense": flat}) == ["b", "c", "a"]
+    assert score_fuse({}) == []

@@ -184,3 +184,16 @@ def test_coverage_of_given_rows_is_the_full_coverage_at_those_rows() -> None:
         full = index.coverage(terms)
         for rows in ([0], [6, 0, 3], list(range(len(CORPUS))), []):
             assert index.coverage(terms, rows).tolist() == full[rows].tolist()
+
+
+def test_scores_of_given_rows_are_the_full_scores_at_those_rows() -> None:
+    index = BM25Index.build((f"c{i}", tokenize(t)) for i, t in enumerate(CORPUS))
+    for question in ("年休假几天？", "carry over annual leave hours", "产假 工作时间", "nothing"):
+        terms = tokenize_query(question)
+        full = index.scores(terms)
+        for rows in ([0], [6, 0, 3], list(range(len(CORPUS))), []):
+            assert index.scores_at(terms, rows).tolist() == full[rows].tolist()
+    # a term repeated in the query counts each time, as in `scores`
+    assert index.scores_at(["年休假", "年休假"], [0]).tolist() == (
+        index.scores(["年休假", "年休假"])[[0]].tolist()
+    )
