@@ -162,7 +162,7 @@ class RetrieveSettings:
     dense_weight: float = field(default=1.0, metadata=_doc("RRF weight of the dense ranks"))
     lexical_weight: float = field(default=1.0, metadata=_doc("RRF weight of the BM25 ranks"))
     coverage_weight: float = field(default=1.0, metadata=_doc("RRF weight, term coverage"))
-    coverage_weight_en: float = field(default=0.5, metadata=_doc("the same, English questions"))
+    coverage_weight_en: float = field(default=0.0, metadata=_doc("the same, English questions"))
     title_weight: float = field(
         default=0.3, metadata=_doc("RRF weight, passages of a document the question names")
     )
