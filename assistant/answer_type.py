@@ -69,6 +69,7 @@ def _compile() -> tuple[dict[str, re.Pattern[str]], dict[str, re.Pattern[str]]]:
         FREQUENCY: [
             rf"每[{_CJK_DIGITS}0-9]*个?(?:年|月|周|季度|季|天|日|星期)",
             r"\b(?:annually|monthly|weekly|quarterly|yearly|daily|biweekly)\b",
+            r"\b(?:annual|monthly|weekly|quarterly|yearly|daily) basis\b",
             r"\b(?:every|each|per|once a|twice a|once per)\s(?:\w+\s)?"
             r"(?:year|month|week|day|quarter)s?\b",
         ],

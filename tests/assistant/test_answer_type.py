@@ -91,6 +91,7 @@ def test_the_answerability_model_also_hears_rates_asked_for(question: str, units
         ("至少每一个月进行一次检测", FREQUENCY),
         ("Access is reviewed quarterly", FREQUENCY),
         ("Owners review access once a year", FREQUENCY),
+        ("Owners should perform access reviews on an annual basis", FREQUENCY),
         ("按日加收万分之五的滞纳金", RATE),
         ("按经济补偿标准的二倍向劳动者支付赔偿金", RATE),
     ],
