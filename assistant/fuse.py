@@ -9,6 +9,10 @@ A ranking is either a list of ids, best first, or a mapping `id -> rank` where i
 rank (all passages of a document the question names rank first together); `tied_ranks` builds
 one from scores.
 
+Two retrievers that give comparable scores (BM25, cosine similarity) can instead be combined
+by those scores before RRF: `score_fuse` adds each one's z-scores over their candidates, so a
+clear lead on one side outweighs a narrow one on the other (retrieve.fusion = "score").
+
     rrf({"lexical": ["a", "b"], "dense": ["b", "a"]}, k=60) -> [("a", 0.0325...), ("b", 0.0325...)]
 """
 

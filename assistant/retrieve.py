@@ -1,4 +1,6 @@
-"""Hybrid retrieval with access control: dense (Chroma) + lexical (BM25), fused by RRF.
+"""Hybrid retrieval with access control: dense (Chroma) + lexical (BM25), combined by their
+standardised scores (`retrieve.fusion`), then fused by RRF with the coverage, title and amount
+rankings.
 
 Access control and liveness are one boolean mask over the live chunks (the ledger's `chunks`
 table), built per set of groups and cached per ledger generation. Both retrievers apply it
