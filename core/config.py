@@ -174,7 +174,7 @@ class RetrieveSettings:
     )
     rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
     hit_share: float = field(
-        default=0.6, metadata=_doc("share of the passage budget for hits before neighbours")
+        default=0.9, metadata=_doc("share of the passage budget for hits before neighbours")
     )
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
     synonyms: str = field(
