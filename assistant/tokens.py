@@ -11,6 +11,10 @@ asks the server's own `/tokenize`.
 
 Counts of pieces do not add up exactly to the count of their concatenation (merges cross the
 seams): pack with `count`/`count_many`, then check the whole prompt with `count_messages`.
+Where the tokenizer provably does add up at a seam (`seam_additive`: GPT-2's byte-level BPE
+never merges across a non-space character followed by a space), the local counter counts a
+long text as the sum of its paragraphs' cached counts, exactly: a packed block or a prompt
+whose passages were counted before costs a few dictionary look-ups, not a tokenization.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +37,53 @@ from core.ports import TokenCounter
 from core.types import Message
 
 logger = logging.getLogger(__name__)
+
+# Where a long text is cut into separately counted pieces: before a paragraph break that follows
+# a non-space character, and after a passage number "\n\n[12]" (before its space). Each cut is
+# a non-space character followed by a space one (Python's \S is narrower than any regex
+# engine's non-space: str.isspace covers every Unicode White_Space character).
+_SEAM = re.compile(r"\S(?=\n\n)|\n\n\[\d{1,4}\](?= )")
+SPLIT_MIN_CHARS = 256  # shorter texts are tokenized whole
+
+
+def split_at_seams(text: str) -> list[str]:
+    """`text` cut where a seam-additive tokenizer's count adds up (see `_SEAM`).
+
+    split_at_seams("甲。\n\n[2] 乙") -> ["甲。", "\n\n[2]", " 乙"]
+    """
+    pieces, start = [], 0
+    for match in _SEAM.finditer(text):
+        if match.end() > start:
+            pieces.append(text[start : match.end()])
+            start = match.end()
+    pieces.append(text[start:])
+    return [p for p in pieces if p]
+
+
+def seam_additive(backend: Any) -> bool:
+    """Whether a `tokenizers.Tokenizer` counts a text cut between a non-space and a space
+    character as the sum of its two sides: no normalizer, GPT-2's byte-level pre-tokenizer
+    (its regex never lets a piece run from a non-space into a space character) without a
+    prefix space, a BPE without dropout, and added tokens that contain no space and strip
+    nothing around them. Qwen's split regex (punctuation keeps the line breaks after it) or
+    SentencePiece models are not: they are counted whole."""
+    try:
+        from tokenizers import models, pre_tokenizers
+
+        pre = backend.pre_tokenizer
+        if backend.normalizer is not None or not isinstance(pre, pre_tokenizers.ByteLevel):
+            return False
+        if not pre.use_regex or pre.add_prefix_space:
+            return False
+        model = backend.model
+        if not isinstance(model, models.BPE) or model.dropout:
+            return False
+        return all(
+            not (a.lstrip or a.rstrip or a.single_word) and not any(c.isspace() for c in a.content)
+            for a in backend.get_added_tokens_decoder().values()
+        )
+    except (ImportError, AttributeError):  # another tokenizers version: count whole
+        return False
 
 def local_model_dir(model: str, base_dir: Path) -> Path | None:
     """The folder with `model`'s files: a local path (relative ones start at `base_dir`) or a
@@ -79,7 +131,9 @@ class LocalTokenCounter:
         )
         backend = getattr(self._tokenizer, "backend_tokenizer", None)
         self._backend: Any = backend if getattr(self._tokenizer, "is_fast", False) else None
+        self.additive = self._backend is not None and seam_additive(self._backend)
         self._count_cached = lru_cache(maxsize=65536)(self._count)
+        self._count_piece = lru_cache(maxsize=65536)(self._encode)
 
     def count(self, text: str) -> int:
         return self._count_cached(text)
@@ -101,6 +155,11 @@ class LocalTokenCounter:
         return str(rendered)
 
     def _count(self, text: str) -> int:
+        if self.additive and len(text) >= SPLIT_MIN_CHARS:
+            return sum(map(self._count_piece, split_at_seams(text)))
+        return self._encode(text)
+
+    def _encode(self, text: str) -> int:
         if self._backend is not None:
             return len(self._backend.encode(text, add_special_tokens=False).ids)
         return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
