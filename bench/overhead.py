@@ -11,8 +11,8 @@ question to the moment the client sends), and the first token. The model talks n
 each answer is stopped after its first token (the pipeline before it is what is measured).
 
 Baseline in the same run, question by question in turn with kb: the same pipeline with the
-packing and question embedding of main before issue 12 (the whole block counted after every
-passage; questions embedded by sentence-transformers on torch).
+packing, counting and question embedding of main before issue 12 (the whole block counted
+after every passage, every text tokenized whole; questions embedded by the passage embedder).
 
     .venv/bin/python bench/overhead.py            # 60 questions
     .venv/bin/python bench/overhead.py --quick    # 20
@@ -99,7 +99,9 @@ class Variant:
             store = Store(settings, store.ledger, store.vectors, store._source)
         self.old = old
         self.store = store
-        self.counter = TimedCounter(LocalTokenCounter(model_dir, trust_remote_code=True))
+        counter = LocalTokenCounter(model_dir, trust_remote_code=True)
+        counter.additive = not old  # main counted every text whole
+        self.counter = TimedCounter(counter)
         llm = LlmClient.from_settings(settings.llm, self.counter)  # type: ignore[arg-type]
         self.client = TimedClient(llm)
         self.assistant = Assistant(store, self.client, self.counter)  # type: ignore[arg-type]
