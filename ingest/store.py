@@ -23,6 +23,7 @@ from core.config import Settings
 from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
 from ingest.bert_numpy import open_question_encoder
+from ingest.deferred import DeferredVectorIndex
 from ingest.embed import CachedEmbedder, open_embedder
 from ingest.ledger import Ledger
 from ingest.lock import write_lock
@@ -132,14 +133,20 @@ def embed_cache_path(settings: Settings) -> Path:
     return Path(cache).expanduser() if cache else settings.store_path() / "embed_cache.sqlite"
 
 
-def open_store(settings: Settings) -> Store:
+def open_store(settings: Settings, *, vectors_in_background: bool = False) -> Store:
     """The real parts: the SQLite ledger, Chroma (embedded or a server, `store.mode`) and the
-    configured embedder with its cache."""
+    configured embedder with its cache. `vectors_in_background` opens Chroma in a thread
+    (`ingest/deferred.py`): a query process starts while it imports."""
     cache_path = embed_cache_path(settings)
+    vectors: VectorIndex = (
+        DeferredVectorIndex(lambda: open_vector_index(settings))
+        if vectors_in_background
+        else open_vector_index(settings)
+    )
     return Store(
         settings,
         open_ledger(settings),
-        open_vector_index(settings),
+        vectors,
         lambda: open_embedder(settings.embed, cache_path),
         lambda: open_question_encoder(settings.embed),
     )
