@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from assistant.llm import endpoint_url
+from assistant.llm import endpoint_url, tls_context
 from core.config import LlmSettings
 from core.errors import GenerationError, GenerationUnavailable
 from core.ports import TokenCounter
@@ -176,7 +176,7 @@ class RemoteTokenCounter:
         self.url = url.rstrip("/")
         self.tokenize_url = self.url.removesuffix("/v1") + "/tokenize"
         self.served_name = served_name
-        self._http = http or httpx.Client(timeout=timeout_s)
+        self._http = http or httpx.Client(timeout=timeout_s, verify=tls_context())
         self._cache: dict[str, int] = {}
 
     def count(self, text: str) -> int:

@@ -21,11 +21,11 @@ from core.ports import Generator
 from ingest.embed import torch_device
 from ingest.store import Store, open_ledger, open_store
 from ui.conversations import Conversations
-from ui.metrics import Metrics
 from ui.users import Users
 
 if TYPE_CHECKING:
     from assistant.answer import Assistant
+    from ui.metrics import Metrics
 
 
 @dataclass
@@ -36,9 +36,19 @@ class Services:
     store: Store
     assistant: Assistant
     users: Users
-    metrics: Metrics = field(default_factory=Metrics)
     # Run first by close(): stops background threads (the app's snapshot refresher).
     on_close: list[Callable[[], None]] = field(default_factory=list)
+    _metrics: Metrics | None = field(default=None, repr=False)
+
+    @property
+    def metrics(self) -> Metrics:
+        """The app's counters, made on first use (prometheus_client is ~0.1 s of a command's
+        start that never serves them)."""
+        if self._metrics is None:
+            from ui.metrics import Metrics
+
+            self._metrics = Metrics()
+        return self._metrics
 
     def close(self) -> None:
         for stop in self.on_close:
@@ -82,7 +92,9 @@ def open_assistant(store: Store) -> Assistant:
 
 
 def open_services(settings: Settings) -> Services:
-    store = open_store(settings)
+    """The store (Chroma opening in the background: `ingest/deferred.py`), the assistant and
+    the accounts of one process."""
+    store = open_store(settings, vectors_in_background=True)
     try:
         assistant = open_assistant(store)
     except BaseException:

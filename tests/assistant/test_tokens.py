@@ -78,8 +78,10 @@ def test_split_at_seams_cuts_between_a_non_space_and_a_space() -> None:
     text = "[1] 《甲》 p.1\n年假5天。\n\n[2] 《乙》\nsick leave.\n\n\n[13] x  \n\ny"
     pieces = split_at_seams(text)
     assert "".join(pieces) == text
-    assert pieces[:4] == ["[1] 《甲》 p.1\n年假5天。", "\n\n[2]", " 《乙》\nsick leave.", "\n\n\n[13]"]
-    for left, right in zip(pieces, pieces[1:]):
+    assert pieces[:4] == [
+        "[1] 《甲》 p.1\n年假5天。", "\n\n[2]", " 《乙》\nsick leave.", "\n\n\n[13]"
+    ]
+    for left, right in zip(pieces, pieces[1:], strict=False):
         assert not left[-1].isspace() and right[0].isspace()
 
 
@@ -93,7 +95,8 @@ def test_a_long_text_counts_as_tokenizing_it_whole(counter: LocalTokenCounter, t
 
 def test_a_real_prompt_counts_as_tokenizing_it_whole(counter: LocalTokenCounter) -> None:
     block = "\n\n".join(
-        f"[{n}] 《员工手册》 p.{n}\n{LONG_ZH[: 40 * n]}\n\n{LONG_EN[: 50 * n]}" for n in range(1, 12)
+        f"[{n}] 《员工手册》 p.{n}\n{LONG_ZH[: 40 * n]}\n\n{LONG_EN[: 50 * n]}"
+        for n in range(1, 12)
     )
     messages = [{"role": "system", "content": "只根据资料回答。"},
                 {"role": "user", "content": f"资料：\n{block}\n\n问题：年假几天？"}]

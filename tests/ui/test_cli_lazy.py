@@ -1,5 +1,5 @@
 """`kb` loads a command's module only when that command runs, and `kb ask` needs neither torch
-nor the ingest parsers (the cold start of issue 12)."""
+nor the ingest parsers nor the app's metrics (the cold start of issue 12)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ try:
 except SystemExit as exit:
     assert not exit.code, exit.code
 loaded = [m for m in ("torch", "transformers", "sentence_transformers", "ingest.parse",
-                      "ingest.pipeline", "gradio") if m in sys.modules]
+                      "ingest.pipeline", "gradio", "prometheus_client") if m in sys.modules]
 print("LOADED:" + ",".join(loaded))
 """
 
