@@ -38,18 +38,19 @@ from core.types import Message
 
 logger = logging.getLogger(__name__)
 
-# Where a long text is cut into separately counted pieces: before a paragraph break that follows
-# a non-space character, and after a passage number "\n\n[12]" (before its space). Each cut is
-# a non-space character followed by a space one (Python's \S is narrower than any regex
-# engine's non-space: str.isspace covers every Unicode White_Space character).
-_SEAM = re.compile(r"\S(?=\n\n)|\n\n\[\d{1,4}\](?= )")
+# Where a long text is cut into separately counted pieces: before a line break that follows a
+# non-space character (lines: a passage cut at a sentence end shares all but its last line with
+# the whole passage), and after a passage number "\n\n[12]" (before its space). Each cut is a
+# non-space character followed by a space one (Python's \S is narrower than any regex engine's
+# non-space: str.isspace covers every Unicode White_Space character).
+_SEAM = re.compile(r"\S(?=\n)|\n\n\[\d{1,4}\](?= )")
 SPLIT_MIN_CHARS = 256  # shorter texts are tokenized whole
 
 
 def split_at_seams(text: str) -> list[str]:
     """`text` cut where a seam-additive tokenizer's count adds up (see `_SEAM`).
 
-    split_at_seams("甲。\n\n[2] 乙") -> ["甲。", "\n\n[2]", " 乙"]
+    split_at_seams("甲。\n\n[2] 乙\n丙") -> ["甲。", "\n\n[2]", " 乙", "\n丙"]
     """
     pieces, start = [], 0
     for match in _SEAM.finditer(text):

@@ -78,8 +78,8 @@ def test_split_at_seams_cuts_between_a_non_space_and_a_space() -> None:
     text = "[1] 《甲》 p.1\n年假5天。\n\n[2] 《乙》\nsick leave.\n\n\n[13] x  \n\ny"
     pieces = split_at_seams(text)
     assert "".join(pieces) == text
-    assert pieces[:4] == [
-        "[1] 《甲》 p.1\n年假5天。", "\n\n[2]", " 《乙》\nsick leave.", "\n\n\n[13]"
+    assert pieces[:6] == [
+        "[1] 《甲》 p.1", "\n年假5天。", "\n\n[2]", " 《乙》", "\nsick leave.", "\n\n\n[13]"
     ]
     for left, right in zip(pieces, pieces[1:], strict=False):
         assert not left[-1].isspace() and right[0].isspace()
