@@ -100,6 +100,11 @@ class Store:
             return embedder.embed_uncached(texts)
         return embedder.embed_batch(texts)
 
+    def use_question_encoder(self, encoder: Embedder) -> None:
+        """Embed questions with `encoder` from now on: a faster one that a long-running process
+        loaded after its start (`ui.wiring.warm_questions`)."""
+        self._question_encoder, self._questions = encoder, None
+
     def embedded(self) -> int:
         """Texts the embedder has computed (cache misses) since it was made."""
         if isinstance(self._embedder, CachedEmbedder):

@@ -11,6 +11,7 @@ ledger, a Chroma client, an embedder, a model client or a token counter.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -91,10 +92,30 @@ def open_assistant(store: Store) -> Assistant:
     return Assistant(store, generator, counter, reranker)
 
 
-def open_services(settings: Settings) -> Services:
+def warm_questions(store: Store) -> threading.Thread:
+    """Load the OpenVINO question encoder (`ingest/question_openvino.py`: ~4x faster per
+    question than numpy, slower to load) in a background thread; the store's questions switch
+    to it once it is loaded, and stay on numpy where there is no export to load."""
+
+    def load() -> None:
+        from ingest.question_openvino import open_openvino_question_encoder
+
+        encoder = open_openvino_question_encoder(store.settings.embed)
+        if encoder is not None:
+            store.use_question_encoder(encoder)
+
+    thread = threading.Thread(target=load, name="question-encoder", daemon=True)
+    thread.start()
+    return thread
+
+
+def open_services(settings: Settings, *, warm: bool = False) -> Services:
     """The store (Chroma opening in the background: `ingest/deferred.py`), the assistant and
-    the accounts of one process."""
+    the accounts of one process. `warm` (a long-running process: the app) also loads the
+    faster question encoder in the background (`warm_questions`)."""
     store = open_store(settings, vectors_in_background=True)
+    if warm:
+        warm_questions(store)
     try:
         assistant = open_assistant(store)
     except BaseException:
