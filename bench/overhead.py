@@ -77,13 +77,16 @@ class TimedCounter:
 class TimedClient:
     """The real client; notes when `stream()` is called and when the request goes out."""
 
-    def __init__(self, inner: LlmClient) -> None:
+    def __init__(self, inner: LlmClient, counts_prompt: bool = False) -> None:
         self.inner = inner
+        self.counts_prompt = counts_prompt
         self.called = 0.0
         self.sent = 0.0
 
     def stream(self, messages: Sequence[Message], **kwargs: Any) -> Any:
         self.called = time.perf_counter()
+        if self.counts_prompt:  # main counted every prompt before sending it
+            kwargs.pop("prompt_bound", None)
         stream = self.inner.stream(messages, **kwargs)  # the budget check happens here
         self.sent = time.perf_counter()  # the request itself goes out on the first next()
         return stream
@@ -107,7 +110,7 @@ class Variant:
         counter.additive = not old  # main counted every text whole
         self.counter = TimedCounter(counter)
         llm = LlmClient.from_settings(settings.llm, self.counter)  # type: ignore[arg-type]
-        self.client = TimedClient(llm)
+        self.client = TimedClient(llm, counts_prompt=old)
         self.assistant = Assistant(store, self.client, self.counter)  # type: ignore[arg-type]
         retrieve = self.assistant.retriever.retrieve
         self.retrieved = 0.0
