@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 # non-space: str.isspace covers every Unicode White_Space character).
 _SEAM = re.compile(r"\S(?=\n)|\n\n\[\d{1,4}\](?= )")
 SPLIT_MIN_CHARS = 256  # shorter texts are tokenized whole
+PIECES_KEPT = 200_000  # counted pieces (lines) remembered; all forgotten when more come
 
 
 def split_at_seams(text: str) -> list[str]:
@@ -134,7 +135,7 @@ class LocalTokenCounter:
         self._backend: Any = backend if getattr(self._tokenizer, "is_fast", False) else None
         self.additive = self._backend is not None and seam_additive(self._backend)
         self._count_cached = lru_cache(maxsize=65536)(self._count)
-        self._count_piece = lru_cache(maxsize=65536)(self._encode)
+        self._pieces: dict[str, int] = {}  # piece -> tokens, emptied when PIECES_KEPT is passed
 
     def count(self, text: str) -> int:
         return self._count_cached(text)
@@ -157,7 +158,16 @@ class LocalTokenCounter:
 
     def _count(self, text: str) -> int:
         if self.additive and len(text) >= SPLIT_MIN_CHARS:
-            return sum(map(self._count_piece, split_at_seams(text)))
+            pieces = split_at_seams(text)
+            known = self._pieces
+            new = [p for p in dict.fromkeys(pieces) if p not in known]
+            if new:  # one call for the pieces not seen before (a new passage: its lines)
+                if len(known) + len(new) > PIECES_KEPT:
+                    known.clear()
+                    new = list(dict.fromkeys(pieces))
+                encodings = self._backend.encode_batch(new, add_special_tokens=False)
+                known.update(zip(new, (len(e.ids) for e in encodings), strict=True))
+            return sum(known[p] for p in pieces)
         return self._encode(text)
 
     def _encode(self, text: str) -> int:

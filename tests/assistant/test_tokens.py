@@ -93,6 +93,19 @@ def test_a_long_text_counts_as_tokenizing_it_whole(counter: LocalTokenCounter, t
     assert counter.count(text) == whole
 
 
+def test_counts_stay_exact_when_the_remembered_pieces_are_forgotten(
+    monkeypatch: pytest.MonkeyPatch, counter: LocalTokenCounter
+) -> None:
+    import assistant.tokens as tokens
+
+    monkeypatch.setattr(tokens, "PIECES_KEPT", 4)
+    backend = counter._tokenizer.backend_tokenizer
+    for n in range(1, 6):
+        text = "\n".join(f"第{n}章 第{i}行：年假{i}天。 line {i}" for i in range(n * 3)) + "x" * 300
+        assert counter.count(text) == len(backend.encode(text, add_special_tokens=False).ids)
+        assert len(counter._pieces) <= max(4, len(set(tokens.split_at_seams(text))))
+
+
 def test_a_real_prompt_counts_as_tokenizing_it_whole(counter: LocalTokenCounter) -> None:
     block = "\n\n".join(
         f"[{n}] 《员工手册》 p.{n}\n{LONG_ZH[: 40 * n]}\n\n{LONG_EN[: 50 * n]}"
