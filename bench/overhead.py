@@ -5,7 +5,7 @@ Serves the tiny random ERNIE (`.cache/test-model`, built when missing) with `kb 
 command on the vLLM CPU build, ingests the sample documents into a store kept in
 /tmp/kb-bench-samples, and asks the sample and public questions through the real
 `Assistant` (its `LlmClient`, the test model's tokenizer counting; questions embedded as the
-app embeds them, on the OpenVINO export once `warm_questions` loaded it). Per question it records:
+app embeds them, on the OpenVINO export once `warm_up` loaded it). Per question it records:
 retrieve, pack (budget planning, filling the window, the prompt; `counting` is the part of it
 spent in the token counter), the client's budget check, "before request" (all of it: from the
 question to the moment the client sends), and the first token. The model talks nonsense, so
@@ -47,7 +47,7 @@ from bench.common import SAMPLE_STORE, ensure_sample_store, free_port, questions
 from core.types import Answer, Message  # noqa: E402
 from ingest.store import Store, open_store  # noqa: E402
 from ui.cli_common import offline_environment  # noqa: E402
-from ui.wiring import warm_questions  # noqa: E402
+from ui.wiring import warm_up  # noqa: E402
 
 
 class TimedCounter:
@@ -103,7 +103,7 @@ class Variant:
         if old:  # main before issue 12: questions through the passage embedder
             store = Store(settings, store.ledger, store.vectors, store._source)
         else:  # as the app: questions on the OpenVINO export once it is loaded
-            warm_questions(store).join()
+            warm_up(store).join()
         self.old = old
         self.store = store
         counter = LocalTokenCounter(model_dir, trust_remote_code=True)

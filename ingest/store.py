@@ -23,8 +23,8 @@ from core.config import Settings
 from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
 from ingest.bert_numpy import open_question_encoder
-from ingest.deferred import DeferredVectorIndex
 from ingest.embed import CachedEmbedder, open_embedder
+from ingest.lazy_vectors import LazyVectorIndex
 from ingest.ledger import Ledger
 from ingest.lock import write_lock
 from ingest.vectors import open_vector_index
@@ -102,7 +102,7 @@ class Store:
 
     def use_question_encoder(self, encoder: Embedder) -> None:
         """Embed questions with `encoder` from now on: a faster one that a long-running process
-        loaded after its start (`ui.wiring.warm_questions`)."""
+        loaded after its start (`ui.wiring.warm_up`)."""
         self._question_encoder, self._questions = encoder, None
 
     def embedded(self) -> int:
@@ -138,14 +138,14 @@ def embed_cache_path(settings: Settings) -> Path:
     return Path(cache).expanduser() if cache else settings.store_path() / "embed_cache.sqlite"
 
 
-def open_store(settings: Settings, *, vectors_in_background: bool = False) -> Store:
+def open_store(settings: Settings, *, lazy_vectors: bool = False) -> Store:
     """The real parts: the SQLite ledger, Chroma (embedded or a server, `store.mode`) and the
-    configured embedder with its cache. `vectors_in_background` opens Chroma in a thread
-    (`ingest/deferred.py`): a query process starts while it imports."""
+    configured embedder with its cache. `lazy_vectors` opens Chroma on first use
+    (`ingest/lazy_vectors.py`): a query process that needs no dense search never imports it."""
     cache_path = embed_cache_path(settings)
     vectors: VectorIndex = (
-        DeferredVectorIndex(lambda: open_vector_index(settings))
-        if vectors_in_background
+        LazyVectorIndex(lambda: open_vector_index(settings))
+        if lazy_vectors
         else open_vector_index(settings)
     )
     return Store(

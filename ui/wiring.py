@@ -11,6 +11,7 @@ ledger, a Chroma client, an embedder, a model client or a token counter.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from core.config import Settings
 from core.ports import Generator
 from ingest.embed import torch_device
+from ingest.lazy_vectors import LazyVectorIndex
 from ingest.store import Store, open_ledger, open_store
 from ui.conversations import Conversations
 from ui.users import Users
@@ -27,6 +29,8 @@ from ui.users import Users
 if TYPE_CHECKING:
     from assistant.answer import Assistant
     from ui.metrics import Metrics
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -92,30 +96,37 @@ def open_assistant(store: Store) -> Assistant:
     return Assistant(store, generator, counter, reranker)
 
 
-def warm_questions(store: Store) -> threading.Thread:
-    """Load the OpenVINO question encoder (`ingest/question_openvino.py`: ~4x faster per
-    question than numpy, slower to load) in a background thread; the store's questions switch
-    to it once it is loaded, and stay on numpy where there is no export to load."""
+def warm_up(store: Store) -> threading.Thread:
+    """For a long-running process (the app), in a background thread: open Chroma (a query
+    process opens it on first use: `ingest/lazy_vectors.py`) and load the OpenVINO question
+    encoder (`ingest/question_openvino.py`: ~4x faster per question than numpy, slower to
+    load), which the store's questions switch to once loaded (they stay on numpy where there is
+    no export)."""
 
     def load() -> None:
         from ingest.question_openvino import open_openvino_question_encoder
 
+        if isinstance(store.vectors, LazyVectorIndex):
+            try:
+                store.vectors.index()
+            except Exception as exc:  # noqa: BLE001  raised again where a question needs it
+                logger.warning("vector index not opened at start: %s", exc)
         encoder = open_openvino_question_encoder(store.settings.embed)
         if encoder is not None:
             store.use_question_encoder(encoder)
 
-    thread = threading.Thread(target=load, name="question-encoder", daemon=True)
+    thread = threading.Thread(target=load, name="warm-up", daemon=True)
     thread.start()
     return thread
 
 
 def open_services(settings: Settings, *, warm: bool = False) -> Services:
-    """The store (Chroma opening in the background: `ingest/deferred.py`), the assistant and
-    the accounts of one process. `warm` (a long-running process: the app) also loads the
-    faster question encoder in the background (`warm_questions`)."""
-    store = open_store(settings, vectors_in_background=True)
+    """The store (Chroma opened on first use: `ingest/lazy_vectors.py`), the assistant and the
+    accounts of one process. `warm` (a long-running process: the app) opens Chroma and loads
+    the faster question encoder in the background at once (`warm_up`)."""
+    store = open_store(settings, lazy_vectors=True)
     if warm:
-        warm_questions(store)
+        warm_up(store)
     try:
         assistant = open_assistant(store)
     except BaseException:

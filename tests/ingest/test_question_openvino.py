@@ -13,7 +13,7 @@ from ingest.bert_numpy import open_question_encoder
 from ingest.embed import load_embedder
 from ingest.question_openvino import OpenVinoQuestionEncoder, open_openvino_question_encoder
 from tests.stores import ingest_paths
-from ui.wiring import open_services, warm_questions
+from ui.wiring import open_services, warm_up
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = [
@@ -51,7 +51,7 @@ def test_the_app_switches_questions_to_openvino_once_loaded(make_settings) -> No
     try:
         question = "How many days of annual leave can I carry over?"
         before = services.assistant.retrieve(question, ["all"])
-        warm_questions(services.store).join(120)
+        warm_up(services.store).join(120)
         assert isinstance(services.store._question_encoder, OpenVinoQuestionEncoder)
         assert services.assistant.retrieve(question + " ", ["all"]) == before
     finally:

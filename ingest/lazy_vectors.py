@@ -1,12 +1,15 @@
-"""A vector index opened in a background thread: a query process starts with Chroma's import
-(seconds on a busy 2-core machine: it pulls in opentelemetry, grpc, protobuf) running beside
-its own start, and a question that needs no dense search never waits for it.
+"""A vector index opened on first use: Chroma's import (0.6 s of CPU, half of a cold `kb ask`'s:
+it pulls in opentelemetry, grpc, protobuf) is paid by the first question that searches densely,
+and never by one that does not (a question in a language the embedder does not read, an
+abstention before the dense side, a command that only reads the ledger).
 
-    vectors = DeferredVectorIndex(lambda: open_vector_index(settings))   # returns at once
-    vectors.query("kb_chunks_1", vector, 10)    # waits for the opening, then asks Chroma
+    vectors = LazyVectorIndex(lambda: open_vector_index(settings))   # returns at once
+    vectors.query("kb_chunks_1", vector, 10)    # opens Chroma (once), then asks it
 
-An error of the opening (`StoreError`: the Chroma folder or server) is raised by the first call
-that needs the index, every time it is called.
+An opening that fails (`StoreError`: the Chroma folder or server) is raised to the caller and
+tried again on the next use (a Chroma server may come up later). Opening it in a background
+thread instead was measured slower (BENCHMARKS.md, issue 12's second pass): the import holds
+the GIL and the import lock against the main thread's own imports.
 """
 
 from __future__ import annotations
@@ -18,33 +21,25 @@ from typing import Any
 from core.ports import Metadata, VectorIndex, Vectors
 
 
-class DeferredVectorIndex:
-    """`VectorIndex` whose real index is made by `open` in a daemon thread, started here."""
+class LazyVectorIndex:
+    """`VectorIndex` whose real index `open` makes on the first call that needs it."""
 
     def __init__(self, open: Callable[[], VectorIndex]) -> None:
         self._open = open
         self._index: VectorIndex | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="open-vector-index", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._index = self._open()
-        except BaseException as exc:  # handed to the caller that needs the index
-            self._error = exc
+        self._lock = threading.Lock()
 
     @property
     def opened(self) -> bool:
-        """Whether the opening has finished (well or not)."""
-        return not self._thread.is_alive()
+        """Whether the real index has been made."""
+        return self._index is not None
 
     def index(self) -> VectorIndex:
-        """The real index, once opened (waits for it)."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._index is not None
+        """The real index, made now if it was not yet (one opening at a time)."""
+        if self._index is None:
+            with self._lock:
+                if self._index is None:
+                    self._index = self._open()
         return self._index
 
     def upsert(
