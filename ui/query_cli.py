@@ -35,11 +35,10 @@ def ask_command(settings: Settings, question: str, groups: str | None, as_json: 
     kb ask "How many days of annual leave can I carry over?"
     kb ask "出差住宿标准是多少？" --groups all,hr --json
     """
+    from assistant.answer import answer_to_json
     from ui.wiring import services_for
 
-    with services_for(settings) as services:  # first: Chroma then opens beside the imports
-        from assistant.answer import answer_to_json
-
+    with services_for(settings) as services:
         final: Answer | None = None
         for item in services.assistant.ask_stream(question, _groups(groups, settings)):
             if isinstance(item, Answer):
