@@ -109,3 +109,11 @@ def test_shipped_model_loads_and_a_broken_file_says_what_to_do(tmp_path: Path) -
     broken.write_text(json.dumps({"features": ["dense"], "languages": {}}))
     with pytest.raises(ConfigError, match="kb abstain fit"):
         AnswerableModel.load(broken)
+
+
+def test_near_spellings_follow_the_vocabulary_of_each_snapshot() -> None:
+    """The words grouped by initial are the current vocabulary's, not a previous one's."""
+    first, second = {"budget": 0, "flight": 1}, {"flight": 0}
+    assert _near_spelling("budjet", first)
+    assert not _near_spelling("budjet", second)
+    assert _near_spelling("budjet", first) and _near_spelling("flihgt", second)
