@@ -47,7 +47,7 @@ from bench.common import SAMPLE_STORE, ensure_sample_store, free_port, questions
 from core.types import Answer, Message  # noqa: E402
 from ingest.store import Store, open_store  # noqa: E402
 from ui.cli_common import offline_environment  # noqa: E402
-from ui.wiring import warm_up  # noqa: E402
+from ui.wiring import prime_counts, warm_up  # noqa: E402
 
 
 class TimedCounter:
@@ -72,6 +72,9 @@ class TimedCounter:
 
     def count_messages(self, messages: Sequence[Message]) -> int:
         return int(self._timed(lambda: self.inner.count_messages(messages)))
+
+    def prime(self, texts: Sequence[str]) -> int:
+        return self.inner.prime(texts)  # at start, not timed: before any question
 
 
 class TimedClient:
@@ -112,6 +115,8 @@ class Variant:
         llm = LlmClient.from_settings(settings.llm, self.counter)  # type: ignore[arg-type]
         self.client = TimedClient(llm, counts_prompt=old)
         self.assistant = Assistant(store, self.client, self.counter)  # type: ignore[arg-type]
+        if not old:  # as the app: the passages' lines counted at start
+            self.primed = prime_counts(self.assistant)
         retrieve = self.assistant.retriever.retrieve
         self.retrieved = 0.0
 

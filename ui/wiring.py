@@ -120,10 +120,33 @@ def warm_up(store: Store) -> threading.Thread:
     return thread
 
 
+PRIME_CHUNKS = 20_000  # chunks whose lines a warm process counts ahead (the first of the store)
+
+
+def prime_counts(assistant: Assistant, limit: int = PRIME_CHUNKS) -> int:
+    """Count the lines of the store's passages ahead, as packing renders them (first in a block,
+    or later), for up to `limit` chunks: a warm process's first questions then count their
+    blocks by look-ups (`LocalTokenCounter.prime`). How many pieces were new; 0 for a counter
+    that counts whole texts."""
+    from assistant.prompt import source_label
+
+    prime = getattr(assistant.counter, "prime", None)
+    if prime is None:
+        return 0
+    snap = assistant.retriever.snapshot()
+    texts: list[str] = []
+    for row in range(min(len(snap.ids), limit)):
+        passage = snap.passage(row)
+        label = source_label(passage)
+        texts += [f"[1] {label}", f"\n\n[2] {label}\n{passage.text.strip()}"]
+    return int(prime(texts))
+
+
 def open_services(settings: Settings, *, warm: bool = False) -> Services:
     """The store (Chroma opened on first use: `ingest/lazy_vectors.py`), the assistant and the
-    accounts of one process. `warm` (a long-running process: the app) opens Chroma and loads
-    the faster question encoder in the background at once (`warm_up`)."""
+    accounts of one process. `warm` (a long-running process: the app) opens Chroma, loads the
+    faster question encoder (`warm_up`) and counts the passages' lines (`prime_counts`) in
+    the background at once."""
     store = open_store(settings, lazy_vectors=True)
     if warm:
         warm_up(store)
@@ -132,7 +155,16 @@ def open_services(settings: Settings, *, warm: bool = False) -> Services:
     except BaseException:
         store.close()
         raise
+    if warm:
+        threading.Thread(target=_prime_quietly, args=(assistant,), daemon=True).start()
     return Services(settings, store, assistant, Users(store.ledger))
+
+
+def _prime_quietly(assistant: Assistant) -> None:
+    try:
+        prime_counts(assistant)
+    except Exception as exc:  # noqa: BLE001  a model server not up yet: questions count later
+        logger.info("token counts not primed at start: %s", exc)
 
 
 def services_for(settings: Settings) -> closing[Services]:

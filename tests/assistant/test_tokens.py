@@ -237,3 +237,16 @@ def test_our_count_equals_vllms_prompt_tokens(vllm_server: Any) -> None:
     assert [remote.count_messages(m) for m in CONVERSATIONS[:6]] == usages[:6]
     texts = [LONG_ZH, LONG_EN, PASSAGES, "年假"]
     assert [remote.count(t) for t in texts] == counter.count_many(texts)
+
+
+def test_primed_lines_make_a_block_of_them_a_sum_of_known_counts(
+    counter: LocalTokenCounter,
+) -> None:
+    passages = [f"《手册{n}》 p.{n}\n第{n}条：年假{n}天。\nLeave line {n}." for n in range(1, 30)]
+    primed = [f"\n\n[2] {p}" for p in passages] + [f"[1] {passages[0]}"]
+    assert counter.prime(primed) > 0 and counter.prime(primed) == 0  # counted once
+    known = dict(counter._pieces)
+    block = "\n\n".join(f"[{1 if n == 0 else 2}] {p}" for n, p in enumerate(passages))
+    backend = counter._tokenizer.backend_tokenizer
+    assert counter.count(block) == len(backend.encode(block, add_special_tokens=False).ids)
+    assert counter._pieces == known  # nothing tokenized at question time
