@@ -177,6 +177,9 @@ def summarise(rows: dict[str, list[float]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20 questions instead of 60")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds to wait before each question (the server finishing the "
+                             "cancelled answer before); 0 as before")
     args = parser.parse_args(argv)
     offline_environment()
     model_dir = build_test_model(REPO / ".cache" / "test-model")
@@ -201,6 +204,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             variant.ask("热身：年假有几天？", record=False)
         for q in asked:  # interleaved: both see the same machine load
             for variant in variants.values():
+                time.sleep(args.pause)  # the server done with the last (cancelled) answer
                 variant.ask(q)
         report: dict[str, Any] = {"questions": len(asked)}
         for name, variant in variants.items():
