@@ -6,7 +6,7 @@ second pass): the numpy encoder (`ingest/bert_numpy.py`) 12-21 ms; this export i
 thread with one kept request 3-5 ms, vectors equal to numpy's (cosine 1.0 to within 1e-6). It
 loads slower (OpenVINO's import and the compiled model: ~0.9 s against numpy's ~0.5 s cold),
 so a one-question `kb ask` keeps numpy and the app switches to this once it is loaded in the
-background (`warm_question_encoder`).
+background (`ui.wiring.warm_up`).
 
     encoder = open_openvino_question_encoder(settings.embed)   # None without an export on disk
     encoder.embed_batch(["How many days of leave?"]).shape -> (1, 384)
