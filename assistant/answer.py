@@ -216,20 +216,26 @@ class Assistant:
                 neighbours,
                 self.settings.retrieve.hit_share,
             )
+            block = render_passages(packed)
+            # The prompt is at most what the budget left the rest (rules, question, history,
+            # the template and its seams: `plan_budget`'s margin) plus the block, which `pack`
+            # counted (a cached count): the client need not count the prompt before sending it.
+            llm = self.settings.llm
+            bound = llm.max_model_len - llm.answer_tokens - budget.passages + counter.count(block)
         except GenerationError as exc:
             # also a token counter that cannot be loaded: no model to count for
             yield from self._retrieval_only(
                 retrieval.passages, lang, str(exc), question, user, started, timings
             )
             return
-        messages = build_messages(question, render_passages(packed), budget.history, lang)
+        messages = build_messages(question, block, budget.history, lang)
         timings["pack"] = (time.perf_counter() - t_pack) * 1000
         pieces: list[str] = []
         notice = ""
         repeats = self.settings.answer.loop_max_repeats
         guard = LoopGuard(max_repeats=repeats) if repeats > 0 else None
         try:
-            with client.stream(messages) as stream:  # leaving it cancels the request
+            with client.stream(messages, prompt_bound=bound) as stream:  # leaving it cancels
                 for piece in stream:
                     if not pieces:
                         timings["first_token"] = (time.perf_counter() - started) * 1000

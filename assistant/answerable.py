@@ -147,6 +147,21 @@ def features(
     }
 
 
+_INITIALS: list[tuple[Mapping[str, int], dict[str, list[str]]]] = []  # the last vocabulary's
+
+
+def _by_initial(vocab: Mapping[str, int]) -> dict[str, list[str]]:
+    """`vocab`'s words by first character, made once per vocabulary (a snapshot's): a near
+    spelling is then looked for among the words of one initial, not the whole vocabulary."""
+    if not _INITIALS or _INITIALS[0][0] is not vocab:
+        groups: dict[str, list[str]] = {}
+        for word in vocab:
+            if word:
+                groups.setdefault(word[0], []).append(word)
+        _INITIALS[:] = [(vocab, groups)]
+    return _INITIALS[0][1]
+
+
 def _near_spelling(term: str, vocab: Mapping[str, int]) -> bool:
     """Whether the index holds a spelling of `term` one or two edits away (Latin words of four
     or more letters: "budjet" -> "budget"; a wrong Chinese character changes the word).
@@ -156,8 +171,8 @@ def _near_spelling(term: str, vocab: Mapping[str, int]) -> bool:
     if len(term) < 4 or not term.isascii() or not term.isalpha():
         return False
     matcher = SequenceMatcher(None, "", term, autojunk=False)
-    for word in vocab:
-        if abs(len(word) - len(term)) <= 2 and word[:1] == term[:1]:
+    for word in _by_initial(vocab).get(term[0], ()):
+        if abs(len(word) - len(term)) <= 2:
             matcher.set_seq1(word)
             if matcher.real_quick_ratio() >= 0.75 and matcher.ratio() >= 0.75:
                 return True

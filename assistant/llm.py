@@ -20,9 +20,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
+import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Generator as PyGenerator
@@ -111,6 +113,14 @@ class TokenStream(Iterator[str]):
         self.close()
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The certificate store every model-server client of the process verifies with, as httpx
+    makes it by default (`SSL_CERT_FILE` and the like, else certifi's): loaded once, not per
+    client (~0.1 s each, in a cold `kb ask` twice: the client and the token counter's)."""
+    return httpx.create_ssl_context()
+
+
 class LlmClient:
     """`Generator` over vLLM's `/v1/chat/completions`."""
 
@@ -145,7 +155,7 @@ class LlmClient:
         self.first_token_timeout_s = first_token_timeout_s
         self.total_timeout_s = total_timeout_s
         self.retries = retries
-        self._http = http or httpx.Client()
+        self._http = http or httpx.Client(verify=tls_context())
 
     @classmethod
     def from_settings(cls, llm: LlmSettings, counter: TokenCounter | None) -> LlmClient:
@@ -161,10 +171,16 @@ class LlmClient:
     def close(self) -> None:
         self._http.close()
 
-    def check_budget(self, messages: Sequence[Message], max_tokens: int) -> int | None:
+    def check_budget(
+        self, messages: Sequence[Message], max_tokens: int, prompt_bound: int | None = None
+    ) -> int | None:
         """Prompt tokens of `messages`; PromptTooLong when they and `max_tokens` overflow the
-        window. None when there is no counter."""
+        window. None when there is no counter, or when `prompt_bound` (at least the prompt's
+        tokens, as the caller's packing proved) and `max_tokens` fit: the prompt is then not
+        counted again before it is sent (`_compare` counts it after the answer)."""
         if self.counter is None:
+            return None
+        if prompt_bound is not None and prompt_bound + max_tokens <= self.max_model_len:
             return None
         prompt_tokens = self.counter.count_messages(messages)
         if prompt_tokens + max_tokens > self.max_model_len:
@@ -178,11 +194,12 @@ class LlmClient:
     def stream(
         self, messages: Sequence[Message], *, max_tokens: int | None = None,
         temperature: float | None = None, extra_body: Mapping[str, Any] | None = None,
+        prompt_bound: int | None = None,
     ) -> TokenStream:
         """Start a streamed answer. Budget errors are raised here; connection errors on the
-        first `next()`."""
+        first `next()`. `prompt_bound`: see `check_budget`."""
         body = self._body(messages, max_tokens, temperature, extra_body, stream=True)
-        counted = self.check_budget(messages, body["max_tokens"])
+        counted = self.check_budget(messages, body["max_tokens"], prompt_bound)
         return TokenStream(lambda out: self._pieces(body, counted, out))
 
     def complete(
@@ -273,6 +290,8 @@ class LlmClient:
                     )
             ended = True
             out.usage, out.finish_reason = usage, finish_reason
+            if counted is None and self.counter is not None and usage.prompt_tokens:
+                counted = self.counter.count_messages(body["messages"])  # after the answer
             self._compare(counted, usage)
         except httpx.TimeoutException as exc:
             raise self._timeout(exc, self.first_token_timeout_s, "between tokens") from exc

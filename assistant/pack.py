@@ -61,8 +61,11 @@ def _bigrams(text: str) -> frozenset[str]:
     return frozenset({text[i : i + 2] for i in range(len(text) - 1)} or {text})
 
 
+@lru_cache(maxsize=65536)
 def _near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Character-bigram Jaccard >= NEAR_DUPLICATE (sets of too different sizes never are)."""
+    """Character-bigram Jaccard >= NEAR_DUPLICATE (sets of too different sizes never are).
+    Cached: filling a window dedupes the same passages again and again (`_bigrams` hands out
+    one set per text, whose hash Python keeps)."""
     small, large = sorted((len(a), len(b)))
     if small < NEAR_DUPLICATE * large:
         return False

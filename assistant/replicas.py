@@ -99,10 +99,15 @@ class ReplicaPool:
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        prompt_bound: int | None = None,
     ) -> TokenStream:
         def start(client: LlmClient) -> TokenStream:
             return client.stream(
-                messages, max_tokens=max_tokens, temperature=temperature, extra_body=extra_body
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                extra_body=extra_body,
+                prompt_bound=prompt_bound,
             )
 
         return _FailoverStream(self, start)

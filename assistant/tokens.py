@@ -11,6 +11,10 @@ asks the server's own `/tokenize`.
 
 Counts of pieces do not add up exactly to the count of their concatenation (merges cross the
 seams): pack with `count`/`count_many`, then check the whole prompt with `count_messages`.
+Where the tokenizer provably does add up at a seam (`seam_additive`: GPT-2's byte-level BPE
+never merges across a non-space character followed by a space), the local counter counts a
+long text as the sum of its paragraphs' cached counts, exactly: a packed block or a prompt
+whose passages were counted before costs a few dictionary look-ups, not a tokenization.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -25,13 +30,62 @@ from typing import Any
 
 import httpx
 
-from assistant.llm import endpoint_url
+from assistant.llm import endpoint_url, tls_context
 from core.config import LlmSettings
 from core.errors import GenerationError, GenerationUnavailable
 from core.ports import TokenCounter
 from core.types import Message
 
 logger = logging.getLogger(__name__)
+
+# Where a long text is cut into separately counted pieces: before a line break that follows a
+# non-space character (lines: a passage cut at a sentence end shares all but its last line with
+# the whole passage), and after a passage number "\n\n[12]" (before its space). Each cut is a
+# non-space character followed by a space one (Python's \S is narrower than any regex engine's
+# non-space: str.isspace covers every Unicode White_Space character).
+_SEAM = re.compile(r"\S(?=\n)|\n\n\[\d{1,4}\](?= )")
+SPLIT_MIN_CHARS = 256  # shorter texts are tokenized whole
+PIECES_KEPT = 200_000  # counted pieces (lines) remembered; all forgotten when more come
+
+
+def split_at_seams(text: str) -> list[str]:
+    """`text` cut where a seam-additive tokenizer's count adds up (see `_SEAM`).
+
+    split_at_seams("甲。\n\n[2] 乙\n丙") -> ["甲。", "\n\n[2]", " 乙", "\n丙"]
+    """
+    pieces, start = [], 0
+    for match in _SEAM.finditer(text):
+        if match.end() > start:
+            pieces.append(text[start : match.end()])
+            start = match.end()
+    pieces.append(text[start:])
+    return [p for p in pieces if p]
+
+
+def seam_additive(backend: Any) -> bool:
+    """Whether a `tokenizers.Tokenizer` counts a text cut between a non-space and a space
+    character as the sum of its two sides: no normalizer, GPT-2's byte-level pre-tokenizer
+    (its regex never lets a piece run from a non-space into a space character) without a
+    prefix space, a BPE without dropout, and added tokens that contain no space and strip
+    nothing around them. Qwen's split regex (punctuation keeps the line breaks after it) or
+    SentencePiece models are not: they are counted whole."""
+    try:
+        from tokenizers import models, pre_tokenizers
+
+        pre = backend.pre_tokenizer
+        if backend.normalizer is not None or not isinstance(pre, pre_tokenizers.ByteLevel):
+            return False
+        if not pre.use_regex or pre.add_prefix_space:
+            return False
+        model = backend.model
+        if not isinstance(model, models.BPE) or model.dropout:
+            return False
+        return all(
+            not (a.lstrip or a.rstrip or a.single_word) and not any(c.isspace() for c in a.content)
+            for a in backend.get_added_tokens_decoder().values()
+        )
+    except (ImportError, AttributeError):  # another tokenizers version: count whole
+        return False
 
 def local_model_dir(model: str, base_dir: Path) -> Path | None:
     """The folder with `model`'s files: a local path (relative ones start at `base_dir`) or a
@@ -79,7 +133,9 @@ class LocalTokenCounter:
         )
         backend = getattr(self._tokenizer, "backend_tokenizer", None)
         self._backend: Any = backend if getattr(self._tokenizer, "is_fast", False) else None
+        self.additive = self._backend is not None and seam_additive(self._backend)
         self._count_cached = lru_cache(maxsize=65536)(self._count)
+        self._pieces: dict[str, int] = {}  # piece -> tokens, emptied when PIECES_KEPT is passed
 
     def count(self, text: str) -> int:
         return self._count_cached(text)
@@ -93,6 +149,28 @@ class LocalTokenCounter:
     def count_messages(self, messages: Sequence[Message]) -> int:
         return self.count(self.render(messages))
 
+    def prime(self, texts: Sequence[str], batch: int = 256) -> int:
+        """Count the pieces of `texts` ahead (a seam-additive tokenizer: their lines), so that
+        a block or prompt made of them later costs look-ups only; how many pieces were new.
+        Stops short of PIECES_KEPT. A tokenizer counted whole primes nothing.
+
+        counter.prime(["[1] 《年假》 p.1\n第一行\n第二行"]) -> 3
+        """
+        if not self.additive:
+            return 0
+        known, done = self._pieces, 0
+        for start in range(0, len(texts), batch):
+            pieces = (p for t in texts[start : start + batch] for p in split_at_seams(t))
+            new = [p for p in dict.fromkeys(pieces) if p not in known]
+            if not new:
+                continue
+            if len(known) + len(new) > PIECES_KEPT:
+                break
+            encodings = self._backend.encode_batch(new, add_special_tokens=False)
+            known.update(zip(new, (len(e.ids) for e in encodings), strict=True))
+            done += len(new)
+        return done
+
     def render(self, messages: Sequence[Message]) -> str:
         """The prompt text vLLM builds from `messages`."""
         rendered = self._tokenizer.apply_chat_template(
@@ -101,6 +179,20 @@ class LocalTokenCounter:
         return str(rendered)
 
     def _count(self, text: str) -> int:
+        if self.additive and len(text) >= SPLIT_MIN_CHARS:
+            pieces = split_at_seams(text)
+            known = self._pieces
+            new = [p for p in dict.fromkeys(pieces) if p not in known]
+            if new:  # one call for the pieces not seen before (a new passage: its lines)
+                if len(known) + len(new) > PIECES_KEPT:
+                    known.clear()
+                    new = list(dict.fromkeys(pieces))
+                encodings = self._backend.encode_batch(new, add_special_tokens=False)
+                known.update(zip(new, (len(e.ids) for e in encodings), strict=True))
+            return sum(known[p] for p in pieces)
+        return self._encode(text)
+
+    def _encode(self, text: str) -> int:
         if self._backend is not None:
             return len(self._backend.encode(text, add_special_tokens=False).ids)
         return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -117,7 +209,7 @@ class RemoteTokenCounter:
         self.url = url.rstrip("/")
         self.tokenize_url = self.url.removesuffix("/v1") + "/tokenize"
         self.served_name = served_name
-        self._http = http or httpx.Client(timeout=timeout_s)
+        self._http = http or httpx.Client(timeout=timeout_s, verify=tls_context())
         self._cache: dict[str, int] = {}
 
     def count(self, text: str) -> int:
@@ -185,3 +277,8 @@ class LazyTokenCounter:
 
     def count_messages(self, messages: Sequence[Message]) -> int:
         return self._get().count_messages(messages)
+
+    def prime(self, texts: Sequence[str]) -> int:
+        """`LocalTokenCounter.prime` where the loaded counter has it, else nothing."""
+        prime = getattr(self._get(), "prime", None)
+        return int(prime(texts)) if prime is not None else 0

@@ -51,7 +51,8 @@ services.close()
 import json, sys
 print(json.dumps({{"import": t1 - t0, "open": t2 - t1, "first_retrieve": t3 - t2,
                   "answer": t4 - t3, "mode": answer.mode,
-                  "torch_loaded": "torch" in sys.modules}}))
+                  "torch_loaded": "torch" in sys.modules,
+                  "chromadb_loaded": "chromadb" in sys.modules}}))
 """
 
 
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="2 rounds")
     parser.add_argument("--base", default=BASE, help="the git ref measured as the baseline")
+    parser.add_argument("--question", default=QUESTION, help="the question asked")
     args = parser.parse_args(argv)
     rounds = 2 if args.quick else args.rounds
     settings = ensure_sample_store()
@@ -92,16 +94,16 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "KB_EMBED_CACHE": str(settings.embed.cache),
     }
     trees = {"kb": REPO, "baseline": unpack(args.base)}
-    ask = ["-c", "from ui.cli import main; main()", "ask", QUESTION, "--store", store]
-    staged = ["-c", STAGED.format(store=store, question=QUESTION)]
+    ask = ["-c", "from ui.cli import main; main()", "ask", args.question, "--store", store]
+    staged = ["-c", STAGED.format(store=store, question=args.question)]
     walls: dict[str, list[float]] = {name: [] for name in trees}
     stages: dict[str, list[dict[str, object]]] = {name: [] for name in trees}
     for _ in range(rounds):
         for name, tree in trees.items():  # interleaved: both see the same machine load
             walls[name].append(run(tree, env, ask)[0])
             stages[name].append(json.loads(run(tree, env, staged)[1].strip().splitlines()[-1]))
-    report: dict[str, object] = {"rounds": rounds, "base": args.base, "sample_store": str(
-        SAMPLE_STORE)}
+    report: dict[str, object] = {"rounds": rounds, "base": args.base, "question": args.question,
+                                 "sample_store": str(SAMPLE_STORE)}
     for name in trees:
         report[name] = {
             "kb_ask_wall_s_median": round(statistics.median(walls[name]), 2),
@@ -112,6 +114,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             },
             "mode": stages[name][-1]["mode"],
             "torch_loaded": stages[name][-1]["torch_loaded"],
+            "chromadb_loaded": stages[name][-1].get("chromadb_loaded"),
         }
     kb, base = report["kb"], report["baseline"]
     report["ratio_baseline_to_kb"] = round(

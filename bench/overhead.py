@@ -4,15 +4,16 @@ sent, against the time to the first streamed token, with the real vLLM CPU serve
 Serves the tiny random ERNIE (`.cache/test-model`, built when missing) with `kb llm serve`'s
 command on the vLLM CPU build, ingests the sample documents into a store kept in
 /tmp/kb-bench-samples, and asks the sample and public questions through the real
-`Assistant` (its `LlmClient`, the test model's tokenizer counting). Per question it records:
+`Assistant` (its `LlmClient`, the test model's tokenizer counting; questions embedded as the
+app embeds them, on the OpenVINO export once `warm_up` loaded it). Per question it records:
 retrieve, pack (budget planning, filling the window, the prompt; `counting` is the part of it
 spent in the token counter), the client's budget check, "before request" (all of it: from the
 question to the moment the client sends), and the first token. The model talks nonsense, so
 each answer is stopped after its first token (the pipeline before it is what is measured).
 
 Baseline in the same run, question by question in turn with kb: the same pipeline with the
-packing and question embedding of main before issue 12 (the whole block counted after every
-passage; questions embedded by sentence-transformers on torch).
+packing, counting and question embedding of main before issue 12 (the whole block counted
+after every passage, every text tokenized whole; questions embedded by the passage embedder).
 
     .venv/bin/python bench/overhead.py            # 60 questions
     .venv/bin/python bench/overhead.py --quick    # 20
@@ -46,6 +47,7 @@ from bench.common import SAMPLE_STORE, ensure_sample_store, free_port, questions
 from core.types import Answer, Message  # noqa: E402
 from ingest.store import Store, open_store  # noqa: E402
 from ui.cli_common import offline_environment  # noqa: E402
+from ui.wiring import prime_counts, warm_up  # noqa: E402
 
 
 class TimedCounter:
@@ -71,17 +73,23 @@ class TimedCounter:
     def count_messages(self, messages: Sequence[Message]) -> int:
         return int(self._timed(lambda: self.inner.count_messages(messages)))
 
+    def prime(self, texts: Sequence[str]) -> int:
+        return self.inner.prime(texts)  # at start, not timed: before any question
+
 
 class TimedClient:
     """The real client; notes when `stream()` is called and when the request goes out."""
 
-    def __init__(self, inner: LlmClient) -> None:
+    def __init__(self, inner: LlmClient, counts_prompt: bool = False) -> None:
         self.inner = inner
+        self.counts_prompt = counts_prompt
         self.called = 0.0
         self.sent = 0.0
 
     def stream(self, messages: Sequence[Message], **kwargs: Any) -> Any:
         self.called = time.perf_counter()
+        if self.counts_prompt:  # main counted every prompt before sending it
+            kwargs.pop("prompt_bound", None)
         stream = self.inner.stream(messages, **kwargs)  # the budget check happens here
         self.sent = time.perf_counter()  # the request itself goes out on the first next()
         return stream
@@ -97,12 +105,18 @@ class Variant:
         store = open_store(settings)
         if old:  # main before issue 12: questions through the passage embedder
             store = Store(settings, store.ledger, store.vectors, store._source)
+        else:  # as the app: questions on the OpenVINO export once it is loaded
+            warm_up(store).join()
         self.old = old
         self.store = store
-        self.counter = TimedCounter(LocalTokenCounter(model_dir, trust_remote_code=True))
+        counter = LocalTokenCounter(model_dir, trust_remote_code=True)
+        counter.additive = not old  # main counted every text whole
+        self.counter = TimedCounter(counter)
         llm = LlmClient.from_settings(settings.llm, self.counter)  # type: ignore[arg-type]
-        self.client = TimedClient(llm)
+        self.client = TimedClient(llm, counts_prompt=old)
         self.assistant = Assistant(store, self.client, self.counter)  # type: ignore[arg-type]
+        if not old:  # as the app: the passages' lines counted at start
+            self.primed = prime_counts(self.assistant)
         retrieve = self.assistant.retriever.retrieve
         self.retrieved = 0.0
 
@@ -163,6 +177,9 @@ def summarise(rows: dict[str, list[float]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20 questions instead of 60")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds to wait before each question (the server finishing the "
+                             "cancelled answer before); 0 as before")
     args = parser.parse_args(argv)
     offline_environment()
     model_dir = build_test_model(REPO / ".cache" / "test-model")
@@ -187,6 +204,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             variant.ask("热身：年假有几天？", record=False)
         for q in asked:  # interleaved: both see the same machine load
             for variant in variants.values():
+                time.sleep(args.pause)  # the server done with the last (cancelled) answer
                 variant.ask(q)
         report: dict[str, Any] = {"questions": len(asked)}
         for name, variant in variants.items():

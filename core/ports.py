@@ -131,7 +131,11 @@ class Generator(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra_body: Mapping[str, Any] | None = None,
-    ) -> TokenStream: ...
+        prompt_bound: int | None = None,
+    ) -> TokenStream:
+        """`prompt_bound`: at least the prompt's tokens, where the caller's packing proved it
+        (then the prompt is not counted again before it is sent)."""
+        ...
 
     def complete(
         self,

@@ -24,6 +24,7 @@ from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
 from ingest.bert_numpy import open_question_encoder
 from ingest.embed import CachedEmbedder, open_embedder
+from ingest.lazy_vectors import LazyVectorIndex
 from ingest.ledger import Ledger
 from ingest.lock import write_lock
 from ingest.vectors import open_vector_index
@@ -99,6 +100,11 @@ class Store:
             return embedder.embed_uncached(texts)
         return embedder.embed_batch(texts)
 
+    def use_question_encoder(self, encoder: Embedder) -> None:
+        """Embed questions with `encoder` from now on: a faster one that a long-running process
+        loaded after its start (`ui.wiring.warm_up`)."""
+        self._question_encoder, self._questions = encoder, None
+
     def embedded(self) -> int:
         """Texts the embedder has computed (cache misses) since it was made."""
         if isinstance(self._embedder, CachedEmbedder):
@@ -132,14 +138,20 @@ def embed_cache_path(settings: Settings) -> Path:
     return Path(cache).expanduser() if cache else settings.store_path() / "embed_cache.sqlite"
 
 
-def open_store(settings: Settings) -> Store:
+def open_store(settings: Settings, *, lazy_vectors: bool = False) -> Store:
     """The real parts: the SQLite ledger, Chroma (embedded or a server, `store.mode`) and the
-    configured embedder with its cache."""
+    configured embedder with its cache. `lazy_vectors` opens Chroma on first use
+    (`ingest/lazy_vectors.py`): a query process that needs no dense search never imports it."""
     cache_path = embed_cache_path(settings)
+    vectors: VectorIndex = (
+        LazyVectorIndex(lambda: open_vector_index(settings))
+        if lazy_vectors
+        else open_vector_index(settings)
+    )
     return Store(
         settings,
         open_ledger(settings),
-        open_vector_index(settings),
+        vectors,
         lambda: open_embedder(settings.embed, cache_path),
         lambda: open_question_encoder(settings.embed),
     )

@@ -162,6 +162,7 @@ class FakeGenerator:
     def __init__(self) -> None:
         self.queue: list[list[str | Exception]] = []
         self.requests: list[list[Message]] = []
+        self.prompt_bounds: list[int | None] = []  # what each stream() was told
 
     def enqueue(self, answer: str | Sequence[str | Exception]) -> None:
         if isinstance(answer, str):
@@ -177,8 +178,10 @@ class FakeGenerator:
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        prompt_bound: int | None = None,
     ) -> FakeStream:
         self.requests.append(list(messages))
+        self.prompt_bounds.append(prompt_bound)
         if not self.queue:
             raise GenerationError("FakeGenerator: nothing queued for this request")
         return FakeStream(self.queue.pop(0))

@@ -844,7 +844,7 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
     """Run the app with uvicorn until interrupted."""
     import uvicorn
 
-    services = open_services(settings)
+    services = open_services(settings, warm=True)
     try:
         app = create_server(services, demo=demo)
         uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,

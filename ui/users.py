@@ -17,6 +17,7 @@ app checks it on each request, so this works from another process, e.g. the `kb`
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -72,8 +73,11 @@ def token_hash(token: str) -> str:
 
 
 
-# A fixed hash to verify against when the user does not exist, so both paths take as long.
-_DUMMY_HASH = hash_password("not-a-password", salt=b"kb-dummy-salt-00")
+@functools.cache
+def _dummy_hash() -> str:
+    """A fixed hash to verify against when the user does not exist, so both paths take as long
+    (made on first use: a scrypt is ~0.2 s of every command's start otherwise)."""
+    return hash_password("not-a-password", salt=b"kb-dummy-salt-00")
 
 
 class Users:
@@ -146,7 +150,7 @@ class Users:
     def authenticate(self, name: str, password: str) -> User | None:
         """The user when the password matches, else None (same work either way)."""
         found = self.ledger.user(name)
-        ok = verify_password(password, found[1] if found else _DUMMY_HASH)
+        ok = verify_password(password, found[1] if found else _dummy_hash())
         if found and ok and not found[0].disabled:
             return found[0]
         return None

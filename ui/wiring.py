@@ -11,6 +11,8 @@ ledger, a Chroma client, an embedder, a model client or a token counter.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -19,13 +21,16 @@ from typing import TYPE_CHECKING
 from core.config import Settings
 from core.ports import Generator
 from ingest.embed import torch_device
+from ingest.lazy_vectors import LazyVectorIndex
 from ingest.store import Store, open_ledger, open_store
 from ui.conversations import Conversations
-from ui.metrics import Metrics
 from ui.users import Users
 
 if TYPE_CHECKING:
     from assistant.answer import Assistant
+    from ui.metrics import Metrics
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -36,9 +41,19 @@ class Services:
     store: Store
     assistant: Assistant
     users: Users
-    metrics: Metrics = field(default_factory=Metrics)
     # Run first by close(): stops background threads (the app's snapshot refresher).
     on_close: list[Callable[[], None]] = field(default_factory=list)
+    _metrics: Metrics | None = field(default=None, repr=False)
+
+    @property
+    def metrics(self) -> Metrics:
+        """The app's counters, made on first use (prometheus_client is ~0.1 s of a command's
+        start that never serves them)."""
+        if self._metrics is None:
+            from ui.metrics import Metrics
+
+            self._metrics = Metrics()
+        return self._metrics
 
     def close(self) -> None:
         for stop in self.on_close:
@@ -81,14 +96,75 @@ def open_assistant(store: Store) -> Assistant:
     return Assistant(store, generator, counter, reranker)
 
 
-def open_services(settings: Settings) -> Services:
-    store = open_store(settings)
+def warm_up(store: Store) -> threading.Thread:
+    """For a long-running process (the app), in a background thread: open Chroma (a query
+    process opens it on first use: `ingest/lazy_vectors.py`) and load the OpenVINO question
+    encoder (`ingest/question_openvino.py`: ~4x faster per question than numpy, slower to
+    load), which the store's questions switch to once loaded (they stay on numpy where there is
+    no export)."""
+
+    def load() -> None:
+        from ingest.question_openvino import open_openvino_question_encoder
+
+        if isinstance(store.vectors, LazyVectorIndex):
+            try:
+                store.vectors.index()
+            except Exception as exc:  # noqa: BLE001  raised again where a question needs it
+                logger.warning("vector index not opened at start: %s", exc)
+        encoder = open_openvino_question_encoder(store.settings.embed)
+        if encoder is not None:
+            store.use_question_encoder(encoder)
+
+    thread = threading.Thread(target=load, name="warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+PRIME_CHUNKS = 20_000  # chunks whose lines a warm process counts ahead (the first of the store)
+
+
+def prime_counts(assistant: Assistant, limit: int = PRIME_CHUNKS) -> int:
+    """Count the lines of the store's passages ahead, as packing renders them (first in a block,
+    or later), for up to `limit` chunks: a warm process's first questions then count their
+    blocks by look-ups (`LocalTokenCounter.prime`). How many pieces were new; 0 for a counter
+    that counts whole texts."""
+    from assistant.prompt import source_label
+
+    prime = getattr(assistant.counter, "prime", None)
+    if prime is None:
+        return 0
+    snap = assistant.retriever.snapshot()
+    texts: list[str] = []
+    for row in range(min(len(snap.ids), limit)):
+        passage = snap.passage(row)
+        label = source_label(passage)
+        texts += [f"[1] {label}", f"\n\n[2] {label}\n{passage.text.strip()}"]
+    return int(prime(texts))
+
+
+def open_services(settings: Settings, *, warm: bool = False) -> Services:
+    """The store (Chroma opened on first use: `ingest/lazy_vectors.py`), the assistant and the
+    accounts of one process. `warm` (a long-running process: the app) opens Chroma, loads the
+    faster question encoder (`warm_up`) and counts the passages' lines (`prime_counts`) in
+    the background at once."""
+    store = open_store(settings, lazy_vectors=True)
+    if warm:
+        warm_up(store)
     try:
         assistant = open_assistant(store)
     except BaseException:
         store.close()
         raise
+    if warm:
+        threading.Thread(target=_prime_quietly, args=(assistant,), daemon=True).start()
     return Services(settings, store, assistant, Users(store.ledger))
+
+
+def _prime_quietly(assistant: Assistant) -> None:
+    try:
+        prime_counts(assistant)
+    except Exception as exc:  # noqa: BLE001  a model server not up yet: questions count later
+        logger.info("token counts not primed at start: %s", exc)
 
 
 def services_for(settings: Settings) -> closing[Services]:

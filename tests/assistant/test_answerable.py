@@ -176,3 +176,11 @@ def test_a_model_file_weighs_the_evidence_it_names(tmp_path: Path) -> None:
     assert model.names == ("absent",)
     assert model.refuses({"absent": 1.0, "dense": 0.9}, "en")
     assert not model.refuses({"absent": 0.0, "dense": 0.1}, "en")
+
+
+def test_near_spellings_follow_the_vocabulary_of_each_snapshot() -> None:
+    """The words grouped by initial are the current vocabulary's, not a previous one's."""
+    first, second = {"budget": 0, "flight": 1}, {"flight": 0}
+    assert _near_spelling("budjet", first)
+    assert not _near_spelling("budjet", second)
+    assert _near_spelling("budjet", first) and _near_spelling("flihgt", second)

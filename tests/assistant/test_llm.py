@@ -175,6 +175,43 @@ def test_budget_is_checked_before_sending() -> None:
     assert list(client.stream(CHAT, max_tokens=96)) == ["x"]
 
 
+class CallCounter(FakeCounter):
+    """Notes when the prompt is counted: before the request went out, or after."""
+
+    def __init__(self, prompt_tokens: int, sent: list[Any]) -> None:
+        super().__init__(prompt_tokens)
+        self.sent = sent
+        self.counted_after: list[int] = []  # requests sent when the prompt was counted
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        self.counted_after.append(len(self.sent))
+        return self.prompt_tokens
+
+
+def test_a_prompt_the_packer_bounded_is_counted_after_the_answer_not_before(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 12: the budget check takes the caller's bound instead of counting the prompt; the
+    comparison with the server's count still happens, once the answer is in."""
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, content=sse(chunk("x"), USAGE))  # the server counted 7
+
+    counter = CallCounter(8, sent)
+    client = client_with(handler, counter=counter)
+    with caplog.at_level(logging.WARNING, logger="assistant.llm"):
+        assert list(client.stream(CHAT, max_tokens=96, prompt_bound=4000)) == ["x"]
+    assert counter.counted_after == [1]  # once, after the request went out
+    assert "we counted 8 prompt tokens" in caplog.text  # and it still catches a disagreement
+    # a bound that does not prove the prompt fits: counted first, and refused on our side
+    refusing = client_with(handler, counter=CallCounter(4001, sent))
+    with pytest.raises(PromptTooLong):
+        refusing.stream(CHAT, max_tokens=96, prompt_bound=4001)
+    assert len(sent) == 1
+
+
 def test_length_refusal_shrinks_max_tokens_once_and_logs_a_defect(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -174,3 +174,33 @@ def test_a_store_indexed_under_other_text_rules_is_refused(parts, tmp_path: Path
         assistant.retrieve(QUESTION, ["all"])
     with pytest.raises(StoreError, match="kb reindex --full"):
         ingest_paths(store, [tmp_path])
+
+
+def test_the_prompt_bound_handed_to_the_client_holds_with_the_real_tokenizer(
+    tmp_path: Path,
+) -> None:
+    """Issue 12: the client skips counting a prompt the packing bounded; the bound must be at
+    least the prompt's own count (the test model's tokenizer) and leave room for the answer."""
+    from assistant.serving.testmodel import build_test_model
+    from assistant.tokens import LocalTokenCounter
+    from tests.vllm_server import MODEL_DIR
+
+    settings = settings_for(tmp_path)
+    llm = dataclasses.replace(settings.llm, max_model_len=900, answer_tokens=128)
+    settings = dataclasses.replace(settings, llm=llm)
+    store = Store(settings, Ledger(tmp_path / "ledger.sqlite"), MemoryVectorIndex(), FakeEmbedder())
+    for n in range(12):  # more than the window holds: the block is cut near the budget
+        add_document(store, f"leave{n}.pdf", f"{LEAVE} Rule {n}. " + TRAVEL * 3)
+    counter = LocalTokenCounter(build_test_model(MODEL_DIR))
+    generator = FakeGenerator()
+    assistant = Assistant(store, generator, counter)
+    try:
+        for question in (QUESTION, "年假 unused annual leave carry over employees days?"):
+            generator.enqueue("Employees may carry over up to five days [1].")
+            assistant.ask(question, ["all"])
+        assert len(generator.requests) == 2
+        for messages, bound in zip(generator.requests, generator.prompt_bounds, strict=True):
+            assert bound is not None
+            assert counter.count_messages(messages) <= bound <= 900 - 128
+    finally:
+        store.close()

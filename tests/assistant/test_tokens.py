@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from assistant.llm import LlmClient
 from assistant.serving.testmodel import build_test_model
@@ -17,6 +19,8 @@ from assistant.tokens import (
     RemoteTokenCounter,
     load_token_counter,
     local_model_dir,
+    seam_additive,
+    split_at_seams,
 )
 from core.config import LlmSettings
 from tests.vllm_server import MODEL_DIR
@@ -54,6 +58,93 @@ def test_count_many_equals_count(counter: LocalTokenCounter) -> None:
 def test_count_messages_counts_the_rendered_prompt(counter: LocalTokenCounter) -> None:
     messages = [{"role": "user", "content": "How many days?"}]
     assert counter.count_messages(messages) == counter.count(counter.render(messages))
+
+
+# --- counting a long text by its paragraphs (issue 12) ----------------------------------------
+
+FRAGMENTS = st.sampled_from([
+    "年假", "最多可结转5天。", "Annual", " leave", "carries over.", " ", "  ", "\n", "\n\n",
+    "\n\n\n", "\t", "\u3000", "\xa0", "\x1c", "[1]", "[12] ", "[3]", "》", "《年休假办法》 p.2",
+    "'s", "'", "1234", "😀", "<|begin_of_sentence|>", "<s>", "</s>", "<mask:1>", "·", "——", "\r\n",
+])
+LONG_TEXT = st.lists(FRAGMENTS, min_size=80, max_size=160).map("".join)
+
+
+def test_the_test_models_tokenizer_adds_up_at_seams(counter: LocalTokenCounter) -> None:
+    assert counter.additive  # GPT-2 byte-level BPE, as ERNIE's test stand-in is built
+
+
+def test_split_at_seams_cuts_between_a_non_space_and_a_space() -> None:
+    text = "[1] 《甲》 p.1\n年假5天。\n\n[2] 《乙》\nsick leave.\n\n\n[13] x  \n\ny"
+    pieces = split_at_seams(text)
+    assert "".join(pieces) == text
+    assert pieces[:6] == [
+        "[1] 《甲》 p.1", "\n年假5天。", "\n\n[2]", " 《乙》", "\nsick leave.", "\n\n\n[13]"
+    ]
+    for left, right in zip(pieces, pieces[1:], strict=False):
+        assert not left[-1].isspace() and right[0].isspace()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=LONG_TEXT)
+def test_a_long_text_counts_as_tokenizing_it_whole(counter: LocalTokenCounter, text: str) -> None:
+    """The sum of the pieces' counts is the tokenizer's own count of the whole text."""
+    whole = len(counter._tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids)
+    assert counter.count(text) == whole
+
+
+def test_counts_stay_exact_when_the_remembered_pieces_are_forgotten(
+    monkeypatch: pytest.MonkeyPatch, counter: LocalTokenCounter
+) -> None:
+    import assistant.tokens as tokens
+
+    monkeypatch.setattr(tokens, "PIECES_KEPT", 4)
+    backend = counter._tokenizer.backend_tokenizer
+    for n in range(1, 6):
+        text = "\n".join(f"第{n}章 第{i}行：年假{i}天。 line {i}" for i in range(n * 3)) + "x" * 300
+        assert counter.count(text) == len(backend.encode(text, add_special_tokens=False).ids)
+        assert len(counter._pieces) <= max(4, len(set(tokens.split_at_seams(text))))
+
+
+def test_a_real_prompt_counts_as_tokenizing_it_whole(counter: LocalTokenCounter) -> None:
+    block = "\n\n".join(
+        f"[{n}] 《员工手册》 p.{n}\n{LONG_ZH[: 40 * n]}\n\n{LONG_EN[: 50 * n]}"
+        for n in range(1, 12)
+    )
+    messages = [{"role": "system", "content": "只根据资料回答。"},
+                {"role": "user", "content": f"资料：\n{block}\n\n问题：年假几天？"}]
+    rendered = counter.render(messages)
+    whole = counter._tokenizer.backend_tokenizer.encode(rendered, add_special_tokens=False)
+    assert len(split_at_seams(rendered)) > 20
+    assert counter.count_messages(messages) == len(whole.ids)
+
+
+def _byte_level_bpe(**pre: Any) -> Any:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(**pre)
+    return tok
+
+
+def test_tokenizers_that_merge_across_seams_are_counted_whole() -> None:
+    from tokenizers import AddedToken, Regex, normalizers, pre_tokenizers
+
+    assert seam_additive(_byte_level_bpe(add_prefix_space=False, use_regex=True))
+    assert not seam_additive(_byte_level_bpe(add_prefix_space=True, use_regex=True))
+    assert not seam_additive(_byte_level_bpe(add_prefix_space=False, use_regex=False))
+    qwen = _byte_level_bpe(add_prefix_space=False, use_regex=False)
+    qwen.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r" ?[^\s\p{L}\p{N}]+[\r\n]*"), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    assert not seam_additive(qwen)
+    normalized = _byte_level_bpe(add_prefix_space=False, use_regex=True)
+    normalized.normalizer = normalizers.NFKC()
+    assert not seam_additive(normalized)
+    stripping = _byte_level_bpe(add_prefix_space=False, use_regex=True)
+    stripping.add_special_tokens([AddedToken("<mask>", rstrip=True)])
+    assert not seam_additive(stripping)
 
 
 def test_local_model_dir_finds_folders_not_hub_names(tmp_path: Path) -> None:
@@ -146,3 +237,16 @@ def test_our_count_equals_vllms_prompt_tokens(vllm_server: Any) -> None:
     assert [remote.count_messages(m) for m in CONVERSATIONS[:6]] == usages[:6]
     texts = [LONG_ZH, LONG_EN, PASSAGES, "年假"]
     assert [remote.count(t) for t in texts] == counter.count_many(texts)
+
+
+def test_primed_lines_make_a_block_of_them_a_sum_of_known_counts(
+    counter: LocalTokenCounter,
+) -> None:
+    passages = [f"《手册{n}》 p.{n}\n第{n}条：年假{n}天。\nLeave line {n}." for n in range(1, 30)]
+    primed = [f"\n\n[2] {p}" for p in passages] + [f"[1] {passages[0]}"]
+    assert counter.prime(primed) > 0 and counter.prime(primed) == 0  # counted once
+    known = dict(counter._pieces)
+    block = "\n\n".join(f"[{1 if n == 0 else 2}] {p}" for n, p in enumerate(passages))
+    backend = counter._tokenizer.backend_tokenizer
+    assert counter.count(block) == len(backend.encode(block, add_special_tokens=False).ids)
+    assert counter._pieces == known  # nothing tokenized at question time

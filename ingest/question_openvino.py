@@ -1,0 +1,95 @@
+"""Questions embedded by the passage embedder's OpenVINO export, in float32 on one thread: for a
+process that answers many questions (the app), the fastest exact path for one short text.
+
+Measured on one ~12-token question on the 2-core machine (load ~4, BENCHMARKS.md issue 12's
+second pass): the numpy encoder (`ingest/bert_numpy.py`) 12-21 ms; this export in float32 on one
+thread with one kept request 3-5 ms, vectors equal to numpy's (cosine 1.0 to within 1e-6). It
+loads slower (OpenVINO's import and the compiled model: ~0.9 s against numpy's ~0.5 s cold),
+so a one-question `kb ask` keeps numpy and the app switches to this once it is loaded in the
+background (`ui.wiring.warm_up`).
+
+    encoder = open_openvino_question_encoder(settings.embed)   # None without an export on disk
+    encoder.embed_batch(["How many days of leave?"]).shape -> (1, 384)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.config import EmbedSettings
+from core.ports import Vectors
+
+logger = logging.getLogger(__name__)
+
+
+class OpenVinoQuestionEncoder:
+    """`Embedder.embed_batch` for questions on an existing OpenVINO export (never converts)."""
+
+    def __init__(self, export: Path, name: str) -> None:
+        import openvino
+        from tokenizers import Tokenizer
+
+        info = json.loads((export / "embedder.json").read_text(encoding="utf-8"))
+        self.name = name
+        self.dim = int(info["dim"])
+        self.max_tokens = int(info["max_tokens"])
+        self._inputs: list[str] = list(info["inputs"])
+        self._cls = info["pooling"] == "cls"
+        self._tokenizer = Tokenizer.from_file(str(export / "tokenizer" / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.max_tokens)
+        core = openvino.Core()
+        core.set_property({"CACHE_DIR": str(export / "compiled")})
+        config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+        compiled = core.compile_model(str(export / "model.xml"), "CPU", config)
+        self._request: Any = compiled.create_infer_request()
+        self._lock = threading.Lock()  # one request, used by one question at a time
+
+    def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        """Unit vectors, one text at a time (questions are short: no padding to share).
+
+        embed_batch(["a", "b"]).shape -> (2, dim)"""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            ids = np.asarray([self._tokenizer.encode(text.strip()).ids], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            with self._lock:
+                hidden = np.asarray(
+                    self._request.infer(
+                        {k: feeds.get(k, np.zeros_like(ids)) for k in self._inputs}
+                    )[0],
+                    dtype=np.float32,
+                )[0]
+            out[i] = hidden[0] if self._cls else hidden.mean(axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.asarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes in the model, without the [CLS]/[SEP] pair (truncated)."""
+        return [len(e.ids) - 2 for e in self._tokenizer.encode_batch(list(texts))]
+
+
+def open_openvino_question_encoder(settings: EmbedSettings) -> OpenVinoQuestionEncoder | None:
+    """The question encoder on the passage embedder's export, or None where there is none to use:
+    another runtime, openvino not installed, the model not local, or not converted yet (ingest
+    converts it; a query process never does)."""
+    if settings.runtime != "openvino":
+        return None
+    try:
+        from ingest.embed import export_root, resolve_model_path
+        from ingest.embed_openvino import export_dir, local_folder
+
+        export = export_dir(export_root(settings), local_folder(resolve_model_path(settings.model)))
+        if not (export / "embedder.json").is_file():
+            return None
+        return OpenVinoQuestionEncoder(export, settings.model)
+    except Exception as exc:  # noqa: BLE001  any failure: the numpy encoder goes on
+        logger.info("questions stay on numpy: no OpenVINO question encoder (%s)", exc)
+        return None

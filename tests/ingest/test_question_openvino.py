@@ -1,0 +1,58 @@
+"""Questions on the passage embedder's OpenVINO export in float32 (issue 12): the numpy
+encoder's vectors, and the app's switch to it once loaded in the background."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from core.config import load_settings
+from ingest.bert_numpy import open_question_encoder
+from ingest.embed import load_embedder
+from ingest.question_openvino import OpenVinoQuestionEncoder, open_openvino_question_encoder
+from tests.stores import ingest_paths
+from ui.wiring import open_services, warm_up
+
+REPO = Path(__file__).resolve().parents[2]
+QUESTIONS = [
+    "How many days of annual leave can I carry over?",
+    "ok",
+    "What is the hotel limit per night in a tier 1 city for travel?",
+    " ".join(["Expenses must be filed within 30 days with receipts attached."] * 40),  # truncated
+]
+
+
+def test_questions_on_openvino_in_float32_equal_numpys() -> None:
+    embed = load_settings(REPO / "config.toml", environ={}).embed
+    load_embedder(embed)  # the export, made once per machine (as ingest makes it)
+    encoder = open_openvino_question_encoder(embed)
+    numpy_encoder = open_question_encoder(embed)
+    assert isinstance(encoder, OpenVinoQuestionEncoder) and numpy_encoder is not None
+    ours, exact = encoder.embed_batch(QUESTIONS), numpy_encoder.embed_batch(QUESTIONS)
+    assert ours.shape == exact.shape == (4, encoder.dim)
+    cosines = (ours * exact).sum(axis=1)
+    # float32: bfloat16 (OpenVINO's default on AMX, as passages are embedded) is ~1.4e-5 off
+    assert np.all(1 - cosines < 1e-6), cosines
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_no_export_or_another_runtime_keeps_numpy(tmp_path: Path) -> None:
+    embed = load_settings(REPO / "config.toml", environ={}).embed
+    assert open_openvino_question_encoder(replace(embed, runtime="torch")) is None
+    assert open_openvino_question_encoder(replace(embed, export_dir=str(tmp_path))) is None
+
+
+def test_the_app_switches_questions_to_openvino_once_loaded(make_settings) -> None:  # type: ignore[no-untyped-def]
+    settings = make_settings()
+    ingest_paths(settings, [REPO / "data" / "samples" / "docs"])
+    services = open_services(settings)
+    try:
+        question = "How many days of annual leave can I carry over?"
+        before = services.assistant.retrieve(question, ["all"])
+        warm_up(services.store).join(120)
+        assert isinstance(services.store._question_encoder, OpenVinoQuestionEncoder)
+        assert services.assistant.retrieve(question + " ", ["all"]) == before
+    finally:
+        services.close()

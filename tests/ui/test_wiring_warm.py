@@ -1,0 +1,36 @@
+"""A long-running process warms up (issue 12): the passages' lines counted ahead with the served
+model's tokenizer, and nothing to prime where the server counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assistant.serving.testmodel import build_test_model
+from tests.stores import ingest_paths
+from tests.vllm_server import MODEL_DIR
+from ui.wiring import open_services, prime_counts
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_prime_counts_counts_the_store_passages_lines_once(make_settings) -> None:  # type: ignore[no-untyped-def]
+    model = build_test_model(MODEL_DIR)
+    settings = make_settings(llm={"model": str(model), "url": "http://127.0.0.1:9/v1"})
+    ingest_paths(settings, [REPO / "data" / "samples" / "docs"])
+    services = open_services(settings)
+    try:
+        assert prime_counts(services.assistant) > 100
+        assert prime_counts(services.assistant) == 0  # already known
+        assert prime_counts(services.assistant, limit=0) == 0
+    finally:
+        services.close()
+
+
+def test_a_counter_of_the_server_primes_nothing(make_settings) -> None:  # type: ignore[no-untyped-def]
+    settings = make_settings(llm={"model": "nowhere/at-all-kb-test", "url": "http://127.0.0.1:9/v1"})
+    ingest_paths(settings, [REPO / "data" / "samples" / "docs"])
+    services = open_services(settings)
+    try:
+        assert prime_counts(services.assistant) == 0
+    finally:
+        services.close()
