@@ -388,7 +388,8 @@ def _ingest_paths(
     if todo and not queue:
         logger.info("parsing %d new or changed files", len(todo))
         # the embedder and jieba's dictionary load while the first files parse
-        threading.Thread(target=_warm_up, args=(store,), name="kb-warm-up", daemon=True).start()
+        warm_up = threading.Thread(target=_warm_up, args=(store,), name="kb-warm-up", daemon=True)
+        warm_up.start()
     embedded_elsewhere = 0
 
     def commit(staged: _Staged, vectors: Vectors) -> None:
@@ -424,6 +425,7 @@ def _ingest_paths(
                     commit(ready, vectors)
             for ready, vectors in ahead.finish():
                 commit(ready, vectors)
+        warm_up.join()  # nothing of this run outlives its write lock
 
     if prune:
         seen = {

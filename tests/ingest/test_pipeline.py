@@ -16,9 +16,10 @@ from assistant.retrieve import Retriever
 from ingest import pipeline
 from ingest import reindex as reindexing
 from ingest.convert_doc import soffice
-from ingest.embed import CachedEmbedder
+from ingest.embed import CachedEmbedder, open_embedder
 from ingest.ledger import Ledger
-from ingest.store import Store, open_ledger, open_store
+from ingest.store import Store, embed_cache_path, open_ledger, open_store
+from ingest.vectors import open_vector_index
 from tests.fakes import FakeEmbedder, MemoryVectorIndex
 from tests.postgres import with_ledger
 from tests.stores import delete_document, ingest_paths, reindex, store_problems, store_status
@@ -133,6 +134,35 @@ def test_passages_of_several_files_are_embedded_together_in_file_order(
     assert sum(calls) == len(live_chunks(settings))
     assert len(calls) < 11  # 11 files with passages: waves span files
     assert store_problems(settings) == []
+
+
+def test_the_embedder_and_jieba_are_loaded_once_while_the_first_file_parses(
+    make_settings, tmp_path: Path, monkeypatch
+) -> None:
+    """The warm-up thread loads the embedder (once: the writer waits for it) and jieba's
+    dictionary, even for English files, and is done when the run returns."""
+    import core.text
+
+    folder = tmp_path / "english"
+    folder.mkdir()
+    for name in ("Employee-Leave-Policy.pdf", "Code-of-Conduct.docx"):
+        shutil.copy(SAMPLES / name, folder)
+    monkeypatch.setattr(core.text, "_jieba", None)
+    settings = make_settings()
+    loads: list[str] = []
+
+    def source():  # type: ignore[no-untyped-def]
+        loads.append("embedder")
+        return open_embedder(settings.embed, embed_cache_path(settings))
+
+    store = Store(settings, open_ledger(settings), open_vector_index(settings), source)
+    try:
+        report = pipeline.ingest_paths(store, [folder])
+    finally:
+        store.close()
+    assert report.counts["ingested"] == 2
+    assert loads == ["embedder"]
+    assert core.text._jieba is not None  # no Chinese text: only the warm-up loads it
 
 
 def test_prune_and_delete(make_settings, samples: Path) -> None:
