@@ -64,6 +64,10 @@ BENCHES: dict[str, Bench] = {
                   "50 askers through the page and the API (vLLM CPU test server) vs one alone"),
     "refresh": Bench("refresh_delay.py", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
+    "ingest-generated": Bench("ingest_speed.py", "--generated --repeat 2", "--generated", False,
+                              "fresh ingest vs the starter on the generated ~594-page corpus"),
+    "waves": Bench("embed_waves.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
+                   "embedding alone: per document vs waves vs waves on throughput streams"),
 }
 
 
