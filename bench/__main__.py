@@ -67,6 +67,10 @@ BENCHES: dict[str, Bench] = {
     "gpu-ingest": Bench("gpu_ingest.py", f"{PUBLIC_DOCS} --workers 1,8",
                         f"{SAMPLE_DOCS} --workers 1", False,
                         "ingest with the embedder on the GPU vs its CPU (GPU machine)"),
+    "ingest-generated": Bench("ingest_speed.py", "--generated --repeat 2", "--generated", False,
+                              "fresh ingest vs the starter on the generated ~594-page corpus"),
+    "waves": Bench("embed_waves.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
+                   "embedding alone: per document vs waves vs waves on throughput streams"),
 }
 
 

@@ -92,6 +92,9 @@ class IngestSettings:
     queue_poll_s: float = field(
         default=1.0, metadata=_doc("idle workers and `--wait` look at the queue this often")
     )
+    embed_wave: int = field(
+        default=256, metadata=_doc("passages of several files embedded as one sorted stream")
+    )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ that share the cache file.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import logging
@@ -87,7 +88,9 @@ class SentenceTransformerEmbedder:
         self.dim = int(self._model.get_embedding_dimension() or 0)
         self.max_tokens = int(self._model.max_seq_length or 512)
         self._batch_size = settings.batch_size
-        self._tokenizer = self._model.tokenizer
+        # a copy for counting: ingestion counts tokens while another thread embeds, and a fast
+        # tokenizer called from two threads with different truncation raises "Already borrowed"
+        self._tokenizer = copy.deepcopy(self._model.tokenizer)
         logger.info(
             "embedder %s loaded (dim %d, max %d tokens)", self.name, self.dim, self.max_tokens
         )

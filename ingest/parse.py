@@ -4,7 +4,7 @@
 
     with ParsePool(settings.ingest, workers=2) as pool:
         for path, result in pool.imap(paths):   # result: ParsedDoc or an IngestError
-            ...
+            ...                                  # meanwhile the workers parse the next files
 
 `parse_file` raises only `IngestError` subclasses for files it cannot use, among them the
 bounds: `max_file_mb`, `max_unpacked_mb` (TooLarge), `max_blocks` (TooManyBlocks) and running
@@ -242,15 +242,20 @@ class ParsePool:
         done: dict[int, tuple[Path, Result]] = {}
         next_out = 0
         while todo or any(w.job is not None for w in self._workers):
-            for worker in self._workers:
-                if worker.job is None and todo:
-                    index, path = todo.pop()
-                    worker.give(index, path, self._settings.file_timeout_s)
+            self._refill(todo)
             for index, path, result in self._collect():
                 done[index] = (path, result)
+            self._refill(todo)  # the next files are parsed while the caller uses these
             while next_out in done:
                 yield done.pop(next_out)
                 next_out += 1
+
+    def _refill(self, todo: list[tuple[int, Path]]) -> None:
+        """Give each idle worker the next file (`todo` is reversed: the next one is last)."""
+        for worker in self._workers:
+            if worker.job is None and todo:
+                index, path = todo.pop()
+                worker.give(index, path, self._settings.file_timeout_s)
 
     def _collect(self) -> list[tuple[int, Path, Result]]:
         """Wait for a result, a dead worker or the nearest deadline; replace lost workers."""

@@ -10,12 +10,14 @@ Public functions (the CLI and the app call these and nothing deeper):
     store_status(store) -> dict
 
 Per file: an unchanged file (same size and mtime, or same sha256) is skipped without parsing; a
-new or changed one is parsed in a worker process with a time limit, chunked, its new passages
-embedded (through the cache) and upserted into Chroma, and only then made live in the ledger in
-one transaction; vectors that stopped being live are deleted afterwards. A crash anywhere leaves
-the old or the new version live; orphans are collected at the start of the next run. Every
-writing function holds the store's write lock (`store.writing`, ingest/lock.py) for its whole
-run, so that collection never meets another run's unfinished work.
+new or changed one is parsed in a worker process with a time limit (the next file is parsed
+while this one is written), chunked, its new passages embedded (through the cache, together with
+other files' passages in waves of `ingest.embed_wave`, in a background thread: ingest/waves.py)
+and upserted into Chroma, and only then made live in the ledger in one transaction, files in
+the order they were found; vectors that stopped being live are deleted afterwards. A crash
+anywhere leaves the old or the new version live; orphans are collected at the start of the next
+run. Every writing function holds the store's write lock (`store.writing`, ingest/lock.py) for
+its whole run, so that collection never meets another run's unfinished work.
 
 Parallel ingestion keeps this one writer: `workers=N` parses and embeds in N processes each
 (ingest/workers.py) and commits here with `Writer.commit`; `queue=True` decides what changed as
@@ -29,16 +31,19 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from core.config import Settings
 from core.errors import IngestError, KbError
+from core.ports import Vectors
+from core.text import load_segmenter
 from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
 from ingest.convert_doc import soffice
 from ingest.parse import ParsePool
@@ -46,6 +51,7 @@ from ingest.prepare import Prepared, chunk_document
 from ingest.prepare import lexical_terms as lexical_terms  # re-exported: callers import it here
 from ingest.store import Store
 from ingest.vectors import group_metadata
+from ingest.waves import EmbedAhead
 from ingest.workers import prepare_in_processes
 
 logger = logging.getLogger(__name__)
@@ -186,24 +192,80 @@ class Writer:
         self.store.vectors.delete(self.collection, stale)
         return len(chunks)
 
-    def commit(self, prepared: Prepared) -> int:
-        """`write` for a document prepared elsewhere (ingest/prepare.py): its vectors came with
-        it, so nothing is embedded here; only passages Chroma lacks are upserted."""
-        meta, chunks = prepared.meta, prepared.chunks
+    def fresh(self, chunks: Sequence[Chunk]) -> list[int]:
+        """Indexes of the chunks Chroma lacks; the others keep their vectors (ids are stable)."""
         present = self.store.vectors.existing(self.collection, [c.id for c in chunks])
-        fresh = [i for i, c in enumerate(chunks) if c.id not in present]
+        return [i for i, c in enumerate(chunks) if c.id not in present]
+
+    def switch(
+        self,
+        meta: DocMeta,
+        chunks: Sequence[Chunk],
+        terms: Sequence[Sequence[str]],
+        fresh: Sequence[int],
+        vectors: Vectors,
+    ) -> int:
+        """Upsert `vectors[k]` as the vector of `chunks[fresh[k]]`, then make the document live
+        in one ledger transaction and delete the vectors that stopped being live."""
         if fresh:
             self.store.ledger.set_meta("dirty", "1")
             self.store.vectors.upsert(
                 self.collection,
                 [chunks[i].id for i in fresh],
-                prepared.vectors[fresh],
+                vectors,
                 [group_metadata(meta.id, meta.groups)] * len(fresh),
             )
         logger.info("%s: switching to %d live chunks", meta.path, len(chunks))
-        stale = self.store.ledger.replace_document(meta, chunks, prepared.terms)
+        stale = self.store.ledger.replace_document(meta, list(chunks), [list(t) for t in terms])
         self.store.vectors.delete(self.collection, stale)
         return len(chunks)
+
+    def commit(self, prepared: Prepared) -> int:
+        """`write` for a document prepared elsewhere (ingest/prepare.py): its vectors came with
+        it, so nothing is embedded here; only passages Chroma lacks are upserted."""
+        fresh = self.fresh(prepared.chunks)
+        return self.switch(
+            prepared.meta, prepared.chunks, prepared.terms, fresh, prepared.vectors[fresh]
+        )
+
+
+@dataclass
+class _Staged:
+    """A file on its way to the ledger: chunked, with the passages Chroma lacks (`fresh`) still
+    to embed; or prepared elsewhere (`--workers`); or failed."""
+
+    meta: DocMeta
+    label: str
+    had_version: bool
+    chunks: list[Chunk] = field(default_factory=list)
+    terms: list[list[str]] = field(default_factory=list)
+    fresh: list[int] = field(default_factory=list)
+    prepared: Prepared | None = None
+    error: IngestError | None = None
+
+    def texts(self) -> list[str]:
+        return [self.chunks[i].embed_text() for i in self.fresh]
+
+
+def _stage(
+    writer: Writer, meta: DocMeta, path: Path, had: bool, result: ParsedDoc | Prepared | IngestError
+) -> _Staged:
+    """Chunk a parsed file and find the passages it needs embedded (IngestErrors kept)."""
+    staged = _Staged(meta, str(path), had)
+    if isinstance(result, IngestError):
+        staged.error = result
+    elif isinstance(result, Prepared):
+        staged.prepared = result
+    else:
+        try:
+            staged.meta, staged.chunks, staged.terms = writer.prepare(meta, result)
+        except IngestError as exc:
+            staged.error = exc
+            return staged
+        staged.fresh = writer.fresh(staged.chunks)
+        if staged.fresh:
+            logger.info("%s: embedding %d new passages", meta.path, len(staged.fresh))
+    return staged
 
 
 def recover(store: Store) -> None:
@@ -325,23 +387,45 @@ def _ingest_paths(
 
     if todo and not queue:
         logger.info("parsing %d new or changed files", len(todo))
+        # the embedder and jieba's dictionary load while the first files parse
+        warm_up = threading.Thread(target=_warm_up, args=(store,), name="kb-warm-up", daemon=True)
+        warm_up.start()
     embedded_elsewhere = 0
-    if not queue:
-        for meta, path, had_version, result in _parsed(settings, todo, workers):
-            label = str(path)
-            try:
-                if isinstance(result, IngestError):
-                    raise result
-                if isinstance(result, Prepared):
-                    embedded_elsewhere += result.embedded
-                    count = writer.commit(result)
-                else:
-                    count = writer.write(meta, result)
-            except IngestError as exc:
-                store.ledger.mark_failed(meta, exc.status, str(exc))
-                finish(FileOutcome(label, "failed", exc.status, str(exc)))
-                continue
-            finish(FileOutcome(label, "updated" if had_version else "ingested", chunks=count))
+
+    def commit(staged: _Staged, vectors: Vectors) -> None:
+        nonlocal embedded_elsewhere
+        try:
+            if staged.error is not None:
+                raise staged.error
+            if staged.prepared is not None:
+                embedded_elsewhere += staged.prepared.embedded
+                count = writer.commit(staged.prepared)
+            else:
+                count = writer.switch(
+                    staged.meta, staged.chunks, staged.terms, staged.fresh, vectors
+                )
+        except IngestError as exc:
+            store.ledger.mark_failed(staged.meta, exc.status, str(exc))
+            finish(FileOutcome(staged.label, "failed", exc.status, str(exc)))
+            return
+        outcome = "updated" if staged.had_version else "ingested"
+        finish(FileOutcome(staged.label, outcome, chunks=count))
+
+    if not queue and todo:
+        # passages of several files are embedded together, beside the chunking and commits
+        # (ingest/waves.py); files are committed in the order they were found
+        with EmbedAhead[_Staged](
+            lambda texts: store.embedder.embed_batch(texts),
+            settings.ingest.embed_wave,
+            settings.embed.batch_size,
+        ) as ahead:
+            for meta, path, had_version, result in _parsed(settings, todo, workers):
+                staged = _stage(writer, meta, path, had_version, result)
+                for ready, vectors in ahead.add(staged, staged.texts()):
+                    commit(ready, vectors)
+            for ready, vectors in ahead.finish():
+                commit(ready, vectors)
+        warm_up.join()  # nothing of this run outlives its write lock
 
     if prune:
         seen = {
@@ -382,6 +466,16 @@ def _ingest_paths(
     report = store.finish_run(report, started, embedded_before)
     report.embedded += embedded_elsewhere
     return report
+
+
+def _warm_up(store: Store) -> None:
+    """Load what chunking needs first (the embedder's tokenizer, jieba); errors are left to the
+    writer, which meets them again and reports them."""
+    try:
+        store.embedder  # noqa: B018  loads it
+        load_segmenter()
+    except Exception:  # noqa: BLE001  the writer's own call raises it where it is handled
+        logger.debug("warm-up failed; the writer loads on first use", exc_info=True)
 
 
 def _parsed(

@@ -14,6 +14,7 @@ the unit tests and the real adapters from `open_store`.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -51,6 +52,7 @@ class Store:
         self.ledger = ledger
         self.vectors = vectors
         self._embedder: Embedder | None = None
+        self._embedder_lock = threading.Lock()
         self._source = embedder
         self._questions = questions
         self._question_encoder: Embedder | None = None
@@ -82,10 +84,11 @@ class Store:
     @property
     def embedder(self) -> Embedder:
         """The passage embedder (through the cache, where there is one)."""
-        if self._embedder is None:
-            source = self._source
-            self._embedder = source() if callable(source) else source
-        return self._embedder
+        with self._embedder_lock:  # ingestion loads it in a warm-up thread (ingest/pipeline.py)
+            if self._embedder is None:
+                source = self._source
+                self._embedder = source() if callable(source) else source
+            return self._embedder
 
     def embed_question(self, texts: list[str]) -> Vectors:
         """Questions and answer sentences are embedded past the cache: asking writes nothing.

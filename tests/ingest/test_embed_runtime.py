@@ -154,3 +154,15 @@ def test_the_shipped_device_auto_runs_openvino_on_a_machine_without_a_gpu(
     shipped = load_settings(REPO / "config.toml", environ={}).embed
     assert shipped.device == "auto" and shipped.runtime == "openvino"
     assert isinstance(load_embedder(replace(shipped, export_dir=str(exports))), OpenVinoEmbedder)
+
+
+def test_many_batches_run_on_the_streams_each_text_as_alone(exports: Path) -> None:
+    """A call of several batches runs them on the throughput streams (ingest waves): each
+    text gets the vector it gets alone, whatever batch it shares, in its own row."""
+    openvino = load_embedder(settings_for(exports, batch_size=4))
+    assert isinstance(openvino, OpenVinoEmbedder)
+    texts = [f"{passage} ({n})" for n, passage in enumerate(PASSAGES * 3)]  # 21 texts, 6 batches
+    together = openvino.embed_batch(texts)
+    assert "throughput" in openvino._compiled
+    alone = np.vstack([openvino.embed_batch([text]) for text in texts])
+    assert cosines(together, alone).min() > 0.999

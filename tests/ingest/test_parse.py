@@ -97,7 +97,23 @@ def fake_parser(path: Path, settings: IngestSettings) -> ParsedDoc:
         np.empty(3 << 30, dtype=np.uint8)  # 3 GiB of address space, never touched
     if path.name.startswith("bad"):
         raise BrokenFile(f"{path.name}: bad on purpose")
+    if path.name.startswith("mark"):
+        path.touch()  # leaves a trace of when it was parsed
     return ParsedDoc([Block(f"{path.name} in {os.getpid()}")])
+
+
+def test_the_next_file_is_parsed_while_the_caller_uses_a_result(tmp_path: Path) -> None:
+    first, second = tmp_path / "mark1", tmp_path / "mark2"
+    with ParsePool(SETTINGS, parser=fake_parser) as pool:
+        results = pool.imap([first, second])
+        assert next(results)[0] == first
+        # the caller holds the first result and has not asked for more: the worker already
+        # has the second file (before, it got it only at the caller's next request)
+        deadline = time.monotonic() + 60
+        while not second.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert second.exists()
+        assert [path for path, _ in results] == [second]
 
 
 def test_pool_times_out_and_survives_crashes() -> None:

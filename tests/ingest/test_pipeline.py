@@ -16,11 +16,13 @@ from assistant.retrieve import Retriever
 from ingest import pipeline
 from ingest import reindex as reindexing
 from ingest.convert_doc import soffice
+from ingest.embed import CachedEmbedder, open_embedder
 from ingest.ledger import Ledger
-from ingest.store import Store, open_ledger, open_store
+from ingest.store import Store, embed_cache_path, open_ledger, open_store
+from ingest.vectors import open_vector_index
 from tests.fakes import FakeEmbedder, MemoryVectorIndex
 from tests.postgres import with_ledger
-from tests.stores import delete_document, ingest_paths, reindex, store_status
+from tests.stores import delete_document, ingest_paths, reindex, store_problems, store_status
 from ui.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,6 +111,58 @@ def test_changed_file_replaces_only_its_own_chunks(
     assert kept, "unchanged sections of the edited document keep their chunk ids"
     assert set(after) == vector_ids(settings)
     assert 0 < report.embedded < 5
+
+
+def test_passages_of_several_files_are_embedded_together_in_file_order(
+    make_settings, samples: Path, monkeypatch
+) -> None:
+    """ingest.embed_wave: the embedder gets the passages of several files in one call, and the
+    files are still committed one by one in the order they were found, a bad one among them."""
+    (samples / "broken.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 50)
+    calls: list[int] = []
+    original = CachedEmbedder.embed_batch
+
+    def counting(self: CachedEmbedder, texts):  # type: ignore[no-untyped-def]
+        calls.append(len(texts))
+        return original(self, texts)
+
+    monkeypatch.setattr(CachedEmbedder, "embed_batch", counting)
+    settings = make_settings(ingest={"embed_wave": 64})
+    report = ingest_paths(settings, [samples])
+    assert report.counts["ingested"] == 11 and report.counts["failed"] == 1
+    assert [o.path for o in report.outcomes] == [str(p) for _, p in pipeline.discover([samples])]
+    assert sum(calls) == len(live_chunks(settings))
+    assert len(calls) < 11  # 11 files with passages: waves span files
+    assert store_problems(settings) == []
+
+
+def test_the_embedder_and_jieba_are_loaded_once_while_the_first_file_parses(
+    make_settings, tmp_path: Path, monkeypatch
+) -> None:
+    """The warm-up thread loads the embedder (once: the writer waits for it) and jieba's
+    dictionary, even for English files, and is done when the run returns."""
+    import core.text
+
+    folder = tmp_path / "english"
+    folder.mkdir()
+    for name in ("Employee-Leave-Policy.pdf", "Code-of-Conduct.docx"):
+        shutil.copy(SAMPLES / name, folder)
+    monkeypatch.setattr(core.text, "_jieba", None)
+    settings = make_settings()
+    loads: list[str] = []
+
+    def source():  # type: ignore[no-untyped-def]
+        loads.append("embedder")
+        return open_embedder(settings.embed, embed_cache_path(settings))
+
+    store = Store(settings, open_ledger(settings), open_vector_index(settings), source)
+    try:
+        report = pipeline.ingest_paths(store, [folder])
+    finally:
+        store.close()
+    assert report.counts["ingested"] == 2
+    assert loads == ["embedder"]
+    assert core.text._jieba is not None  # no Chinese text: only the warm-up loads it
 
 
 def test_prune_and_delete(make_settings, samples: Path) -> None:
