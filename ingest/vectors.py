@@ -7,13 +7,14 @@ passage (the query side filters by the ledger) and is removed by `collect_garbag
 
     store = open_vector_index(settings)       # embedded (path/chroma) or a Chroma server
     store.upsert("kb_chunks_1", ["c1"], vectors, [{"doc_id": "d1", "groups": "|all|"}])
+    store.create("kb_bench", {"space": "cosine", "sync_threshold": 50_000})  # HNSW settings
     store.query("kb_chunks_1", vector, 10) -> [("c1", 0.93)]
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,36 @@ class VectorStore:
     def _spans(self, count: int) -> Iterator[slice]:
         """Slices of at most Chroma's maximum batch size covering `count` items."""
         return (slice(s, s + self._max_batch) for s in range(0, count, self._max_batch))
+
+    def create(self, collection: str, hnsw: Mapping[str, str | int | float]) -> bool:
+        """Create `collection` with these HNSW settings (Chroma's collection `configuration`:
+        space, ef_construction, max_neighbors, sync_threshold, ...); False if it exists
+        already (its settings are fixed at creation and stay as they were).
+
+        create("kb_chunks_1", {"space": "cosine", "sync_threshold": 50_000}) -> True
+        """
+        if collection in self.collections():
+            return False
+        self._collections[collection] = self._client.create_collection(
+            collection, configuration={"hnsw": dict(hnsw)}
+        )
+        return True
+
+    def add(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        vectors: npt.NDArray[np.float32],
+        metadatas: Sequence[Metadata],
+    ) -> None:
+        """`upsert` for ids the collection does not hold (a fresh build): Chroma skips the
+        lookup of each id's old vector. An id it holds already keeps its old vector."""
+        target = self._collection(collection)
+        for span in self._spans(len(ids)):
+            target.add(
+                ids=list(ids[span]), embeddings=vectors[span], metadatas=list(metadatas[span])
+            )
+        logger.info("chroma add %d vectors into %s", len(ids), collection)
 
     def upsert(
         self,
