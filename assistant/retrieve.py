@@ -19,7 +19,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,8 +45,14 @@ OVERFETCH = 4
 # weighted) each holds. It lifts the passage that answers the whole question over one that
 # repeats a single term.
 COVERAGE = "coverage"
-# Below this share of visible chunks the dense side searches the visible vectors exactly.
+# Below this share of visible chunks the dense side searches the visible vectors exactly,
 EXACT_BELOW = 0.3
+# unless they are more than this many (a tenth of a million chunks: 154 MB of float32 to read
+# per question, 30 ms on the 2-core machine); then Chroma is asked for enough candidates that
+# `n` survive the group mask (n * SURVIVE_MARGIN / share), up to MAX_FETCH of them.
+EXACT_UP_TO = 50_000
+SURVIVE_MARGIN = 1.5
+MAX_FETCH = 1000
 # A fourth: the lexical candidates from documents whose title the question quotes ("数据安全法
 # 从什么时候开始施行？"), all of one document tied, the longest quote first.
 TITLE = "title"
@@ -59,6 +67,23 @@ FEEDBACK_TERMS = 8
 # Threads that embed questions and search Chroma beside the BM25 scoring (one per question in
 # flight; the app answers a few at a time).
 DENSE_WORKERS = 4
+
+
+_blas: Any = None
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread for the block: a matrix-vector product over the visible vectors is
+    too small to share, and on a busy 2-core machine waiting for a second thread cost 30 ms
+    where one thread took 1 ms (10,000 vectors; bench/retrieve_latency.py)."""
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = ThreadpoolController()
+    with _blas.limit(limits=1, user_api="blas"):
+        yield
 
 
 @dataclass
@@ -322,19 +347,27 @@ class Retriever:
     ) -> list[tuple[str, float]]:
         """The `n` nearest allowed live chunks to the question's `vector`. Most users see
         most of the corpus: Chroma's unfiltered index is asked for a few times `n` and the
-        allowed ones kept. A user who sees a small share (or too few survive) gets an exact
-        search over just the vectors they may see, held in memory per group set (Chroma's
-        metadata filter costs far more)."""
+        allowed ones kept. A user who sees a small share of a small corpus (or when too few
+        survive) gets an exact search over just the vectors they may see, held in memory per
+        group set (Chroma's metadata filter costs far more). A small share of a large corpus
+        is still many vectors: from EXACT_UP_TO of them Chroma is asked for enough that `n`
+        survive the mask (n * SURVIVE_MARGIN / share, at most MAX_FETCH), the exact search
+        only if too few do."""
         visible = int(allowed.sum())
-        if visible >= EXACT_BELOW * len(allowed):
-            hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH)
-            kept = [(c, s) for c, s in hits if c in snap.row_of and allowed[snap.row_of[c]]]
-            if len(kept) >= n or len(kept) == visible or len(hits) < n * OVERFETCH:
-                return kept[:n]
-        ids, matrix = snap.visible_vectors(allowed, self.store)
-        if not ids:
+        if not visible:
             return []
-        scores = matrix @ vector
+        share = visible / len(allowed)
+        if share >= EXACT_BELOW or visible > EXACT_UP_TO:
+            fetch = max(n * OVERFETCH, math.ceil(n * SURVIVE_MARGIN / share))
+            if fetch <= MAX_FETCH:
+                hits = self.store.vectors.query(snap.collection, vector, fetch)
+                row_of = snap.row_of
+                kept = [(c, s) for c, s in hits if c in row_of and allowed[row_of[c]]]
+                if len(kept) >= n or len(kept) == visible or len(hits) < fetch:
+                    return kept[:n]
+        ids, matrix = snap.visible_vectors(allowed, self.store)
+        with _one_blas_thread():
+            scores = matrix @ vector
         top = np.argpartition(-scores, min(n, len(ids)) - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(ids[i], float(scores[i])) for i in top]

@@ -105,3 +105,107 @@ def test_the_dense_side_runs_beside_bm25_and_returns_what_it_would_alone(
     assert dense and np.isclose(got.dense_top, dense[0][1])
     assert got.passages[0].file == "leave.pdf"
     store.close()
+
+
+def _store_of_groups(tmp_path: Path, vectors: dict[str, Any]) -> Any:
+    """A real ledger and an in-memory vector index: 20 documents of 10 chunks, the first two
+    visible to "finance" only (10%), the rest to "all"; `vectors[doc]` gives each doc's."""
+    from core.config import load_settings
+    from core.types import Chunk, DocMeta
+    from ingest.ledger import Ledger
+    from ingest.store import Store
+    from ingest.vectors import group_metadata
+    from tests.fakes import FakeEmbedder, MemoryVectorIndex
+
+    repo = Path(__file__).resolve().parents[2]
+    settings = load_settings(repo / "config.toml", environ={}).with_store(tmp_path / "store")
+    store = Store(settings, Ledger(tmp_path / "ledger.sqlite"), MemoryVectorIndex(), FakeEmbedder())
+    for d in range(20):
+        groups = ("finance",) if d < 2 else ("all",)
+        meta = DocMeta(
+            id=f"doc{d}",
+            path=f"doc{d}.pdf",
+            root="/d",
+            sha256=str(d),
+            size=1,
+            mtime=0.0,
+            groups=groups,
+        )
+        chunks = [Chunk(f"d{d}c{i}", meta.id, i, f"text {d} {i}", ("S",), 1, 1) for i in range(10)]
+        store.ledger.replace_document(meta, chunks, [["text"]] * 10)
+        store.vectors.upsert(
+            store.collection,
+            [c.id for c in chunks],
+            vectors[f"doc{d}"],
+            [group_metadata(meta.id, groups)] * 10,
+        )
+    return store
+
+
+def _unit(rows: Any) -> Any:
+    import numpy as np
+
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _brute_force(store: Any, allowed_docs: set[str], vector: Any, n: int) -> list[str]:
+    scored = [
+        (cid, float(v @ vector))
+        for cid, (v, meta) in store.vectors.data[store.collection].items()
+        if meta["doc_id"] in allowed_docs
+    ]
+    return [cid for cid, _ in sorted(scored, key=lambda x: -x[1])[:n]]
+
+
+def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Issue 12: a group that sees 10% of a corpus too large for the exact search
+    (EXACT_UP_TO) gets Chroma's unfiltered nearest n * SURVIVE_MARGIN / share, masked; its
+    visible vectors are never loaded. Only allowed chunks come back, the nearest first."""
+    import numpy as np
+
+    import assistant.retrieve as retrieve
+
+    rng = np.random.default_rng(1)
+    question = _unit(rng.standard_normal((1, 16)))[0]
+    # finance's chunks lie near the question, the others anywhere
+    vectors = {f"doc{d}": _unit(rng.standard_normal((10, 16))) for d in range(20)}
+    for d in (0, 1):
+        vectors[f"doc{d}"] = _unit(question + 0.3 * rng.standard_normal((10, 16)))
+    store = _store_of_groups(tmp_path, vectors)
+    monkeypatch.setattr(retrieve, "EXACT_UP_TO", 5)
+    retriever = retrieve.Retriever(store.settings, store)
+    snap = retriever.snapshot()
+    got = retriever._dense(snap, question, snap.allowed(["finance"]), 3)
+    assert [c for c, _ in got] == _brute_force(store, {"doc0", "doc1"}, question, 3)
+    assert snap._vectors == {}  # no exact search
+    store.close()
+
+
+def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import numpy as np
+
+    import assistant.retrieve as retrieve
+
+    rng = np.random.default_rng(2)
+    question = _unit(rng.standard_normal((1, 16)))[0]
+    # everyone else's chunks lie nearer the question than any of finance's
+    vectors = {f"doc{d}": _unit(question + 0.1 * rng.standard_normal((10, 16))) for d in range(20)}
+    for d in (0, 1):
+        vectors[f"doc{d}"] = _unit(-question + 0.5 * rng.standard_normal((10, 16)))
+    store = _store_of_groups(tmp_path, vectors)
+    monkeypatch.setattr(retrieve, "EXACT_UP_TO", 5)
+    retriever = retrieve.Retriever(store.settings, store)
+    snap = retriever.snapshot()
+    got = retriever._dense(snap, question, snap.allowed(["finance"]), 3)
+    assert [c for c, _ in got] == _brute_force(store, {"doc0", "doc1"}, question, 3)
+    assert len(snap._vectors) == 1  # the exact search over finance's 20 vectors
+    # all of "all" is 90%: Chroma's unfiltered answer, masked, as before
+    got = retriever._dense(snap, question, snap.allowed(["all"]), 3)
+    assert [c for c, _ in got] == _brute_force(
+        store, {f"doc{d}" for d in range(2, 20)}, question, 3
+    )
+    store.close()
