@@ -206,6 +206,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         action="store_true",
         help="dense weight 0 and no Chroma baseline: the snapshot, masks, BM25 and packing alone",
     )
+    parser.add_argument(
+        "--question-runtime",
+        choices=("numpy", "openvino"),
+        default=None,
+        help="embed.question_runtime for this run (default: config.toml's)",
+    )
     args = parser.parse_args(argv)
     offline_environment()
     size = f"{args.chunks // 10**6}m" if args.chunks % 10**6 == 0 else f"{args.chunks // 1000}k"
@@ -232,6 +238,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
     if args.lexical_only:
         settings = replace(settings, retrieve=replace(settings.retrieve, dense_weight=0.0))
+    if args.question_runtime:
+        settings = replace(
+            settings, embed=replace(settings.embed, question_runtime=args.question_runtime)
+        )
     count, counted_by = window_count(settings)
     rss_before, _ = rss_mib()
     store = open_store(settings)
@@ -248,6 +258,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "rss_mib_before_store": round(rss_before),
         "rss_mib_after_snapshot": round(rss_snapshot),
         "counted_by": counted_by,
+        "question_runtime": settings.embed.question_runtime,
     }
     for groups in (["all"], ["finance"]):
         ours: list[float] = []
