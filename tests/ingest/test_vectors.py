@@ -67,3 +67,15 @@ def test_vectors_added_after_the_last_persist_are_found_after_reopening(tmp_path
     assert reopened.count("bench_chunks") == 250
     for i in (3, 120, 249):  # persisted, persisted, in the log only
         assert reopened.query("bench_chunks", vectors[i], 1)[0][0] == f"c{i}"
+
+
+def test_query_answers_an_empty_collection_and_more_asked_than_held(tmp_path: Path) -> None:
+    store = open_chroma(tmp_path)
+    store.create("bench_chunks", {"space": "cosine"})
+    assert store.query("bench_chunks", unit_vectors(1, 4)[0], 10) == []
+    vectors = unit_vectors(3, 5)
+    store.add("bench_chunks", ["a", "b", "c"], vectors, [group_metadata("d1", ["all"])] * 3)
+    hits = store.query("bench_chunks", vectors[1], 10)
+    assert [c for c, _ in hits][0] == "b" and {c for c, _ in hits} == {"a", "b", "c"}
+    assert abs(hits[0][1] - 1.0) < 1e-5
+    assert store.query("bench_chunks", vectors[1], 10, where={"g_hr": True}) == []
