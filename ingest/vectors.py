@@ -53,7 +53,7 @@ def open_vector_index(settings: Settings) -> VectorStore:
             client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
         except Exception as exc:  # chromadb raises many kinds; all mean the same to the user
             raise StoreError(f"Chroma store at {path} could not be opened ({exc})") from exc
-        return VectorStore(client)
+        return VectorStore(client, cfg.hnsw_sync_threshold)
     if cfg.mode == "server":
         where = f"{'https' if cfg.ssl else 'http'}://{cfg.host}:{cfg.port}"
         headers = {"Authorization": f"Bearer {cfg.token}"} if cfg.token else None
@@ -73,22 +73,25 @@ def open_vector_index(settings: Settings) -> VectorStore:
                 f"Chroma server at {where} did not answer ({exc}); start it (`chroma run "
                 "--path DIR --port N`) or check store.host, store.port and store.token"
             ) from exc
-        return VectorStore(client)
+        return VectorStore(client, cfg.hnsw_sync_threshold)
     raise ConfigError(f'store.mode {cfg.mode!r}: use "embedded" or "server"')
 
 
 class VectorStore:
     """`VectorIndex` over a Chroma client (embedded or HTTP: the same API)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, sync_threshold: int = 1000) -> None:
         self._client = client
+        self._sync_threshold = sync_threshold
         self._collections: dict[str, Any] = {}
         self._max_batch = int(self._client.get_max_batch_size())
 
     def _collection(self, name: str) -> Any:
         if name not in self._collections:
+            # an existing collection keeps the settings it was created with
             self._collections[name] = self._client.get_or_create_collection(
-                name, metadata={"hnsw:space": "cosine"}
+                name,
+                configuration={"hnsw": {"space": "cosine", "sync_threshold": self._sync_threshold}},
             )
         return self._collections[name]
 

@@ -79,3 +79,23 @@ def test_query_answers_an_empty_collection_and_more_asked_than_held(tmp_path: Pa
     assert [c for c, _ in hits][0] == "b" and {c for c, _ in hits} == {"a", "b", "c"}
     assert abs(hits[0][1] - 1.0) < 1e-5
     assert store.query("bench_chunks", vectors[1], 10, where={"g_hr": True}) == []
+
+
+def test_a_new_collection_takes_store_hnsw_sync_threshold(tmp_path: Path) -> None:
+    import dataclasses
+
+    from core.config import load_settings
+    from ingest.vectors import open_vector_index
+
+    base = load_settings(None, environ={}).with_store(tmp_path / "store")
+    settings = dataclasses.replace(
+        base, store=dataclasses.replace(base.store, hnsw_sync_threshold=20_000)
+    )
+    store = open_vector_index(settings)
+    store.upsert("kb_chunks_9", ["c1"], unit_vectors(1, 6), [group_metadata("d1", ["all"])])
+    reopened = chromadb.PersistentClient(
+        path=str(settings.store_path() / "chroma"),
+        settings=ChromaSettings(anonymized_telemetry=False),
+    ).get_collection("kb_chunks_9")
+    assert reopened.configuration["hnsw"]["sync_threshold"] == 20_000
+    assert reopened.configuration["hnsw"]["space"] == "cosine"
