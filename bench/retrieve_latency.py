@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "rss_mib_before_store": round(rss_before),
         "rss_mib_after_snapshot": round(rss_snapshot),
         "counted_by": counted_by,
-        "question_runtime": settings.embed.question_runtime,
+        "question_runtime": getattr(settings.embed, "question_runtime", "numpy"),
     }
     for groups in (["all"], ["finance"]):
         ours: list[float] = []
