@@ -130,7 +130,9 @@ def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
         store.close()
         return
     rows, matrix = seed_rows(settings)
-    store.vectors.create(store.collection, BENCH_HNSW)  # unless a stopped build made it
+    # the real index (a lazily opened one, where the store has that, opened now)
+    vectors = store.vectors.index() if hasattr(store.vectors, "index") else store.vectors
+    vectors.create(store.collection, BENCH_HNSW)  # unless a stopped build made it
     first = True
     started = time.perf_counter()
     for b in range(0, len(todo), DOCS_PER_ADD):
@@ -142,10 +144,10 @@ def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
         metas = [group_metadata(m.id, m.groups) for m, chunks, _, _ in docs for _ in chunks]
         t = time.perf_counter()
         cpu = time.process_time()
-        if first and store.vectors.existing(store.collection, ids):
-            store.vectors.upsert(store.collection, ids, vecs, metas)
+        if first and vectors.existing(store.collection, ids):
+            vectors.upsert(store.collection, ids, vecs, metas)
         else:
-            store.vectors.add(store.collection, ids, vecs, metas)
+            vectors.add(store.collection, ids, vecs, metas)
         first = False
         chroma_s, chroma_cpu = time.perf_counter() - t, time.process_time() - cpu
         t = time.perf_counter()
@@ -167,6 +169,29 @@ def build(settings, n_chunks: int) -> None:  # type: ignore[no-untyped-def]
 # then the packing this script times itself. "dense" is the wait for the dense side after the
 # lexical work it runs beside; dense_embed and dense_search are what it took on its thread.
 STAGES = ("lexical", "lexical_more", "dense", "dense_embed", "dense_search", "retrieve", "pack")
+
+
+def use_openvino_questions(store, settings) -> str:  # type: ignore[no-untyped-def]
+    """Questions on the passage embedder's OpenVINO export, as a warm app embeds them: main's
+    `ingest.question_openvino` (float32) where this checkout has it, else `OpenVinoEmbedder`
+    (bfloat16 on AMX, one thread a question: what the 2026-12-01 1M runs used)."""
+    # looked for by file: the editable install's finder would find main's copy of a module
+    # this checkout lacks
+    if (REPO / "ingest" / "question_openvino.py").is_file():
+        from ingest.question_openvino import open_openvino_question_encoder
+
+        encoder, how = open_openvino_question_encoder(settings.embed), "openvino float32"
+    else:
+        from ingest.embed import export_root, resolve_model_path
+        from ingest.embed_openvino import OpenVinoEmbedder
+
+        folder = Path(resolve_model_path(settings.embed.model))
+        encoder = OpenVinoEmbedder(settings.embed, export_root(settings.embed), folder)
+        how = "openvino bfloat16"
+    if encoder is None:
+        raise SystemExit("no OpenVINO export of the embedder: run `kb ingest` once first")
+    store._question_encoder, store._questions = encoder, None
+    return how
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -212,10 +237,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         help="skip the baseline (Chroma's `where` filter: minutes at 1M chunks)",
     )
     parser.add_argument(
-        "--question-runtime",
-        choices=("numpy", "openvino"),
-        default=None,
-        help="embed.question_runtime for this run (default: config.toml's)",
+        "--questions-openvino",
+        action="store_true",
+        help="embed questions on the passage embedder's OpenVINO export, as the app does",
     )
     args = parser.parse_args(argv)
     offline_environment()
@@ -243,13 +267,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
     if args.lexical_only:
         settings = replace(settings, retrieve=replace(settings.retrieve, dense_weight=0.0))
-    if args.question_runtime:
-        settings = replace(
-            settings, embed=replace(settings.embed, question_runtime=args.question_runtime)
-        )
     count, counted_by = window_count(settings)
     rss_before, _ = rss_mib()
     store = open_store(settings)
+    questions = "numpy" if not args.questions_openvino else use_openvino_questions(store, settings)
     retriever = Retriever(settings, store)
     t = time.perf_counter()
     snap = retriever.snapshot()
@@ -263,7 +284,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "rss_mib_before_store": round(rss_before),
         "rss_mib_after_snapshot": round(rss_snapshot),
         "counted_by": counted_by,
-        "question_runtime": getattr(settings.embed, "question_runtime", "numpy"),
+        "questions": questions,
     }
     for groups in (["all"], ["finance"]):
         ours: list[float] = []

@@ -115,10 +115,6 @@ class EmbedSettings:
     export_dir: str = field(
         default="", metadata=_doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
     )
-    question_runtime: str = field(
-        default="numpy",
-        metadata=_doc('questions: "numpy" (quick to load) or "openvino" (quicker per question)'),
-    )
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.config import EmbedSettings
-from core.errors import ConfigError
-from core.ports import Embedder, Vectors
+from core.ports import Vectors
 
 logger = logging.getLogger(__name__)
 
@@ -201,48 +200,17 @@ def supported(folder: Path) -> bool:
     return modes in ({"pooling_mode_mean_tokens"}, {"pooling_mode_cls_token"})
 
 
-QUESTION_RUNTIMES = ("numpy", "openvino")  # embed.question_runtime
-
-
-def open_question_encoder(settings: EmbedSettings) -> Embedder | None:
-    """The question encoder `embed.question_runtime` names: the numpy encoder of the configured
-    embedder, or its OpenVINO export where one is on disk already (never converted here: that
-    takes torch and a minute); None when the model's folder is not local or not a model
-    `supported` runs (the caller then uses the passage embedder)."""
+def open_question_encoder(settings: EmbedSettings) -> NumpyBertEncoder | None:
+    """The numpy encoder of the configured embedder, or None when its folder is not local or
+    not a model `supported` runs (the caller then uses the passage embedder)."""
     from ingest.embed import resolve_model_path
 
-    if settings.question_runtime not in QUESTION_RUNTIMES:
-        raise ConfigError(
-            f"embed.question_runtime {settings.question_runtime!r}: use one of "
-            + ", ".join(QUESTION_RUNTIMES)
-        )
     try:
         folder = Path(resolve_model_path(settings.model)).expanduser()
     except Exception:  # a missing bundled package: the passage embedder reports it
         return None
-    if settings.question_runtime == "openvino":
-        exported = open_exported(settings, folder)
-        if exported is not None:
-            return exported
     if not folder.is_dir() or not supported(folder):
         return None
     encoder = NumpyBertEncoder(folder, settings.model)
     logger.info("question encoder: %s in numpy (dim %d)", settings.model, encoder.dim)
-    return encoder
-
-
-def open_exported(settings: EmbedSettings, folder: Path) -> Embedder | None:
-    """The OpenVINO export of the model in `folder` if `kb ingest` made one, else None."""
-    try:
-        from ingest.embed import export_root
-        from ingest.embed_openvino import OpenVinoEmbedder, export_dir
-
-        if not (export_dir(export_root(settings), folder) / "embedder.json").is_file():
-            logger.info("question encoder: no OpenVINO export of %s yet; numpy", settings.model)
-            return None
-        encoder = OpenVinoEmbedder(settings, export_root(settings), folder)
-    except Exception as exc:  # noqa: BLE001  (no openvino, an unreadable export: numpy will do)
-        logger.warning("question encoder: OpenVINO export not usable (%s); numpy", exc)
-        return None
-    logger.info("question encoder: %s on OpenVINO (dim %d)", settings.model, encoder.dim)
     return encoder

@@ -154,29 +154,3 @@ def test_the_shipped_device_auto_runs_openvino_on_a_machine_without_a_gpu(
     shipped = load_settings(REPO / "config.toml", environ={}).embed
     assert shipped.device == "auto" and shipped.runtime == "openvino"
     assert isinstance(load_embedder(replace(shipped, export_dir=str(exports))), OpenVinoEmbedder)
-
-
-def test_questions_run_on_an_existing_openvino_export_when_asked(
-    exports: Path, tmp_path: Path
-) -> None:
-    """embed.question_runtime = "openvino": the export `kb ingest` made embeds questions (the
-    same vectors as the numpy encoder's); with no export yet, numpy, and nothing converted."""
-    from core.errors import ConfigError
-    from ingest.bert_numpy import NumpyBertEncoder, open_question_encoder
-
-    load_embedder(settings_for(exports))  # the export, as an ingest leaves it
-    questions = ["How many days of annual leave can I carry over?", "VPN", "出差住宿标准是多少？"]
-    exported = open_question_encoder(settings_for(exports, question_runtime="openvino"))
-    numpy_encoder = open_question_encoder(settings_for(exports))
-    assert isinstance(exported, OpenVinoEmbedder)
-    assert isinstance(numpy_encoder, NumpyBertEncoder)
-    theirs = numpy_encoder.embed_batch(questions)
-    ours = np.vstack([exported.embed_batch([q]) for q in questions])
-    assert cosines(ours, theirs).min() >= 0.999
-    empty = tmp_path / "no-exports"
-    empty.mkdir()
-    fallback = open_question_encoder(settings_for(empty, question_runtime="openvino"))
-    assert isinstance(fallback, NumpyBertEncoder)
-    assert list(empty.iterdir()) == []
-    with pytest.raises(ConfigError, match="embed.question_runtime 'onnx'"):
-        open_question_encoder(settings_for(exports, question_runtime="onnx"))
