@@ -20,7 +20,10 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,8 +48,14 @@ OVERFETCH = 4
 # weighted) each holds. It lifts the passage that answers the whole question over one that
 # repeats a single term.
 COVERAGE = "coverage"
-# Below this share of visible chunks the dense side searches the visible vectors exactly.
+# Below this share of visible chunks the dense side searches the visible vectors exactly,
 EXACT_BELOW = 0.3
+# unless they are more than this many (a tenth of a million chunks: 154 MB of float32 to read
+# per question, 30 ms on the 2-core machine); then Chroma is asked for enough candidates that
+# `n` survive the group mask (n * SURVIVE_MARGIN / share), up to MAX_FETCH of them.
+EXACT_UP_TO = 50_000
+SURVIVE_MARGIN = 1.5
+MAX_FETCH = 1000
 # A fourth: the lexical candidates from documents whose title the question quotes ("数据安全法
 # 从什么时候开始施行？"), all of one document tied, the longest quote first.
 TITLE = "title"
@@ -61,6 +70,26 @@ FEEDBACK_TERMS = 8
 # How the lexical and dense candidates are combined (retrieve.fusion): by their ranks, each an
 # RRF input, or by their standardised scores into one ranking (`_score_fused`).
 FUSIONS = ("rrf", "score")
+# Threads that embed questions and search Chroma beside the BM25 scoring (one per question in
+# flight; the app answers a few at a time).
+DENSE_WORKERS = 4
+
+
+_blas: Any = None
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread for the block: a matrix-vector product over the visible vectors is
+    too small to share, and on a busy 2-core machine waiting for a second thread cost 30 ms
+    where one thread took 1 ms (10,000 vectors; bench/retrieve_latency.py)."""
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = ThreadpoolController()
+    with _blas.limit(limits=1, user_api="blas"):
+        yield
 
 
 @dataclass
@@ -249,6 +278,8 @@ class Retriever:
         self._building = threading.Lock()
         self._seen_writes = -1
         self._refresher: threading.Thread | None = None
+        self._workers: ThreadPoolExecutor | None = None
+        self._starting = threading.Lock()
 
     def snapshot(self) -> Snapshot:
         """The current snapshot. Without a refresher thread the ledger's generation is read on
@@ -313,24 +344,57 @@ class Retriever:
 
         return halt
 
-    def _dense(
+    def _dense_timed(
         self, snap: Snapshot, question: str, allowed: Mask, n: int
-    ) -> list[tuple[str, float]]:
-        """The `n` nearest allowed live chunks. Most users see most of the corpus: Chroma's
-        unfiltered index is asked for a few times `n` and the allowed ones kept. A user who
-        sees a small share (or too few survive) gets an exact search over just the vectors
-        they may see, held in memory per group set (Chroma's metadata filter costs far more)."""
+    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
+        """`_dense`, with the milliseconds its two steps took: "dense_embed" (the question's
+        vector) and "dense_search" (the nearest allowed chunks)."""
+        t0 = time.perf_counter()
         vector = self.store.embed_question([question])[0]
+        t1 = time.perf_counter()
+        hits = self._dense(snap, vector, allowed, n)
+        t2 = time.perf_counter()
+        return hits, {"dense_embed": (t1 - t0) * 1000, "dense_search": (t2 - t1) * 1000}
+
+    def _dense_async(
+        self, snap: Snapshot, question: str, allowed: Mask, n: int
+    ) -> Future[tuple[list[tuple[str, float]], dict[str, float]]]:
+        """`_dense_timed` on a worker thread: the question is embedded and Chroma searched
+        while this thread scores BM25 (numpy and Chroma's search release the GIL), so the
+        dense side costs a question only what it takes beyond the lexical side."""
+        with self._starting:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(
+                    max_workers=DENSE_WORKERS, thread_name_prefix="dense"
+                )
+        return self._workers.submit(self._dense_timed, snap, question, allowed, n)
+
+    def _dense(
+        self, snap: Snapshot, vector: npt.NDArray[np.float32], allowed: Mask, n: int
+    ) -> list[tuple[str, float]]:
+        """The `n` nearest allowed live chunks to the question's `vector`. Most users see
+        most of the corpus: Chroma's unfiltered index is asked for a few times `n` and the
+        allowed ones kept. A user who sees a small share of a small corpus (or when too few
+        survive) gets an exact search over just the vectors they may see, held in memory per
+        group set (Chroma's metadata filter costs far more). A small share of a large corpus
+        is still many vectors: from EXACT_UP_TO of them Chroma is asked for enough that `n`
+        survive the mask (n * SURVIVE_MARGIN / share, at most MAX_FETCH), the exact search
+        only if too few do."""
         visible = int(allowed.sum())
-        if visible >= EXACT_BELOW * len(allowed):
-            hits = self.store.vectors.query(snap.collection, vector, n * OVERFETCH)
-            kept = [(c, s) for c, s in hits if c in snap.row_of and allowed[snap.row_of[c]]]
-            if len(kept) >= n or len(kept) == visible or len(hits) < n * OVERFETCH:
-                return kept[:n]
-        ids, matrix = snap.visible_vectors(allowed, self.store)
-        if not ids:
+        if not visible:
             return []
-        scores = matrix @ vector
+        share = visible / len(allowed)
+        if share >= EXACT_BELOW or visible > EXACT_UP_TO:
+            fetch = max(n * OVERFETCH, math.ceil(n * SURVIVE_MARGIN / share))
+            if fetch <= MAX_FETCH:
+                hits = self.store.vectors.query(snap.collection, vector, fetch)
+                row_of = snap.row_of
+                kept = [(c, s) for c, s in hits if c in row_of and allowed[row_of[c]]]
+                if len(kept) >= n or len(kept) == visible or len(hits) < fetch:
+                    return kept[:n]
+        ids, matrix = snap.visible_vectors(allowed, self.store)
+        with _one_blas_thread():
+            scores = matrix @ vector
         top = np.argpartition(-scores, min(n, len(ids)) - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(ids[i], float(scores[i])) for i in top]
@@ -343,13 +407,16 @@ class Retriever:
         snap = self.snapshot()
         allowed = snap.allowed(groups)
         lang = detect_lang(question)
+        unread = {x: 0.0 for x in ("en", "zh") if x not in self.settings.embed.languages}
+        weights = weights_for_lang(lang, cfg.dense_weight, cfg.lexical_weight, unread)
+        pending = (
+            self._dense_async(snap, question, allowed, cfg.candidates)
+            if weights[DENSE] > 0
+            else None
+        )
         query_tokens = tokenize_query(question, synonyms=self.synonyms)
         lexical = snap.bm25.search(query_tokens, cfg.candidates, allowed)
         t1 = time.perf_counter()
-        unread = {x: 0.0 for x in ("en", "zh") if x not in self.settings.embed.languages}
-        weights = weights_for_lang(lang, cfg.dense_weight, cfg.lexical_weight, unread)
-        dense = self._dense(snap, question, allowed, cfg.candidates) if weights[DENSE] > 0 else []
-        t2 = time.perf_counter()
         lexical_rows = [snap.row_of[c] for c, _ in lexical]
         coverage = snap.bm25.coverage(query_tokens, lexical_rows)
         order = sorted(range(len(lexical)), key=lambda i: -coverage[i])
@@ -364,6 +431,12 @@ class Retriever:
             extra = feedback_terms(query_tokens, texts, snap.bm25.idf, FEEDBACK_TERMS)
             expanded = [*query_tokens, *extra]
             by_feedback = [c for c, _ in snap.bm25.search(expanded, cfg.candidates, allowed)]
+        t2 = time.perf_counter()
+        dense: list[tuple[str, float]] = []
+        dense_ms: dict[str, float] = {}
+        if pending is not None:
+            dense, dense_ms = pending.result()
+        t3 = time.perf_counter()
         by_lexical = [c for c, _ in lexical]
         if cfg.fusion == "score" and dense and weights[DENSE] > 0:
             # one ranking in place of two, weighing in RRF what the two did
@@ -381,7 +454,7 @@ class Retriever:
         passages = [
             snap.passage(snap.row_of[cid], score, groups) for cid, score in fused[: k * 3]
         ]
-        t3 = time.perf_counter()
+        t4 = time.perf_counter()
         if self.reranker is not None:
             passages = self.reranker.rerank(question, passages)
         passages = self._prefer_newest(passages, question, snap.superseded_for(groups))[:k]
@@ -396,9 +469,15 @@ class Retriever:
             lexical_scaled=lexical_scaled,
             evidence=features(question, passages, snap.bm25, rows, dense_top, lexical_scaled),
             timings_ms={
+                # BM25 and the mask (snapshot and mask lookups before it included)
                 "lexical": (t1 - t0) * 1000,
-                "dense": (t2 - t1) * 1000,
-                "rerank": (time.perf_counter() - t3) * 1000,
+                # coverage and the feedback search, still beside the dense side
+                "lexical_more": (t2 - t1) * 1000,
+                # the wait for the dense side, which ran beside the lexical one
+                "dense": (t3 - t2) * 1000,
+                # what the dense side itself took: question embedding, search
+                **dense_ms,
+                "rerank": (time.perf_counter() - t4) * 1000,
                 "retrieve": (time.perf_counter() - t0) * 1000,
             },
         )

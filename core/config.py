@@ -57,6 +57,10 @@ class StoreSettings:
     ledger_url: str = field(
         default="", metadata=_doc("PostgreSQL ledger, postgresql://...; empty: SQLite in path")
     )
+    # --- issue 12: a million chunks
+    hnsw_sync_threshold: int = field(
+        default=1000, metadata=_doc("vectors Chroma adds between persists of a new collection")
+    )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,11 @@
-"""Pure parts of retrieval: which lexical candidates a named document lifts."""
+"""Retrieval: which lexical candidates a named document lifts (pure), and the dense side run
+beside BM25 (on fakes)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -48,3 +52,160 @@ def test_candidates_stating_the_asked_amount_keep_lexical_order() -> None:
     lexical = [("c1", 9.0), ("c3", 8.0), ("c2", 7.0)]
     assert _by_amount(snap, "公司每周至少要让员工休息几天？", lexical) == ["c3", "c2"]
     assert _by_amount(snap, "休息日可以安排加班吗？", lexical) == []
+
+
+def test_the_dense_side_runs_beside_bm25_and_returns_what_it_would_alone(
+    tmp_path: Path,
+) -> None:
+    """Issue 12: the question is embedded and searched on a worker thread while BM25 scores;
+    its figures are those of the dense ranking computed on this thread."""
+
+    import numpy as np
+
+    from assistant.retrieve import Retriever
+    from core.config import load_settings
+    from core.types import Block, DocMeta, ParsedDoc
+    from ingest.ledger import Ledger
+    from ingest.pipeline import Writer
+    from ingest.store import Store
+    from tests.fakes import FakeEmbedder, MemoryVectorIndex
+
+    class ThreadNoting(FakeEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.threads: list[str] = []
+
+        def embed_batch(self, texts: Sequence[str]) -> Any:
+            self.threads.append(threading.current_thread().name)
+            return super().embed_batch(texts)
+
+    repo = Path(__file__).resolve().parents[2]
+    settings = load_settings(repo / "config.toml", environ={}).with_store(tmp_path / "store")
+    embedder = ThreadNoting()
+    store = Store(settings, Ledger(tmp_path / "ledger.sqlite"), MemoryVectorIndex(), embedder)
+    texts = {
+        "leave.pdf": ("Unused annual leave of up to five days carries over.", ("all",)),
+        "travel.pdf": ("Travel expenses are reimbursed within thirty days.", ("all",)),
+        "salary.pdf": ("Salary bands for grade seven and annual leave days.", ("hr",)),
+    }
+    for name, (text, groups) in texts.items():
+        meta = DocMeta(id=name, path=name, root="/d", sha256=name, size=1, mtime=0.0, groups=groups)
+        Writer(store, store.collection).write(meta, ParsedDoc([Block(text, ("P",), 1, 1)]))
+    retriever = Retriever(settings, store)
+    question = "How many days of annual leave carry over?"
+    got = retriever.retrieve(question, ["all"])
+    assert embedder.threads and all(t.startswith("dense") for t in embedder.threads[-1:])
+    assert {"dense_embed", "dense_search"} <= set(got.timings_ms)
+    # the same rankings computed one after the other, on this thread
+    snap = retriever.snapshot()
+    allowed = snap.allowed(["all"])
+    vector = store.embed_question([question])[0]
+    dense = retriever._dense(snap, vector, allowed, settings.retrieve.candidates)
+    assert "salary.pdf" not in {p.file for p in got.passages}  # hr only
+    assert dense and np.isclose(got.dense_top, dense[0][1])
+    assert got.passages[0].file == "leave.pdf"
+    store.close()
+
+
+def _store_of_groups(tmp_path: Path, vectors: dict[str, Any]) -> Any:
+    """A real ledger and an in-memory vector index: 20 documents of 10 chunks, the first two
+    visible to "finance" only (10%), the rest to "all"; `vectors[doc]` gives each doc's."""
+    from core.config import load_settings
+    from core.types import Chunk, DocMeta
+    from ingest.ledger import Ledger
+    from ingest.store import Store
+    from ingest.vectors import group_metadata
+    from tests.fakes import FakeEmbedder, MemoryVectorIndex
+
+    repo = Path(__file__).resolve().parents[2]
+    settings = load_settings(repo / "config.toml", environ={}).with_store(tmp_path / "store")
+    store = Store(settings, Ledger(tmp_path / "ledger.sqlite"), MemoryVectorIndex(), FakeEmbedder())
+    for d in range(20):
+        groups = ("finance",) if d < 2 else ("all",)
+        meta = DocMeta(
+            id=f"doc{d}",
+            path=f"doc{d}.pdf",
+            root="/d",
+            sha256=str(d),
+            size=1,
+            mtime=0.0,
+            groups=groups,
+        )
+        chunks = [Chunk(f"d{d}c{i}", meta.id, i, f"text {d} {i}", ("S",), 1, 1) for i in range(10)]
+        store.ledger.replace_document(meta, chunks, [["text"]] * 10)
+        store.vectors.upsert(
+            store.collection,
+            [c.id for c in chunks],
+            vectors[f"doc{d}"],
+            [group_metadata(meta.id, groups)] * 10,
+        )
+    return store
+
+
+def _unit(rows: Any) -> Any:
+    import numpy as np
+
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _brute_force(store: Any, allowed_docs: set[str], vector: Any, n: int) -> list[str]:
+    scored = [
+        (cid, float(v @ vector))
+        for cid, (v, meta) in store.vectors.data[store.collection].items()
+        if meta["doc_id"] in allowed_docs
+    ]
+    return [cid for cid, _ in sorted(scored, key=lambda x: -x[1])[:n]]
+
+
+def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Issue 12: a group that sees 10% of a corpus too large for the exact search
+    (EXACT_UP_TO) gets Chroma's unfiltered nearest n * SURVIVE_MARGIN / share, masked; its
+    visible vectors are never loaded. Only allowed chunks come back, the nearest first."""
+    import numpy as np
+
+    import assistant.retrieve as retrieve
+
+    rng = np.random.default_rng(1)
+    question = _unit(rng.standard_normal((1, 16)))[0]
+    # finance's chunks lie near the question, the others anywhere
+    vectors = {f"doc{d}": _unit(rng.standard_normal((10, 16))) for d in range(20)}
+    for d in (0, 1):
+        vectors[f"doc{d}"] = _unit(question + 0.3 * rng.standard_normal((10, 16)))
+    store = _store_of_groups(tmp_path, vectors)
+    monkeypatch.setattr(retrieve, "EXACT_UP_TO", 5)
+    retriever = retrieve.Retriever(store.settings, store)
+    snap = retriever.snapshot()
+    got = retriever._dense(snap, question, snap.allowed(["finance"]), 3)
+    assert [c for c, _ in got] == _brute_force(store, {"doc0", "doc1"}, question, 3)
+    assert snap._vectors == {}  # no exact search
+    store.close()
+
+
+def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import numpy as np
+
+    import assistant.retrieve as retrieve
+
+    rng = np.random.default_rng(2)
+    question = _unit(rng.standard_normal((1, 16)))[0]
+    # everyone else's chunks lie nearer the question than any of finance's
+    vectors = {f"doc{d}": _unit(question + 0.1 * rng.standard_normal((10, 16))) for d in range(20)}
+    for d in (0, 1):
+        vectors[f"doc{d}"] = _unit(-question + 0.5 * rng.standard_normal((10, 16)))
+    store = _store_of_groups(tmp_path, vectors)
+    monkeypatch.setattr(retrieve, "EXACT_UP_TO", 5)
+    retriever = retrieve.Retriever(store.settings, store)
+    snap = retriever.snapshot()
+    got = retriever._dense(snap, question, snap.allowed(["finance"]), 3)
+    assert [c for c, _ in got] == _brute_force(store, {"doc0", "doc1"}, question, 3)
+    assert len(snap._vectors) == 1  # the exact search over finance's 20 vectors
+    # all of "all" is 90%: Chroma's unfiltered answer, masked, as before
+    got = retriever._dense(snap, question, snap.allowed(["all"]), 3)
+    assert [c for c, _ in got] == _brute_force(
+        store, {f"doc{d}" for d in range(2, 20)}, question, 3
+    )
+    store.close()
