@@ -181,15 +181,17 @@ class LocalTokenCounter:
     def _count(self, text: str) -> int:
         if self.additive and len(text) >= SPLIT_MIN_CHARS:
             pieces = split_at_seams(text)
-            known = self._pieces
-            new = [p for p in dict.fromkeys(pieces) if p not in known]
+            known = self._pieces  # shared with other threads (prime, other questions)
+            counts = {p: known.get(p) for p in dict.fromkeys(pieces)}
+            new = [p for p, n in counts.items() if n is None]
             if new:  # one call for the pieces not seen before (a new passage: its lines)
-                if len(known) + len(new) > PIECES_KEPT:
-                    known.clear()
-                    new = list(dict.fromkeys(pieces))
                 encodings = self._backend.encode_batch(new, add_special_tokens=False)
-                known.update(zip(new, (len(e.ids) for e in encodings), strict=True))
-            return sum(known[p] for p in pieces)
+                fresh = dict(zip(new, (len(e.ids) for e in encodings), strict=True))
+                counts.update(fresh)
+                if len(known) + len(fresh) > PIECES_KEPT:
+                    known.clear()
+                known.update(fresh)
+            return sum(counts[p] or 0 for p in pieces)
         return self._encode(text)
 
     def _encode(self, text: str) -> int:
