@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.ports import Generator
+from core.text import load_segmenter
 from ingest.embed import torch_device
 from ingest.lazy_vectors import LazyVectorIndex
 from ingest.store import Store, open_ledger, open_store
@@ -98,10 +99,10 @@ def open_assistant(store: Store) -> Assistant:
 
 def warm_up(store: Store) -> threading.Thread:
     """For a long-running process (the app), in a background thread: open Chroma (a query
-    process opens it on first use: `ingest/lazy_vectors.py`) and load the OpenVINO question
-    encoder (`ingest/question_openvino.py`: ~4x faster per question than numpy, slower to
-    load), which the store's questions switch to once loaded (they stay on numpy where there is
-    no export)."""
+    process opens it on first use: `ingest/lazy_vectors.py`), load jieba's dictionary (else
+    the first Chinese question waits ~1 s for it) and the OpenVINO question encoder
+    (`ingest/question_openvino.py`: ~4x faster per question than numpy, slower to load), which
+    the store's questions switch to once loaded (they stay on numpy where there is no export)."""
 
     def load() -> None:
         from ingest.question_openvino import open_openvino_question_encoder
@@ -111,6 +112,7 @@ def warm_up(store: Store) -> threading.Thread:
                 store.vectors.index()
             except Exception as exc:  # noqa: BLE001  raised again where a question needs it
                 logger.warning("vector index not opened at start: %s", exc)
+        load_segmenter()
         encoder = open_openvino_question_encoder(store.settings.embed)
         if encoder is not None:
             store.use_question_encoder(encoder)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import core.text
 from assistant.serving.testmodel import build_test_model
 from tests.stores import ingest_paths
 from tests.vllm_server import MODEL_DIR
-from ui.wiring import open_services, prime_counts
+from ui.wiring import open_services, prime_counts, warm_up
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,6 +23,19 @@ def test_prime_counts_counts_the_store_passages_lines_once(make_settings) -> Non
         assert prime_counts(services.assistant) > 100
         assert prime_counts(services.assistant) == 0  # already known
         assert prime_counts(services.assistant, limit=0) == 0
+    finally:
+        services.close()
+
+
+def test_warm_up_loads_the_chinese_segmenter_before_the_first_question(  # type: ignore[no-untyped-def]
+    make_settings, monkeypatch
+) -> None:
+    settings = make_settings(llm={"url": "http://127.0.0.1:9/v1"})
+    monkeypatch.setattr(core.text, "_jieba", None)  # as in a process that has not cut Chinese
+    services = open_services(settings)
+    try:
+        warm_up(services.store).join(timeout=120)
+        assert core.text._jieba is not None
     finally:
         services.close()
 
