@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     count, counted_by = window_count(settings)
     rss_before, _ = rss_mib()
     store = open_store(settings)
-    questions = "numpy" if not args.questions_openvino else use_openvino_questions(store, settings)
+    encoder = "numpy" if not args.questions_openvino else use_openvino_questions(store, settings)
     retriever = Retriever(settings, store)
     t = time.perf_counter()
     snap = retriever.snapshot()
@@ -285,7 +285,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "rss_mib_before_store": round(rss_before),
         "rss_mib_after_snapshot": round(rss_snapshot),
         "counted_by": counted_by,
-        "questions": questions,
+        "question_encoder": encoder,
+        "questions": len(questions),
     }
     for groups in (["all"], ["finance"]):
         ours: list[float] = []
