@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -260,15 +261,20 @@ def load_token_counter(llm: LlmSettings, base_dir: Path) -> TokenCounter:
 
 class LazyTokenCounter:
     """A `TokenCounter` loaded on first use, and tried again after a failure: a process can
-    start before its model server, and count once the server answers."""
+    start before its model server, and count once the server answers. One load at a time: an
+    app primes counts in a background thread while its first question may need the counter, and
+    two threads importing transformers at once fail ("cannot import name 'AutoTokenizer'")."""
 
     def __init__(self, load: Callable[[], TokenCounter]) -> None:
         self._load = load
         self._counter: TokenCounter | None = None
+        self._lock = threading.Lock()
 
     def _get(self) -> TokenCounter:
         if self._counter is None:
-            self._counter = self._load()
+            with self._lock:
+                if self._counter is None:
+                    self._counter = self._load()
         return self._counter
 
     def count(self, text: str) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from assistant.llm import LlmClient
 from assistant.serving.testmodel import build_test_model
 from assistant.tokens import (
+    LazyTokenCounter,
     LocalTokenCounter,
     RemoteTokenCounter,
     load_token_counter,
@@ -250,3 +253,25 @@ def test_primed_lines_make_a_block_of_them_a_sum_of_known_counts(
     backend = counter._tokenizer.backend_tokenizer
     assert counter.count(block) == len(backend.encode(block, add_special_tokens=False).ids)
     assert counter._pieces == known  # nothing tokenized at question time
+
+
+def test_a_lazy_counter_loads_once_when_threads_ask_at_the_same_time() -> None:
+    """The app primes counts in the background while its first question needs the counter: two
+    loads at once meant two threads importing transformers, and one of them failed."""
+    loads: list[int] = []
+
+    class Words:
+        def count(self, text: str) -> int:
+            return len(text.split())
+
+    def load() -> Words:
+        loads.append(threading.get_ident())
+        time.sleep(0.2)  # a slow load: the other threads arrive while it runs
+        return Words()
+
+    counter = LazyTokenCounter(load)  # type: ignore[arg-type]
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(counter.count, ["a b", "c d e", "f", "g h"]))
+    assert counts == [2, 3, 1, 2]
+    assert len(loads) == 1
+
