@@ -167,8 +167,7 @@ class LocalTokenCounter:
                 continue
             if len(known) + len(new) > PIECES_KEPT:
                 break
-            encodings = self._backend.encode_batch(new, add_special_tokens=False)
-            known.update(zip(new, (len(e.ids) for e in encodings), strict=True))
+            known.update(zip(new, self.count_many(new), strict=True))
             done += len(new)
         return done
 
@@ -186,8 +185,7 @@ class LocalTokenCounter:
             counts = {p: known.get(p) for p in dict.fromkeys(pieces)}
             new = [p for p, n in counts.items() if n is None]
             if new:  # one call for the pieces not seen before (a new passage: its lines)
-                encodings = self._backend.encode_batch(new, add_special_tokens=False)
-                fresh = dict(zip(new, (len(e.ids) for e in encodings), strict=True))
+                fresh = dict(zip(new, self.count_many(new), strict=True))
                 counts.update(fresh)
                 if len(known) + len(fresh) > PIECES_KEPT:
                     known.clear()

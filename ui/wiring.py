@@ -130,18 +130,14 @@ def prime_counts(assistant: Assistant, limit: int = PRIME_CHUNKS) -> int:
     or later), for up to `limit` chunks: a warm process's first questions then count their
     blocks by look-ups (`LocalTokenCounter.prime`). How many pieces were new; 0 for a counter
     that counts whole texts."""
-    from assistant.prompt import source_label
+    from assistant.pack import render_passages
 
     prime = getattr(assistant.counter, "prime", None)
     if prime is None:
         return 0
     snap = assistant.retriever.snapshot()
-    texts: list[str] = []
-    for row in range(min(len(snap.ids), limit)):
-        passage = snap.passage(row)
-        label = source_label(passage)
-        texts += [f"[1] {label}", f"\n\n[2] {label}\n{passage.text.strip()}"]
-    return int(prime(texts))
+    passages = (snap.passage(row) for row in range(min(len(snap.ids), limit)))
+    return int(prime([render_passages([p, p]) for p in passages]))  # its lines first and later
 
 
 def open_services(settings: Settings, *, warm: bool = False) -> Services:
