@@ -490,6 +490,7 @@ class Retriever:
         ranked: list[tuple[float, int, Passage]] = []
         for i, p in enumerate(passages):
             named = p.superseded and superseded.get(p.doc_id, "") in question
-            score = p.score * (0.5 if p.superseded and not named else 1.0)
-            ranked.append((-score, i, replace(p, score=score)))
+            demoted = p.superseded and not named
+            score = p.score * 0.5 if demoted else p.score
+            ranked.append((-score, i, replace(p, score=score) if demoted else p))
         return [p for _, _, p in sorted(ranked)]
