@@ -173,14 +173,14 @@ STAGES = ("lexical", "lexical_more", "dense", "dense_embed", "dense_search", "re
 
 def use_openvino_questions(store, settings) -> str:  # type: ignore[no-untyped-def]
     """Questions on the passage embedder's OpenVINO export, as a warm app embeds them: main's
-    `ingest.question_openvino` (float32) where this checkout has it, else `OpenVinoEmbedder`
+    `ingest.question_openvino` (its PRECISION) where this checkout has it, else `OpenVinoEmbedder`
     (bfloat16 on AMX, one thread a question: what the 2026-12-01 1M runs used)."""
     # looked for by file: the editable install's finder would find main's copy of a module
     # this checkout lacks
     if (REPO / "ingest" / "question_openvino.py").is_file():
-        from ingest.question_openvino import open_openvino_question_encoder
+        from ingest.question_openvino import PRECISION, open_openvino_question_encoder
 
-        encoder, how = open_openvino_question_encoder(settings.embed), "openvino float32"
+        encoder, how = open_openvino_question_encoder(settings.embed), f"openvino {PRECISION}"
     else:
         from ingest.embed import export_root, resolve_model_path
         from ingest.embed_openvino import OpenVinoEmbedder
