@@ -123,8 +123,20 @@ class Assistant:
         self.store = store
         self.generator = generator
         self.counter = counter
-        self.retriever = Retriever(self.settings, store, reranker)
+        self.retriever = Retriever(self.settings, store, reranker, self._count_ahead)
         self._lock = threading.Lock()
+
+    def _count_ahead(self, texts: Sequence[str]) -> None:
+        """Count `texts`' lines ahead, where the counter can (`LocalTokenCounter.prime`): the
+        retriever calls it while it waits for its dense side. A counter that cannot be loaded
+        is left to packing, which reports it."""
+        prime = getattr(self.counter, "prime", None)
+        if prime is None:
+            return
+        try:
+            prime(texts)
+        except GenerationError as exc:
+            logger.debug("lines not counted ahead: %s", exc)
 
     # --- retrieval ------------------------------------------------------------------------
     def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:

@@ -160,18 +160,23 @@ def merge_adjacent(passages: Sequence[Passage]) -> list[Passage]:
     """
     out = list(passages)
     starts = [p.ordinal for p in out]  # a merged passage's ordinal is its last chunk's
+    # only chunks of one document and section join (`_join`), and a merged one keeps both:
+    # other pairs are skipped by this key instead of a call each (most of its time)
+    keys = [(p.doc_id, p.section) for p in out]
     merged = True
     while merged:
         merged = False
         for i in range(len(out)):
             for j in range(i + 1, len(out)):
+                if keys[j] != keys[i]:
+                    continue
                 joined = _join(out[i], out[j], starts[j])
                 start = starts[i]
                 if joined is None:
                     joined, start = _join(out[j], out[i], starts[i]), starts[j]
                 if joined is not None:
                     out[i], starts[i] = joined, start
-                    del out[j], starts[j]
+                    del out[j], starts[j], keys[j]
                     merged = True
                     break
             if merged:

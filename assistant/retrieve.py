@@ -33,6 +33,7 @@ from assistant.answerable import features
 from assistant.feedback import feedback_terms
 from assistant.fuse import DENSE, LEXICAL, rrf, score_fuse, tied_ranks, weights_for_lang
 from assistant.lexical import BM25Index, TitleIndex, load_synonyms, tokenize_query
+from assistant.pack import render_passages
 from core.config import Settings
 from core.errors import ConfigError
 from core.ports import Reranker
@@ -73,6 +74,8 @@ FUSIONS = ("rrf", "score")
 # Threads that embed questions and search Chroma beside the BM25 scoring (one per question in
 # flight; the app answers a few at a time).
 DENSE_WORKERS = 4
+# Lexical candidates whose blocks are counted ahead while the dense side runs (`count_ahead`).
+COUNT_AHEAD = 30
 
 
 _blas: Any = None
@@ -264,10 +267,18 @@ def _by_amount(snap: Snapshot, question: str, lexical: Sequence[tuple[str, float
 
 
 class Retriever:
-    def __init__(self, settings: Settings, store: Store, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        reranker: Reranker | None = None,
+        count_ahead: Callable[[Sequence[str]], object] | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.reranker = reranker
+        # The token counter's `prime`, for the wait on the dense side (`_count_ahead`).
+        self.count_ahead = count_ahead
         table = settings.retrieve.synonyms
         self.synonyms = load_synonyms(str(settings.base_dir / table) if table else "")
         if settings.retrieve.fusion not in FUSIONS:
@@ -369,6 +380,22 @@ class Retriever:
                 )
         return self._workers.submit(self._dense_timed, snap, question, allowed, n)
 
+    def _count_ahead(
+        self, pending: Future[Any], snap: Snapshot, lexical: Sequence[tuple[str, float]]
+    ) -> None:
+        """While the dense side is still running, hand the best lexical candidates' blocks (as
+        packing renders them: first, or later in the block) to `count_ahead`: most of them are
+        packed next, and in a large library their lines are new to the counter (counting them
+        was most of packing's time at a million chunks). It stops as soon as the dense side is
+        done, so the question waits for none of it; counts are the same either way."""
+        if self.count_ahead is None:
+            return
+        for cid, _ in lexical[:COUNT_AHEAD]:
+            if pending.done():
+                return
+            p = snap.passage(snap.row_of[cid])
+            self.count_ahead([render_passages([p, p])])
+
     def _dense(
         self, snap: Snapshot, vector: npt.NDArray[np.float32], allowed: Mask, n: int
     ) -> list[tuple[str, float]]:
@@ -435,6 +462,7 @@ class Retriever:
         dense: list[tuple[str, float]] = []
         dense_ms: dict[str, float] = {}
         if pending is not None:
+            self._count_ahead(pending, snap, lexical)
             dense, dense_ms = pending.result()
         t3 = time.perf_counter()
         by_lexical = [c for c, _ in lexical]
@@ -490,6 +518,7 @@ class Retriever:
         ranked: list[tuple[float, int, Passage]] = []
         for i, p in enumerate(passages):
             named = p.superseded and superseded.get(p.doc_id, "") in question
-            score = p.score * (0.5 if p.superseded and not named else 1.0)
-            ranked.append((-score, i, replace(p, score=score)))
+            demoted = p.superseded and not named
+            score = p.score * 0.5 if demoted else p.score
+            ranked.append((-score, i, replace(p, score=score) if demoted else p))
         return [p for _, _, p in sorted(ranked)]

@@ -49,6 +49,11 @@ from ingest.store import Store, open_store  # noqa: E402
 from ui.cli_common import offline_environment  # noqa: E402
 from ui.wiring import prime_counts, warm_up  # noqa: E402
 
+# The retriever's own stages (`Retrieval.timings_ms`), reported beside the bench's: BM25 and
+# the mask; the wait for the dense side after it; the question's embedding and the vector
+# search on the dense side's thread; `_prefer_newest` and the answerability evidence.
+STAGES = ("lexical", "dense", "dense_embed", "dense_search", "rerank")
+
 
 class TimedCounter:
     """A token counter that adds up the time spent in it."""
@@ -122,14 +127,17 @@ class Variant:
 
         def timed_retrieve(*a: Any, **k: Any) -> Any:
             try:
-                return retrieve(*a, **k)
+                result = retrieve(*a, **k)
+                self.stages = result.timings_ms
+                return result
             finally:
                 self.retrieved = time.perf_counter()
 
         self.assistant.retriever.retrieve = timed_retrieve  # type: ignore[method-assign]
+        self.stages: dict[str, float] = {}
         self.rows: dict[str, list[float]] = {
             k: [] for k in ("retrieve", "pack", "counting", "budget_check", "before_request",
-                            "first_token", "share")
+                            "first_token", "share", *(f"retrieve.{s}" for s in STAGES))
         }
 
     def ask(self, question: str, record: bool = True) -> None:
@@ -158,6 +166,9 @@ class Variant:
         self.rows["before_request"].append(before * 1000)
         self.rows["first_token"].append((first - started) * 1000)
         self.rows["share"].append(before / (first - started))
+        for stage in STAGES:  # Retrieval.timings_ms; the dense ones for questions it embeds
+            if stage in self.stages:
+                self.rows[f"retrieve.{stage}"].append(self.stages[stage])
 
     def close(self) -> None:
         self.client.inner.close()

@@ -16,6 +16,7 @@ reported: the snapshot's load time (ledger rows -> BM25 matrix, masks) and resid
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import signal
 import sys
@@ -173,14 +174,14 @@ STAGES = ("lexical", "lexical_more", "dense", "dense_embed", "dense_search", "re
 
 def use_openvino_questions(store, settings) -> str:  # type: ignore[no-untyped-def]
     """Questions on the passage embedder's OpenVINO export, as a warm app embeds them: main's
-    `ingest.question_openvino` (float32) where this checkout has it, else `OpenVinoEmbedder`
+    `ingest.question_openvino` (its PRECISION) where this checkout has it, else `OpenVinoEmbedder`
     (bfloat16 on AMX, one thread a question: what the 2026-12-01 1M runs used)."""
     # looked for by file: the editable install's finder would find main's copy of a module
     # this checkout lacks
     if (REPO / "ingest" / "question_openvino.py").is_file():
-        from ingest.question_openvino import open_openvino_question_encoder
+        from ingest.question_openvino import PRECISION, open_openvino_question_encoder
 
-        encoder, how = open_openvino_question_encoder(settings.embed), "openvino float32"
+        encoder, how = open_openvino_question_encoder(settings.embed), f"openvino {PRECISION}"
     else:
         from ingest.embed import export_root, resolve_model_path
         from ingest.embed_openvino import OpenVinoEmbedder
@@ -209,15 +210,17 @@ def rss_mib() -> tuple[float, float]:
 
 def window_count(settings):  # type: ignore[no-untyped-def]
     """The tiny test model's tokenizer when it is built (`.cache/test-model`: an exact count, as
-    with a local answering model), else the estimate `kb` plans with without one."""
+    with a local answering model), else the estimate `kb` plans with without one; and the
+    counter's `prime` (None for the estimate), which the app's retriever counts ahead with."""
     from assistant.window import estimate_tokens
 
     model = REPO / ".cache" / "test-model"
     if not (model / "config.json").is_file():
-        return estimate_tokens, "estimate_tokens"
+        return estimate_tokens, "estimate_tokens", None
     from assistant.tokens import LocalTokenCounter
 
-    return LocalTokenCounter(model, trust_remote_code=True).count, "test-model tokenizer"
+    counter = LocalTokenCounter(model, trust_remote_code=True)
+    return counter.count, "test-model tokenizer", counter.prime
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -240,6 +243,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "--questions-openvino",
         action="store_true",
         help="embed questions on the passage embedder's OpenVINO export, as the app does",
+    )
+    parser.add_argument(
+        "--no-count-ahead",
+        action="store_true",
+        help="the retriever does not count the lexical candidates' lines while it waits for its "
+        "dense side (as before the issue 12 third pass)",
     )
     args = parser.parse_args(argv)
     offline_environment()
@@ -267,11 +276,17 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
     if args.lexical_only:
         settings = replace(settings, retrieve=replace(settings.retrieve, dense_weight=0.0))
-    count, counted_by = window_count(settings)
+    count, counted_by, prime = window_count(settings)
     rss_before, _ = rss_mib()
     store = open_store(settings)
     encoder = "numpy" if not args.questions_openvino else use_openvino_questions(store, settings)
-    retriever = Retriever(settings, store)
+    # as `Assistant` builds it: the lexical candidates' lines counted while the dense side runs
+    count_ahead = None if args.no_count_ahead else prime
+    retriever = (
+        Retriever(settings, store, count_ahead=count_ahead)
+        if "count_ahead" in inspect.signature(Retriever).parameters
+        else Retriever(settings, store)  # a checkout before it
+    )
     t = time.perf_counter()
     snap = retriever.snapshot()
     load_s = time.perf_counter() - t
@@ -286,6 +301,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "rss_mib_after_snapshot": round(rss_snapshot),
         "counted_by": counted_by,
         "question_encoder": encoder,
+        "count_ahead": count_ahead is not None,
         "questions": len(questions),
     }
     for groups in (["all"], ["finance"]):

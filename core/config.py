@@ -160,6 +160,9 @@ class LlmSettings:
     cpu_enforce_eager: bool = field(
         default=True, metadata=_doc("CPU build: skip the 30-75 s compile step at start")
     )
+    cpu_idle_spin_s: float = field(
+        default=0.2, metadata=_doc("CPU build: seconds the worker polls after a step (vLLM: 1)")
+    )
 
 
 @dataclass(frozen=True)

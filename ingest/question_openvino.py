@@ -1,5 +1,5 @@
-"""Questions embedded by the passage embedder's OpenVINO export, in float32 on one thread: for a
-process that answers many questions (the app), the fastest exact path for one short text.
+"""Questions embedded by the passage embedder's OpenVINO export, in bfloat16 on one thread: for
+a process that answers many questions (the app), the fastest path for one short text.
 
 Measured on one ~12-token question on the 2-core machine (load ~4, BENCHMARKS.md issue 12's
 second pass): the numpy encoder (`ingest/bert_numpy.py`) 12-21 ms; this export in float32 on one
@@ -7,6 +7,12 @@ thread with one kept request 3-5 ms, vectors equal to numpy's (cosine 1.0 to wit
 loads slower (OpenVINO's import and the compiled model: ~0.9 s against numpy's ~0.5 s cold),
 so a one-question `kb ask` keeps numpy and the app switches to this once it is loaded in the
 background (`ui.wiring.warm_up`).
+
+bfloat16 (AMX) rather than float32 (issue 12 third pass, 40 questions x3, load ~1): 6.2 against
+9.0 ms p50 a question, cosine >= 0.99998 to float32's vectors; two threads in float32 were as
+fast (6.3 ms) but wait for the second core on a busy machine. `kb eval` over both public sets
+with questions on this encoder: every figure equal in both precisions but one, public2's
+English paraphrase mrr@10 (0.750 -> 0.751).
 
     encoder = open_openvino_question_encoder(settings.embed)   # None without an export on disk
     encoder.embed_batch(["How many days of leave?"]).shape -> (1, 384)
@@ -28,6 +34,8 @@ from core.ports import Vectors
 
 logger = logging.getLogger(__name__)
 
+PRECISION = "bf16"  # INFERENCE_PRECISION_HINT ("f32": the numpy encoder's vectors within 1e-6)
+
 
 class OpenVinoQuestionEncoder:
     """`Embedder.embed_batch` for questions on an existing OpenVINO export (never converts)."""
@@ -47,7 +55,7 @@ class OpenVinoQuestionEncoder:
         self._tokenizer.enable_truncation(self.max_tokens)
         core = openvino.Core()
         core.set_property({"CACHE_DIR": str(export / "compiled")})
-        config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+        config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": PRECISION}
         compiled = core.compile_model(str(export / "model.xml"), "CPU", config)
         self._request: Any = compiled.create_infer_request()
         self._lock = threading.Lock()  # one request, used by one question at a time

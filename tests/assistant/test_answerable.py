@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -184,3 +185,44 @@ def test_near_spellings_follow_the_vocabulary_of_each_snapshot() -> None:
     assert _near_spelling("budjet", first)
     assert not _near_spelling("budjet", second)
     assert _near_spelling("budjet", first) and _near_spelling("flihgt", second)
+
+
+def test_sentence_terms_are_the_sentences_and_their_tokens() -> None:
+    from assistant.answerable import sentence_terms
+    from core.text import split_sentences
+
+    text = "年休假十天。Parental leave lasts 12 weeks.\n每周至少休息一日；"
+    assert sentence_terms(text) == tuple(
+        (s, frozenset(tokenize(s))) for s in split_sentences(text)
+    )
+    assert sentence_terms(text) is sentence_terms(text)  # cached per text
+
+
+def test_cached_evidence_equals_evidence_tokenized_afresh(make_settings: Any) -> None:
+    """On a real store (the sample documents): the evidence of each sample question, its
+    passages' terms cached from earlier questions, equals that of tokenizing them again."""
+    from assistant import answerable
+    from assistant.retrieve import Retriever
+    from ingest.store import open_store
+    from tests.stores import ingest_paths
+
+    repo = Path(__file__).resolve().parents[2]
+    settings = make_settings()
+    ingest_paths(settings, [repo / "data" / "samples" / "docs"])
+    questions = [
+        json.loads(line)["question"]
+        for line in (repo / "data" / "samples" / "qa.jsonl").read_text("utf-8").splitlines()
+    ]
+    store = open_store(settings)
+    try:
+        retriever = Retriever(settings, store)
+        answerable.sentence_terms.cache_clear()
+        cached = [retriever.retrieve(q, ["all"]).evidence for q in questions]
+        assert answerable.sentence_terms.cache_info().hits > 0  # passages seen again
+        fresh = []
+        for q in questions:
+            answerable.sentence_terms.cache_clear()
+            fresh.append(retriever.retrieve(q, ["all"]).evidence)
+    finally:
+        store.close()
+    assert cached == fresh and len(cached) == len(questions) >= 10

@@ -9,6 +9,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from assistant.lexical import TitleIndex
 from assistant.retrieve import _by_amount, _by_title
 
@@ -209,3 +211,64 @@ def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
         store, {f"doc{d}" for d in range(2, 20)}, question, 3
     )
     store.close()
+
+
+def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs() -> None:
+    from concurrent.futures import Future
+
+    from assistant.pack import render_passages
+    from assistant.retrieve import COUNT_AHEAD, Retriever
+    from core.types import Passage
+
+    rows = {f"c{i}": i for i in range(COUNT_AHEAD + 5)}
+    snap: Any = SimpleNamespace(
+        row_of=rows, passage=lambda row: Passage(f"c{row}", "d", "a.pdf", f"text {row}")
+    )
+    lexical = [(cid, 1.0) for cid in rows]
+    counted: list[Sequence[str]] = []
+    retriever = Retriever.__new__(Retriever)
+    retriever.count_ahead = counted.append
+    running: Future[Any] = Future()
+    retriever._count_ahead(running, snap, lexical)
+    assert len(counted) == COUNT_AHEAD  # the best ones, each rendered first and later
+    assert counted[0] == [render_passages([snap.passage(0), snap.passage(0)])]
+    counted.clear()
+    done: Future[Any] = Future()
+    done.set_result(([], {}))
+    retriever._count_ahead(done, snap, lexical)
+    assert counted == []  # the dense side finished first: nothing more to wait for
+
+
+def test_counting_ahead_leaves_retrieval_and_packing_as_they_were(make_settings: Any) -> None:
+    """Over the sample documents, with the test model's counter where it is built: the same
+    passages, evidence and packed window with the lines counted ahead as without."""
+    from assistant.retrieve import Retriever
+    from assistant.tokens import LocalTokenCounter
+    from assistant.window import fill_window, snapshot_neighbours
+    from ingest.store import open_store
+    from tests.stores import ingest_paths
+
+    repo = Path(__file__).resolve().parents[2]
+    model = repo / ".cache" / "test-model"
+    if not (model / "config.json").is_file():
+        pytest.skip("the test model is not built (.cache/test-model)")
+    settings = make_settings()
+    ingest_paths(settings, [repo / "data" / "samples" / "docs"])
+    questions = ["How many days of annual leave can I carry over?", "差旅住宿标准是多少？",
+                 "What is the password length?", "加班工资怎么算？"]
+    store = open_store(settings)
+    try:
+        results = []
+        for ahead in (False, True):
+            counter = LocalTokenCounter(model, trust_remote_code=True)
+            retriever = Retriever(settings, store, count_ahead=counter.prime if ahead else None)
+            neighbours = snapshot_neighbours(retriever.snapshot())
+            for q in questions:
+                r = retriever.retrieve(q, ["all"])
+                window = fill_window(r.passages, q, r.lang, counter.count, settings, neighbours)
+                results.append((ahead, q, r.passages, r.evidence, window))
+    finally:
+        store.close()
+    without = [x[1:] for x in results if not x[0]]
+    with_ = [x[1:] for x in results if x[0]]
+    assert with_ == without

@@ -20,7 +20,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from assistant.serving.serve import VllmServer, resolve_model, vllm_command, vllm_environment
+from assistant.serving.serve import (
+    CPU_ENTRY,
+    IDLE_SPIN_ENV,
+    VllmServer,
+    resolve_model,
+    vllm_command,
+    vllm_environment,
+)
 from core.config import LlmSettings, Settings
 from core.errors import ConfigError, GenerationUnavailable
 from tests.vllm_server import free_port
@@ -109,7 +116,9 @@ def wait_gone(pid: int, timeout_s: float = 10) -> bool:
 def test_cpu_command_runs_the_api_server_module_eagerly(model_dir: Path) -> None:
     llm = LlmSettings(extra_args=("--max-num-seqs", "32"))
     command = vllm_command(llm, model_dir, host="127.0.0.1", port=8011, cpu=True)
-    assert command[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+    # our entry, which runs vllm.entrypoints.openai.api_server (the supervision tests below
+    # start it on the stand-in package)
+    assert command[:3] == [sys.executable, "-m", CPU_ENTRY]
     text = " ".join(command)
     for part in (f"--model {model_dir}", "--served-model-name ernie-4.5-0.3b", "--port 8011",
                  "--max-model-len 4096", "--enable-prefix-caching", "--enforce-eager"):
@@ -139,8 +148,9 @@ def test_environment_is_offline_with_caches_in_the_given_folder(tmp_path: Path) 
     assert env["HF_HUB_OFFLINE"] == "1" and env["VLLM_NO_USAGE_STATS"] == "1"
     assert env["VLLM_CACHE_ROOT"] == str(tmp_path)
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "2"
-    assert "VLLM_CPU_KVCACHE_SPACE" not in vllm_environment(LlmSettings(), tmp_path, cpu=False,
-                                                            base={})
+    assert env[IDLE_SPIN_ENV] == "0.2"
+    gpu = vllm_environment(LlmSettings(), tmp_path, cpu=False, base={})
+    assert "VLLM_CPU_KVCACHE_SPACE" not in gpu and IDLE_SPIN_ENV not in gpu
 
 
 def test_missing_weights_are_one_line_naming_the_fix(tmp_path: Path) -> None:
@@ -211,7 +221,7 @@ def test_kb_llm_serve_stops_on_sigterm_with_its_child(fake_vllm: Path, model_dir
     lines = []
     for line in cli.stdout:
         lines.append(line)
-        if "serving" in line:
+        if "vLLM is serving" in line:
             break
     assert f"http://127.0.0.1:{port}/v1" in lines[-1], "".join(lines)
     record = json.loads(fake_vllm.read_text())

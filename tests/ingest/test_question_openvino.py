@@ -1,5 +1,6 @@
-"""Questions on the passage embedder's OpenVINO export in float32 (issue 12): the numpy
-encoder's vectors, and the app's switch to it once loaded in the background."""
+"""Questions on the passage embedder's OpenVINO export (issue 12): in float32 the numpy
+encoder's vectors, in bfloat16 (the default) within 1e-4 of them, and the app's switch to it
+once loaded in the background."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from core.config import load_settings
 from ingest.bert_numpy import open_question_encoder
@@ -24,7 +26,11 @@ QUESTIONS = [
 ]
 
 
-def test_questions_on_openvino_in_float32_equal_numpys() -> None:
+@pytest.mark.parametrize(("precision", "within"), [("f32", 1e-6), ("bf16", 1e-4)])
+def test_questions_on_openvino_equal_numpys_within_their_precision(
+    precision: str, within: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ingest.question_openvino.PRECISION", precision)
     embed = load_settings(REPO / "config.toml", environ={}).embed
     load_embedder(embed)  # the export, made once per machine (as ingest makes it)
     encoder = open_openvino_question_encoder(embed)
@@ -33,8 +39,8 @@ def test_questions_on_openvino_in_float32_equal_numpys() -> None:
     ours, exact = encoder.embed_batch(QUESTIONS), numpy_encoder.embed_batch(QUESTIONS)
     assert ours.shape == exact.shape == (4, encoder.dim)
     cosines = (ours * exact).sum(axis=1)
-    # float32: bfloat16 (OpenVINO's default on AMX, as passages are embedded) is ~1.4e-5 off
-    assert np.all(1 - cosines < 1e-6), cosines
+    # float32: equal to rounding; bfloat16 (as passages are embedded) is ~1.4e-5 off
+    assert np.all(1 - cosines < within), cosines
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
@@ -53,6 +59,9 @@ def test_the_app_switches_questions_to_openvino_once_loaded(make_settings) -> No
         before = services.assistant.retrieve(question, ["all"])
         warm_up(services.store).join(120)
         assert isinstance(services.store._question_encoder, OpenVinoQuestionEncoder)
-        assert services.assistant.retrieve(question + " ", ["all"]) == before
+        after = services.assistant.retrieve(question + " ", ["all"])
+        # bfloat16 vectors: the same best passages (all that packing takes here); ranks past
+        # the tenth may swap (60 sample and public questions: 19 of them, never the top ten)
+        assert [p.chunk_id for p in after[:10]] == [p.chunk_id for p in before[:10]]
     finally:
         services.close()
