@@ -57,6 +57,13 @@ EXACT_BELOW = 0.3
 EXACT_UP_TO = 50_000
 SURVIVE_MARGIN = 1.5
 MAX_FETCH = 1000
+# A store of at most this many live chunks is searched exactly whatever share the user sees:
+# its visible vectors, held in memory per group set (31 MB of float32 at 20,000 x 384), take
+# less than Chroma's HNSW query (one thread, 2-core machine: 0.03 ms at 600 vectors, 0.65 ms at
+# 10,000, 1.4 ms at 20,000, 3.7 ms at 50,000; Chroma 1.7-2.0 ms on the 600-chunk sample store in
+# bench/overhead.py, 2.3 ms at a million), and exact is at least as accurate as HNSW. Larger
+# stores keep Chroma (a million chunks are never loaded into the snapshot).
+EXACT_STORE_UP_TO = 20_000
 # A fourth: the lexical candidates from documents whose title the question quotes ("数据安全法
 # 从什么时候开始施行？"), all of one document tied, the longest quote first.
 TITLE = "title"
@@ -361,7 +368,7 @@ class Retriever:
         """`_dense`, with the milliseconds its two steps took: "dense_embed" (the question's
         vector) and "dense_search" (the nearest allowed chunks)."""
         t0 = time.perf_counter()
-        vector = self.store.embed_question([question])[0]
+        vector = self.store.question_vector(question)
         t1 = time.perf_counter()
         hits = self._dense(snap, vector, allowed, n)
         t2 = time.perf_counter()
@@ -401,9 +408,10 @@ class Retriever:
     ) -> list[tuple[str, float]]:
         """The `n` nearest allowed live chunks to the question's `vector`. Most users see
         most of the corpus: Chroma's unfiltered index is asked for a few times `n` and the
-        allowed ones kept. A user who sees a small share of a small corpus (or when too few
-        survive) gets an exact search over just the vectors they may see, held in memory per
-        group set (Chroma's metadata filter costs far more). A small share of a large corpus
+        allowed ones kept. A small store (EXACT_STORE_UP_TO), a user who sees a small share of
+        a corpus of fewer than EXACT_UP_TO vectors, or too few surviving get an exact search
+        over just the vectors they may see, held in memory per group set (Chroma's metadata
+        filter costs far more). A small share of a large corpus
         is still many vectors: from EXACT_UP_TO of them Chroma is asked for enough that `n`
         survive the mask (n * SURVIVE_MARGIN / share, at most MAX_FETCH), the exact search
         only if too few do."""
@@ -411,7 +419,8 @@ class Retriever:
         if not visible:
             return []
         share = visible / len(allowed)
-        if share >= EXACT_BELOW or visible > EXACT_UP_TO:
+        small = len(allowed) <= EXACT_STORE_UP_TO
+        if not small and (share >= EXACT_BELOW or visible > EXACT_UP_TO):
             fetch = max(n * OVERFETCH, math.ceil(n * SURVIVE_MARGIN / share))
             if fetch <= MAX_FETCH:
                 hits = self.store.vectors.query(snap.collection, vector, fetch)

@@ -177,6 +177,7 @@ def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
         vectors[f"doc{d}"] = _unit(question + 0.3 * rng.standard_normal((10, 16)))
     store = _store_of_groups(tmp_path, vectors)
     monkeypatch.setattr(retrieve, "EXACT_UP_TO", 5)
+    monkeypatch.setattr(retrieve, "EXACT_STORE_UP_TO", 0)
     retriever = retrieve.Retriever(store.settings, store)
     snap = retriever.snapshot()
     got = retriever._dense(snap, question, snap.allowed(["finance"]), 3)
@@ -200,6 +201,7 @@ def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
         vectors[f"doc{d}"] = _unit(-question + 0.5 * rng.standard_normal((10, 16)))
     store = _store_of_groups(tmp_path, vectors)
     monkeypatch.setattr(retrieve, "EXACT_UP_TO", 5)
+    monkeypatch.setattr(retrieve, "EXACT_STORE_UP_TO", 0)
     retriever = retrieve.Retriever(store.settings, store)
     snap = retriever.snapshot()
     got = retriever._dense(snap, question, snap.allowed(["finance"]), 3)
@@ -209,6 +211,40 @@ def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
     got = retriever._dense(snap, question, snap.allowed(["all"]), 3)
     assert [c for c, _ in got] == _brute_force(
         store, {f"doc{d}" for d in range(2, 20)}, question, 3
+    )
+    store.close()
+
+
+def test_a_small_store_is_searched_exactly_whatever_share_the_user_sees(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Issue 12: up to EXACT_STORE_UP_TO live chunks, a user who sees most of the store gets
+    the exact search over their visible vectors too (faster than Chroma's query), never
+    Chroma's approximate index; the same nearest chunks."""
+    import numpy as np
+
+    import assistant.retrieve as retrieve
+
+    rng = np.random.default_rng(3)
+    question = _unit(rng.standard_normal((1, 16)))[0]
+    vectors = {f"doc{d}": _unit(rng.standard_normal((10, 16))) for d in range(20)}
+    store = _store_of_groups(tmp_path, vectors)
+    asked: list[int] = []
+    query = store.vectors.query
+    monkeypatch.setattr(
+        store.vectors, "query", lambda c, v, n, where=None: asked.append(n) or query(c, v, n, where)
+    )
+    retriever = retrieve.Retriever(store.settings, store)
+    snap = retriever.snapshot()
+    got = retriever._dense(snap, question, snap.allowed(["all"]), 5)
+    assert [c for c, _ in got] == _brute_force(
+        store, {f"doc{d}" for d in range(2, 20)}, question, 5
+    )
+    assert asked == [] and len(snap._vectors) == 1
+    monkeypatch.setattr(retrieve, "EXACT_STORE_UP_TO", 199)  # the store holds 200
+    got = retriever._dense(snap, question, snap.allowed(["all"]), 5)
+    assert asked == [20] and [c for c, _ in got] == _brute_force(
+        store, {f"doc{d}" for d in range(2, 20)}, question, 5
     )
     store.close()
 
