@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,11 @@ from ingest.vectors import open_vector_index
 EmbedderSource = Callable[[], Embedder]
 # Makes the question encoder, or None when the passage embedder must embed questions too.
 QuestionSource = Callable[[], Embedder | None]
+# Questions whose vectors a process keeps, the least recently asked dropped first
+# (`Store.question_vector`): people ask the same things ("how many days of annual leave?"), and
+# a repeated question skips its embedding (3-11 ms on the 2-core machine, issue 12). 256 x 384
+# float32 is 0.4 MB.
+QUESTION_VECTORS = 256
 
 
 class Store:
@@ -56,6 +62,9 @@ class Store:
         self._source = embedder
         self._questions = questions
         self._question_encoder: Embedder | None = None
+        self._question_vectors: OrderedDict[str, Vectors] = OrderedDict()
+        self._question_vectors_lock = threading.Lock()
+        self._encoder_switches = 0  # `use_question_encoder` calls: vectors of before not kept
         self._lock = write_lock(self.path, ledger, settings.store.lock_wait_s)
         # Writes this process finished: a reader of this store rebuilds its snapshot after one.
         self.writes = 0
@@ -103,10 +112,34 @@ class Store:
             return embedder.embed_uncached(texts)
         return embedder.embed_batch(texts)
 
+    def question_vector(self, question: str) -> Vectors:
+        """`embed_question` of one question, kept for the QUESTION_VECTORS most recently asked
+        (same text, same vector; read-only, shared by every asker of it).
+
+        store.question_vector("年假几天？") is store.question_vector("年假几天？") -> True"""
+        with self._question_vectors_lock:
+            kept = self._question_vectors.get(question)
+            if kept is not None:
+                self._question_vectors.move_to_end(question)
+                return kept
+            switches = self._encoder_switches
+        vector: Vectors = self.embed_question([question])[0]
+        vector.setflags(write=False)
+        with self._question_vectors_lock:
+            if switches == self._encoder_switches:  # not switched meanwhile (`warm_up`)
+                self._question_vectors[question] = vector
+                while len(self._question_vectors) > QUESTION_VECTORS:
+                    self._question_vectors.popitem(last=False)
+        return vector
+
     def use_question_encoder(self, encoder: Embedder) -> None:
         """Embed questions with `encoder` from now on: a faster one that a long-running process
-        loaded after its start (`ui.wiring.warm_up`)."""
-        self._question_encoder, self._questions = encoder, None
+        loaded after its start (`ui.wiring.warm_up`). The kept question vectors are dropped:
+        the new encoder's may differ in the last digits."""
+        with self._question_vectors_lock:
+            self._question_encoder, self._questions = encoder, None
+            self._encoder_switches += 1
+            self._question_vectors.clear()
 
     def embedded(self) -> int:
         """Texts the embedder has computed (cache misses) since it was made."""
