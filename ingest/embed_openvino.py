@@ -142,6 +142,20 @@ def export(folder: Path, target: Path) -> None:
     )
 
 
+def compile_cached(core: Any, model_file: str, cache: Path, config: dict[str, Any]) -> Any:
+    """`core.compile_model(model_file, "CPU", config)`, the compiled model kept in a folder of
+    `cache` of its own per config (and the CPU's default precision). OpenVINO 2026.4 names a
+    cached model by the model alone and imported one compiled in float32 for a bfloat16 config:
+    vectors of noise, NaN, or a crash ("double free or corruption"), whichever compiled first.
+
+    compile_cached(core, "export/model.xml", Path("export/compiled"), {"INFERENCE_NUM_THREADS": 1})
+    """
+    default = core.get_property("CPU", "INFERENCE_PRECISION_HINT")
+    stamp = json.dumps({**config, "default precision": str(default)}, sort_keys=True)
+    folder = cache / hashlib.sha1(stamp.encode()).hexdigest()[:12]
+    return core.compile_model(model_file, "CPU", {**config, "CACHE_DIR": str(folder)})
+
+
 class OpenVinoEmbedder:
     """The `Embedder` interface on an OpenVINO export of a sentence-transformers model."""
 
@@ -173,7 +187,7 @@ class OpenVinoEmbedder:
         self._counter.no_truncation()
         self._core = openvino.Core()
         # compiled models are kept beside the export: a later process imports instead of compiling
-        self._core.set_property({"CACHE_DIR": str(target / "compiled")})
+        self._cache = target / "compiled"
         self._model_file = str(target / MODEL_FILE)
         self._compiled: dict[str, Any] = {}  # use -> compiled model (see _compile)
         logger.info(
@@ -193,7 +207,9 @@ class OpenVinoEmbedder:
                 "latency": {},
                 "throughput": {"PERFORMANCE_HINT": "THROUGHPUT"},
             }
-            self._compiled[key] = self._core.compile_model(self._model_file, "CPU", configs[key])
+            self._compiled[key] = compile_cached(
+                self._core, self._model_file, self._cache, configs[key]
+            )
         return self._compiled[key]
 
     def _encode_ids(self, texts: Sequence[str]) -> list[list[int]]:

@@ -31,6 +31,7 @@ import numpy as np
 
 from core.config import EmbedSettings
 from core.ports import Vectors
+from ingest.embed_openvino import MODEL_FILE, compile_cached
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +54,10 @@ class OpenVinoQuestionEncoder:
         self._tokenizer = Tokenizer.from_file(str(export / "tokenizer" / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(self.max_tokens)
-        core = openvino.Core()
-        core.set_property({"CACHE_DIR": str(export / "compiled")})
         config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": PRECISION}
-        compiled = core.compile_model(str(export / "model.xml"), "CPU", config)
+        compiled = compile_cached(
+            openvino.Core(), str(export / MODEL_FILE), export / "compiled", config
+        )
         self._request: Any = compiled.create_infer_request()
         self._lock = threading.Lock()  # one request, used by one question at a time
 

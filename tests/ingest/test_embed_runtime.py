@@ -19,8 +19,15 @@ from ingest.embed import (
     SentenceTransformerEmbedder,
     load_embedder,
     on_cpu,
+    resolve_model_path,
 )
-from ingest.embed_openvino import OpenVinoEmbedder
+from ingest.embed_openvino import (
+    MODEL_FILE,
+    OpenVinoEmbedder,
+    compile_cached,
+    export_dir,
+    local_folder,
+)
 from tests.fakes import FakeEmbedder
 from tests.tiny_bert import tiny_bert
 
@@ -78,6 +85,35 @@ def test_the_export_is_made_once_and_reused(
     assert not [r for r in caplog.records if "converting" in r.getMessage()]
     assert len([p for p in exports.iterdir() if p.is_dir()]) == 1
     assert time.perf_counter() - started < 30  # a load, not a conversion (generous: shared CPU)
+
+
+def test_each_config_compiles_for_itself_whatever_another_cached_first(
+    exports: Path, tmp_path: Path
+) -> None:
+    """A float32 compile cached first is never imported for the other configs (bfloat16 by
+    default on this machine's AMX): OpenVINO names its cached model by the model alone, and the
+    import gave vectors of noise (one thread), NaN (all cores) or a crash (streams)."""
+    import openvino
+
+    load_embedder(settings_for(exports))
+    folder = local_folder(resolve_model_path(EmbedSettings().model))
+    model = str(export_dir(exports, folder) / MODEL_FILE)
+    ids = np.array([[101, 2129, 2116, 2420, 102]], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    inputs = [i.get_any_name() for i in openvino.Core().read_model(model).inputs]
+
+    def hidden(config: dict[str, object], cache: Path | None) -> np.ndarray:
+        core = openvino.Core()
+        compiled = (
+            compile_cached(core, model, cache, config)
+            if cache
+            else core.compile_model(model, "CPU", config)
+        )
+        return np.asarray(compiled.create_infer_request().infer({k: feeds[k] for k in inputs})[0])
+
+    hidden({"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}, tmp_path)
+    for config in ({"INFERENCE_NUM_THREADS": 1}, {}):  # the passage embedder's one-thread, all-core
+        assert np.allclose(hidden(config, tmp_path), hidden(config, None), atol=1e-4)
 
 
 def tiny_sentence_model(folder: Path, pooling: str, dense: bool = False) -> Path:
