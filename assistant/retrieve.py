@@ -58,12 +58,13 @@ EXACT_UP_TO = 50_000
 SURVIVE_MARGIN = 1.5
 MAX_FETCH = 1000
 # A store of at most this many live chunks is searched exactly whatever share the user sees:
-# its visible vectors, held in memory per group set (31 MB of float32 at 20,000 x 384), take
-# less than Chroma's HNSW query (one thread, 2-core machine: 0.03 ms at 600 vectors, 0.65 ms at
-# 10,000, 1.4 ms at 20,000, 3.7 ms at 50,000; Chroma 1.7-2.0 ms on the 600-chunk sample store in
-# bench/overhead.py, 2.3 ms at a million), and exact is at least as accurate as HNSW. Larger
-# stores keep Chroma (a million chunks are never loaded into the snapshot).
-EXACT_STORE_UP_TO = 20_000
+# its visible vectors, held in memory per group set, take less than Chroma's HNSW query (one
+# thread, 2-core machine: 0.03 ms at 600 vectors, 0.65 ms at 10,000; Chroma 1.7-2.0 ms on the
+# 600-chunk sample store in bench/overhead.py), and exact is at least as accurate as HNSW. But
+# they are fetched from Chroma again for each new snapshot (after every write), on the first
+# question of each group set: 0.03-0.1 s for 600-2,000 vectors, 0.3 s for 5,000, 1.8 s for
+# 20,000 (load ~2). Larger stores keep Chroma.
+EXACT_STORE_UP_TO = 2_000
 # A fourth: the lexical candidates from documents whose title the question quotes ("数据安全法
 # 从什么时候开始施行？"), all of one document tied, the longest quote first.
 TITLE = "title"
