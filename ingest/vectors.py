@@ -122,12 +122,7 @@ class VectorStore:
     ) -> None:
         """`upsert` for ids the collection does not hold (a fresh build): Chroma skips the
         lookup of each id's old vector. An id it holds already keeps its old vector."""
-        target = self._collection(collection)
-        for span in self._spans(len(ids)):
-            target.add(
-                ids=list(ids[span]), embeddings=vectors[span], metadatas=list(metadatas[span])
-            )
-        logger.info("chroma add %d vectors into %s", len(ids), collection)
+        self._write("add", collection, ids, vectors, metadatas)
 
     def upsert(
         self,
@@ -136,12 +131,21 @@ class VectorStore:
         vectors: npt.NDArray[np.float32],
         metadatas: Sequence[Metadata],
     ) -> None:
-        target = self._collection(collection)
+        self._write("upsert", collection, ids, vectors, metadatas)
+
+    def _write(
+        self,
+        method: str,
+        collection: str,
+        ids: Sequence[str],
+        vectors: npt.NDArray[np.float32],
+        metadatas: Sequence[Metadata],
+    ) -> None:
+        """Chroma's `add` or `upsert`, in slices of its largest batch."""
+        write = getattr(self._collection(collection), method)
         for span in self._spans(len(ids)):
-            target.upsert(
-                ids=list(ids[span]), embeddings=vectors[span], metadatas=list(metadatas[span])
-            )
-        logger.info("chroma upsert %d vectors into %s", len(ids), collection)
+            write(ids=list(ids[span]), embeddings=vectors[span], metadatas=list(metadatas[span]))
+        logger.info("chroma %s %d vectors into %s", method, len(ids), collection)
 
     def update_metadata(
         self, collection: str, ids: Sequence[str], metadatas: Sequence[Metadata]
