@@ -142,6 +142,21 @@ def export(folder: Path, target: Path) -> None:
     )
 
 
+def pool(hidden: Vectors, mask: np.ndarray[Any, Any], cls: bool) -> Vectors:
+    """Unit vectors of a batch's hidden states: the first token's (`cls`) or the mean of those
+    the mask keeps, as sentence-transformers pools.
+
+    pool(np.ones((1, 3, 2)), np.ones((1, 3)), cls=False) -> [[0.7071, 0.7071]]
+    """
+    if cls:
+        pooled = hidden[:, 0]
+    else:
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return np.asarray(pooled / np.clip(norms, 1e-12, None), dtype=np.float32)
+
+
 def compile_cached(core: Any, model_file: str, cache: Path, config: dict[str, Any]) -> Any:
     """`core.compile_model(model_file, "CPU", config)`, the compiled model kept in a folder of
     `cache` of its own per config (and the CPU's default precision). OpenVINO 2026.4 names a
@@ -246,7 +261,7 @@ class OpenVinoEmbedder:
         key = "single" if len(texts) <= SINGLE_THREAD_UP_TO else "latency"
         feeds, mask = self._feeds(ids, batches[0])
         hidden = self._compile(key).create_infer_request().infer(feeds)[0]
-        out[batches[0]] = self._pool(np.asarray(hidden, dtype=np.float32), mask)
+        out[batches[0]] = pool(np.asarray(hidden, dtype=np.float32), mask, self._pooling == "cls")
         return out
 
     def _embed_streams(
@@ -267,7 +282,7 @@ class OpenVinoEmbedder:
             batch, mask = job
             try:
                 hidden = np.asarray(request.get_output_tensor(0).data, dtype=np.float32)
-                out[batch] = self._pool(hidden, mask)
+                out[batch] = pool(hidden, mask, self._pooling == "cls")
             except BaseException as exc:  # noqa: BLE001  raised below, in the caller's thread
                 failures.append(exc)
 
@@ -278,15 +293,6 @@ class OpenVinoEmbedder:
         queue.wait_all()
         if failures:
             raise failures[0]
-
-    def _pool(self, hidden: Vectors, mask: np.ndarray[Any, Any]) -> Vectors:
-        if self._pooling == "cls":
-            pooled = hidden[:, 0]
-        else:
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return np.asarray(pooled / np.clip(norms, 1e-12, None), dtype=np.float32)
 
     def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
         """Tokens each text takes in the model, without the [CLS]/[SEP] pair."""

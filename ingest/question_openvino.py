@@ -31,7 +31,7 @@ import numpy as np
 
 from core.config import EmbedSettings
 from core.ports import Vectors
-from ingest.embed_openvino import MODEL_FILE, compile_cached
+from ingest.embed_openvino import MODEL_FILE, compile_cached, pool
 
 logger = logging.getLogger(__name__)
 
@@ -68,17 +68,14 @@ class OpenVinoQuestionEncoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
             ids = np.asarray([self._tokenizer.encode(text.strip()).ids], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-            with self._lock:
-                hidden = np.asarray(
-                    self._request.infer(
-                        {k: feeds.get(k, np.zeros_like(ids)) for k in self._inputs}
-                    )[0],
-                    dtype=np.float32,
+            mask = np.ones_like(ids)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            with self._lock:  # pooled before the request is used again
+                hidden = self._request.infer(
+                    {k: feeds.get(k, np.zeros_like(ids)) for k in self._inputs}
                 )[0]
-            out[i] = hidden[0] if self._cls else hidden.mean(axis=0)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return np.asarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
+                out[i] = pool(np.asarray(hidden, dtype=np.float32), mask, self._cls)[0]
+        return out
 
     def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
         """Tokens each text takes in the model, without the [CLS]/[SEP] pair (truncated)."""
