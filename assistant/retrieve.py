@@ -84,6 +84,9 @@ FUSIONS = ("rrf", "score")
 DENSE_WORKERS = 4
 # Lexical candidates whose blocks are counted ahead while the dense side runs (`count_ahead`).
 COUNT_AHEAD = 30
+# At most this long the question's thread waits for the dense side's thread to start (it needs
+# the interpreter lock, which BM25's Python would otherwise hold until it waits: `_dense_async`).
+DENSE_START_WAIT_S = 0.05
 
 
 _blas: Any = None
@@ -364,10 +367,11 @@ class Retriever:
         return halt
 
     def _dense_timed(
-        self, snap: Snapshot, question: str, allowed: Mask, n: int
+        self, snap: Snapshot, question: str, allowed: Mask, n: int, started: threading.Event
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """`_dense`, with the milliseconds its two steps took: "dense_embed" (the question's
-        vector) and "dense_search" (the nearest allowed chunks)."""
+        vector) and "dense_search" (the nearest allowed chunks). Sets `started` first."""
+        started.set()
         t0 = time.perf_counter()
         vector = self.store.question_vector(question)
         t1 = time.perf_counter()
@@ -379,14 +383,21 @@ class Retriever:
         self, snap: Snapshot, question: str, allowed: Mask, n: int
     ) -> Future[tuple[list[tuple[str, float]], dict[str, float]]]:
         """`_dense_timed` on a worker thread: the question is embedded and Chroma searched
-        while this thread scores BM25 (numpy and Chroma's search release the GIL), so the
-        dense side costs a question only what it takes beyond the lexical side."""
+        while this thread scores BM25 (the embedding model, numpy and Chroma's search release
+        the GIL), so the dense side costs a question only what it takes beyond the lexical
+        side. It returns once the worker has started: a worker woken while this thread runs
+        Python waits for the interpreter lock until this thread waits too (or for the 5 ms
+        switch interval), which put the whole embedding after BM25 instead of beside it
+        (1.4 ms a question on the sample store: BENCHMARKS.md, issue 12 fifth pass)."""
         with self._starting:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(
                     max_workers=DENSE_WORKERS, thread_name_prefix="dense"
                 )
-        return self._workers.submit(self._dense_timed, snap, question, allowed, n)
+        started = threading.Event()
+        pending = self._workers.submit(self._dense_timed, snap, question, allowed, n, started)
+        started.wait(DENSE_START_WAIT_S)  # all workers busy: BM25 goes on without waiting
+        return pending
 
     def _count_ahead(
         self, pending: Future[Any], snap: Snapshot, lexical: Sequence[tuple[str, float]]
@@ -468,6 +479,8 @@ class Retriever:
             extra = feedback_terms(query_tokens, texts, snap.bm25.idf, FEEDBACK_TERMS)
             expanded = [*query_tokens, *extra]
             by_feedback = [c for c, _ in snap.bm25.search(expanded, cfg.candidates, allowed)]
+        by_title = _by_title(snap, question, lexical)
+        by_amount = _by_amount(snap, question, lexical)
         t2 = time.perf_counter()
         dense: list[tuple[str, float]] = []
         dense_ms: dict[str, float] = {}
@@ -484,8 +497,8 @@ class Retriever:
             LEXICAL: by_lexical,
             DENSE: [c for c, _ in dense],
             COVERAGE: by_coverage,
-            TITLE: _by_title(snap, question, lexical),
-            AMOUNT: _by_amount(snap, question, lexical),
+            TITLE: by_title,
+            AMOUNT: by_amount,
             FEEDBACK: by_feedback,
         }
         fused = rrf(rankings, weights, cfg.rrf_k)
@@ -509,7 +522,7 @@ class Retriever:
             timings_ms={
                 # BM25 and the mask (snapshot and mask lookups before it included)
                 "lexical": (t1 - t0) * 1000,
-                # coverage and the feedback search, still beside the dense side
+                # coverage, the feedback search, titles and amounts, still beside the dense side
                 "lexical_more": (t2 - t1) * 1000,
                 # the wait for the dense side, which ran beside the lexical one
                 "dense": (t3 - t2) * 1000,

@@ -157,18 +157,27 @@ def pool(hidden: Vectors, mask: np.ndarray[Any, Any], cls: bool) -> Vectors:
     return np.asarray(pooled / np.clip(norms, 1e-12, None), dtype=np.float32)
 
 
-def compile_cached(core: Any, model_file: str, cache: Path, config: dict[str, Any]) -> Any:
+def compile_cached(
+    core: Any, model_file: str, cache: Path, config: dict[str, Any], width: int | None = None
+) -> Any:
     """`core.compile_model(model_file, "CPU", config)`, the compiled model kept in a folder of
     `cache` of its own per config (and the CPU's default precision). OpenVINO 2026.4 names a
     cached model by the model alone and imported one compiled in float32 for a bfloat16 config:
     vectors of noise, NaN, or a crash ("double free or corruption"), whichever compiled first.
+    With `width`, the model is compiled for that one shape: a batch of one text of `width`
+    tokens (every input), in a folder of its own too.
 
     compile_cached(core, "export/model.xml", Path("export/compiled"), {"INFERENCE_NUM_THREADS": 1})
     """
     default = core.get_property("CPU", "INFERENCE_PRECISION_HINT")
-    stamp = json.dumps({**config, "default precision": str(default)}, sort_keys=True)
+    shape = {"shape": [1, width]} if width else {}
+    stamp = json.dumps({**config, **shape, "default precision": str(default)}, sort_keys=True)
     folder = cache / hashlib.sha1(stamp.encode()).hexdigest()[:12]
-    return core.compile_model(model_file, "CPU", {**config, "CACHE_DIR": str(folder)})
+    model: Any = model_file
+    if width:
+        model = core.read_model(model_file)
+        model.reshape({port.get_any_name(): [1, width] for port in model.inputs})
+    return core.compile_model(model, "CPU", {**config, "CACHE_DIR": str(folder)})
 
 
 class OpenVinoEmbedder:

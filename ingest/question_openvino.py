@@ -14,6 +14,14 @@ fast (6.3 ms) but wait for the second core on a busy machine. `kb eval` over bot
 with questions on this encoder: every figure equal in both precisions but one, public2's
 English paraphrase mrr@10 (0.750 -> 0.751).
 
+Questions of up to 32 tokens run on a model compiled for that one shape, padded and masked
+(vectors within 4e-6 of the unpadded ones in cosine), longer ones on the dynamic model. In the
+2-core machine's runs with 0.3 s of idle before each question (as the app waits between
+questions): 6.0-7.1 ms p50 a question against 8.4-10.5 ms on the dynamic model, whose CPU
+plugin prepares each new shape's run again; back to back the two are equal (~5 ms). The
+second compiled model costs ~125 MB of memory; a 64-token one would cost as much again for
+questions that are rarely that long (BENCHMARKS.md, issue 12 fifth pass).
+
     encoder = open_openvino_question_encoder(settings.embed)   # None without an export on disk
     encoder.embed_batch(["How many days of leave?"]).shape -> (1, 384)
 """
@@ -36,6 +44,7 @@ from ingest.embed_openvino import MODEL_FILE, compile_cached, pool
 logger = logging.getLogger(__name__)
 
 PRECISION = "bf16"  # INFERENCE_PRECISION_HINT ("f32": the numpy encoder's vectors within 1e-6)
+FIXED_WIDTHS = (32,)  # tokens ([CLS] and [SEP] included) of the fixed-shape models
 
 
 class OpenVinoQuestionEncoder:
@@ -54,24 +63,33 @@ class OpenVinoQuestionEncoder:
         self._tokenizer = Tokenizer.from_file(str(export / "tokenizer" / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(self.max_tokens)
+        self._pad_id = int(info["pad_id"])
         config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": PRECISION}
-        compiled = compile_cached(
-            openvino.Core(), str(export / MODEL_FILE), export / "compiled", config
-        )
-        self._request: Any = compiled.create_infer_request()
-        self._lock = threading.Lock()  # one request, used by one question at a time
+        core, model_file, cache = openvino.Core(), str(export / MODEL_FILE), export / "compiled"
+        # width -> request (None: the dynamic model); padding needs a mask to hide it
+        widths = FIXED_WIDTHS if "attention_mask" in self._inputs else ()
+        self._requests: dict[int | None, Any] = {
+            width: compile_cached(core, model_file, cache, config, width).create_infer_request()
+            for width in (*[w for w in widths if w <= self.max_tokens], None)
+        }
+        self._lock = threading.Lock()  # one request each, used by one question at a time
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
-        """Unit vectors, one text at a time (questions are short: no padding to share).
+        """Unit vectors, one text at a time, each on the narrowest fixed-shape model it fits
+        (padded, the padding masked), else on the dynamic one.
 
         embed_batch(["a", "b"]).shape -> (2, dim)"""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
-            ids = np.asarray([self._tokenizer.encode(text.strip()).ids], dtype=np.int64)
-            mask = np.ones_like(ids)
+            tokens = self._tokenizer.encode(text.strip()).ids
+            width = next((w for w in self._requests if w and len(tokens) <= w), None)
+            ids = np.full((1, width or len(tokens)), self._pad_id, dtype=np.int64)
+            ids[0, : len(tokens)] = tokens
+            mask = np.zeros_like(ids)
+            mask[0, : len(tokens)] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             with self._lock:  # pooled before the request is used again
-                hidden = self._request.infer(
+                hidden = self._requests[width].infer(
                     {k: feeds.get(k, np.zeros_like(ids)) for k in self._inputs}
                 )[0]
                 out[i] = pool(np.asarray(hidden, dtype=np.float32), mask, self._cls)[0]
