@@ -72,15 +72,16 @@ def _near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
     return len(a & b) / len(a | b) >= NEAR_DUPLICATE
 
 
-def dedupe(passages: Sequence[Passage]) -> list[Passage]:
-    """Drop repeats, keeping the better-ranked copy: the same chunk, a text contained in an
-    earlier one's, or a nearly identical text (character-bigram Jaccard >= 0.8). When a later
-    passage contains an earlier one, the container takes the earlier one's place.
+class Deduper:
+    """`dedupe`, one passage at a time: a block grown passage by passage is deduplicated in
+    one pass instead of once per passage added (`window.fill_budget`)."""
 
-    dedupe([a, a, b]) -> [a, b]
-    """
-    kept: list[tuple[Passage, str, frozenset[str]]] = []
-    for p in passages:
+    def __init__(self) -> None:
+        self._kept: list[tuple[Passage, str, frozenset[str]]] = []
+
+    def add(self, p: Passage) -> None:
+        """Keep `p` unless it repeats a kept passage; a kept one it contains gives way to it."""
+        kept = self._kept
         norm = _norm(p.text)
         grams = _bigrams(norm)
         if any(
@@ -89,16 +90,36 @@ def dedupe(passages: Sequence[Passage]) -> list[Passage]:
             or _near_duplicate(grams, qgrams)
             for q, qnorm, qgrams in kept
         ):
-            continue
+            return
         inside = [i for i, (_, qnorm, _) in enumerate(kept) if qnorm in norm]
         if not inside:
             kept.append((p, norm, grams))
-            continue
+            return
         score = max([p.score, *(kept[i][0].score for i in inside)])
         kept[inside[0]] = (dataclasses.replace(p, score=score), norm, grams)
         for i in reversed(inside[1:]):
             del kept[i]
-    return [p for p, _, _ in kept]
+
+    def copy(self) -> Deduper:
+        other = Deduper()
+        other._kept = list(self._kept)
+        return other
+
+    def passages(self) -> list[Passage]:
+        return [p for p, _, _ in self._kept]
+
+
+def dedupe(passages: Sequence[Passage]) -> list[Passage]:
+    """Drop repeats, keeping the better-ranked copy: the same chunk, a text contained in an
+    earlier one's, or a nearly identical text (character-bigram Jaccard >= 0.8). When a later
+    passage contains an earlier one, the container takes the earlier one's place.
+
+    dedupe([a, a, b]) -> [a, b]
+    """
+    deduper = Deduper()
+    for p in passages:
+        deduper.add(p)
+    return deduper.passages()
 
 
 def _edge_overlap(first: str, second: str) -> int:

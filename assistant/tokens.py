@@ -47,6 +47,12 @@ logger = logging.getLogger(__name__)
 _SEAM = re.compile(r"\S(?=\n)|\n\n\[\d{1,4}\](?= )")
 SPLIT_MIN_CHARS = 256  # shorter texts are tokenized whole
 PIECES_KEPT = 200_000  # counted pieces (lines) remembered; all forgotten when more come
+# Where a block of numbered passages is cut first: a block is counted as the sum of its
+# passages' counts, each remembered with its number, so that packing, which counts one block
+# after another made of the same passages, cuts and looks up only the passages new to it
+# (`split_at_passages`). Half the time of packing a question went to cutting whole blocks.
+PASSAGE_SEAM = "\n\n["
+PASSAGES_KEPT = 20_000  # numbered passages remembered (~1-2 KB each); all forgotten past it
 
 
 def split_at_seams(text: str) -> list[str]:
@@ -61,6 +67,22 @@ def split_at_seams(text: str) -> list[str]:
             start = match.end()
     pieces.append(text[start:])
     return [p for p in pieces if p]
+
+
+def split_at_passages(text: str) -> list[str]:
+    """`text` cut before each "\n\n[" that follows a non-space character: a block of numbered
+    passages cut into its passages, each with its number (a seam of `_SEAM`'s kind).
+
+    split_at_passages("[1] 甲。\n\n[2] 乙") -> ["[1] 甲。", "\n\n[2] 乙"]
+    """
+    parts = text.split(PASSAGE_SEAM)
+    out = [parts[0]]
+    for part in parts[1:]:
+        if out[-1] and not out[-1][-1].isspace():
+            out.append(PASSAGE_SEAM + part)
+        else:
+            out[-1] += PASSAGE_SEAM + part
+    return out
 
 
 def seam_additive(backend: Any) -> bool:
@@ -137,6 +159,7 @@ class LocalTokenCounter:
         self.additive = self._backend is not None and seam_additive(self._backend)
         self._count_cached = lru_cache(maxsize=65536)(self._count)
         self._pieces: dict[str, int] = {}  # piece -> tokens, emptied when PIECES_KEPT is passed
+        self._passages: dict[str, int] = {}  # numbered passage -> tokens (`PASSAGE_SEAM`)
 
     def count(self, text: str) -> int:
         return self._count_cached(text)
@@ -180,18 +203,33 @@ class LocalTokenCounter:
 
     def _count(self, text: str) -> int:
         if self.additive and len(text) >= SPLIT_MIN_CHARS:
-            pieces = split_at_seams(text)
-            known = self._pieces  # shared with other threads (prime, other questions)
-            counts = {p: known.get(p) for p in dict.fromkeys(pieces)}
-            new = [p for p, n in counts.items() if n is None]
-            if new:  # one call for the pieces not seen before (a new passage: its lines)
-                fresh = dict(zip(new, self.count_many(new), strict=True))
-                counts.update(fresh)
-                if len(known) + len(fresh) > PIECES_KEPT:
-                    known.clear()
-                known.update(fresh)
-            return sum(counts[p] or 0 for p in pieces)
+            passages = self._passages  # shared with other threads, as `_pieces`
+            total = 0
+            for part in split_at_passages(text):
+                n = passages.get(part)
+                if n is None:
+                    n = self._count_pieces(part)
+                    if len(passages) >= PASSAGES_KEPT:
+                        passages.clear()
+                    passages[part] = n
+                total += n
+            return total
         return self._encode(text)
+
+    def _count_pieces(self, text: str) -> int:
+        """`text`'s count as the sum of its pieces' (`split_at_seams`), those not yet known
+        tokenized in one call and remembered."""
+        pieces = split_at_seams(text)
+        known = self._pieces  # shared with other threads (prime, other questions)
+        counts = {p: known.get(p) for p in dict.fromkeys(pieces)}
+        new = [p for p, n in counts.items() if n is None]
+        if new:  # one call for the pieces not seen before (a new passage: its lines)
+            fresh = dict(zip(new, self.count_many(new), strict=True))
+            counts.update(fresh)
+            if len(known) + len(fresh) > PIECES_KEPT:
+                known.clear()
+            known.update(fresh)
+        return sum(counts[p] or 0 for p in pieces)
 
     def _encode(self, text: str) -> int:
         if self._backend is not None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from assistant.pack import (
     SEAM_TOKENS,
     Count,
-    dedupe,
+    Deduper,
     merge_adjacent,
     pack,
     plan_budget,
@@ -109,14 +109,20 @@ def fill_budget(
 
     chosen: list[Passage] = []
     used = 0  # an upper bound of the chosen block's tokens: the sum of each one's own block
+    deduped, taken = Deduper(), 0  # the first `taken` of the chosen, deduplicated
 
     def fits(p: Passage, limit: float) -> bool:
         """Whether `p` joins the chosen within `limit`: by the running sum while that is
         clearly under it, else by packing them (merged and deduplicated) and counting."""
-        nonlocal used
+        nonlocal used, taken
         alone = count(render_passages([p])) + SEAM_TOKENS
         if used + alone > limit:
-            exact = count(render_passages(merge_adjacent(dedupe([*chosen, p]))))
+            for q in chosen[taken:]:
+                deduped.add(q)
+            taken = len(chosen)
+            trial = deduped.copy()
+            trial.add(p)
+            exact = count(render_passages(merge_adjacent(trial.passages())))
             if exact > limit:
                 return False
         used += alone

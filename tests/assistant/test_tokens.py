@@ -23,6 +23,7 @@ from assistant.tokens import (
     load_token_counter,
     local_model_dir,
     seam_additive,
+    split_at_passages,
     split_at_seams,
 )
 from core.config import LlmSettings
@@ -86,6 +87,27 @@ def test_split_at_seams_cuts_between_a_non_space_and_a_space() -> None:
     ]
     for left, right in zip(pieces, pieces[1:], strict=False):
         assert not left[-1].isspace() and right[0].isspace()
+
+
+def test_split_at_passages_cuts_a_block_before_each_numbered_passage() -> None:
+    block = "[1] 《甲》 p.1\n年假5天。\n\n[2] 《乙》\nsee [3]. \n\n[3] x\n\n\n[4] y"
+    parts = split_at_passages(block)
+    assert "".join(parts) == block
+    # a "\n\n[" after a space (or another line break) is no seam: it stays inside
+    assert parts == ["[1] 《甲》 p.1\n年假5天。", "\n\n[2] 《乙》\nsee [3]. \n\n[3] x\n\n\n[4] y"]
+    assert split_at_passages("no passages") == ["no passages"]
+
+
+def test_a_block_is_counted_once_per_passage_it_has_not_seen() -> None:
+    counter = LocalTokenCounter(build_test_model(MODEL_DIR))  # nothing remembered yet
+    block = "\n\n".join(f"[{n}] 《员工手册》 p.{n}\n{LONG_ZH[: 40 * n]}" for n in range(1, 9))
+    backend = counter._tokenizer.backend_tokenizer
+    assert counter.count(block) == len(backend.encode(block, add_special_tokens=False).ids)
+    assert set(counter._passages) == set(split_at_passages(block))
+    # a block of the same passages, one more at the end: only that one is new
+    longer = block + "\n\n[9] 《员工手册》 p.9\n" + LONG_EN[:300]
+    assert counter.count(longer) == len(backend.encode(longer, add_special_tokens=False).ids)
+    assert len(counter._passages) == len(split_at_passages(block)) + 1
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
