@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assistant.answer_type import expected_units, states_amount
-from assistant.answerable import features
+from assistant.answerable import features, question_terms
 from assistant.feedback import feedback_terms
 from assistant.fuse import DENSE, LEXICAL, rrf, score_fuse, tied_ranks, weights_for_lang
 from assistant.lexical import BM25Index, TitleIndex, load_synonyms, tokenize_query
@@ -481,6 +481,7 @@ class Retriever:
             by_feedback = [c for c, _ in snap.bm25.search(expanded, cfg.candidates, allowed)]
         by_title = _by_title(snap, question, lexical)
         by_amount = _by_amount(snap, question, lexical)
+        asked_terms = question_terms(question, snap.bm25)
         t2 = time.perf_counter()
         dense: list[tuple[str, float]] = []
         dense_ms: dict[str, float] = {}
@@ -502,13 +503,17 @@ class Retriever:
             FEEDBACK: by_feedback,
         }
         fused = rrf(rankings, weights, cfg.rrf_k)
-        passages = [
-            snap.passage(snap.row_of[cid], score, groups) for cid, score in fused[: k * 3]
-        ]
+        superseded = snap.superseded_for(groups)
+        shown = fused[: k * 3]  # what the reranker reorders, or demoted passages give way to
+        if self.reranker is None and not any(
+            snap.doc_ids[snap.row_of[cid]] in superseded for cid, _ in fused[:k]
+        ):
+            shown = fused[:k]  # nothing of the best k sinks: the rest stays below them
+        passages = [snap.passage(snap.row_of[cid], score, groups) for cid, score in shown]
         t4 = time.perf_counter()
         if self.reranker is not None:
             passages = self.reranker.rerank(question, passages)
-        passages = self._prefer_newest(passages, question, snap.superseded_for(groups))[:k]
+        passages = self._prefer_newest(passages, question, superseded)[:k]
         dense_top = dense[0][1] if dense else 0.0
         lexical_scaled = (lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0
         rows = [snap.row_of[p.chunk_id] for p in passages]
@@ -518,11 +523,14 @@ class Retriever:
             dense_top=dense_top,
             lexical_top=lexical[0][1] if lexical else 0.0,
             lexical_scaled=lexical_scaled,
-            evidence=features(question, passages, snap.bm25, rows, dense_top, lexical_scaled),
+            evidence=features(
+                question, passages, snap.bm25, rows, dense_top, lexical_scaled, asked_terms
+            ),
             timings_ms={
                 # BM25 and the mask (snapshot and mask lookups before it included)
                 "lexical": (t1 - t0) * 1000,
-                # coverage, the feedback search, titles and amounts, still beside the dense side
+                # coverage, the feedback search, titles, amounts and the question's evidence
+                # terms, still beside the dense side
                 "lexical_more": (t2 - t1) * 1000,
                 # the wait for the dense side, which ran beside the lexical one
                 "dense": (t3 - t2) * 1000,
