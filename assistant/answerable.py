@@ -91,33 +91,6 @@ def asks(term: str) -> bool:
     return term in ASKING or term in FILLER or bool(_ASKING_ZH.search(term))
 
 
-@dataclass(frozen=True)
-class QuestionTerms:
-    """What the evidence takes from the question and the index alone (`question_terms`): the
-    retriever works it out while it waits for the dense side."""
-
-    terms: list[str]  # the question's index terms, asking words left out
-    idf: dict[str, float | None]  # None: no passage holds the term
-    known: list[str]  # the indexed terms, rarest first
-    absent: float  # the `absent` feature
-
-
-def question_terms(question: str, bm25: BM25Index) -> QuestionTerms:
-    """The question's part of `features`.
-
-    question_terms("VPN product?", index).absent -> 0.5  (when "vpn" is nowhere in the index)
-    """
-    terms = [t for t in tokenize_query(question, synonyms=False) if not asks(t)]
-    idf = {t: bm25.idf(t) for t in terms}
-    known = sorted((t for t in terms if idf[t] is not None), key=lambda t: -(idf[t] or 0.0))
-    absent = (
-        sum(1 for t in terms if idf[t] is None and not _near_spelling(t, bm25.vocab)) / len(terms)
-        if terms
-        else 1.0
-    )
-    return QuestionTerms(terms, idf, known, absent)
-
-
 def features(
     question: str,
     passages: Sequence[Passage],
@@ -125,16 +98,15 @@ def features(
     rows: Sequence[int],
     dense_top: float,
     lexical_scaled: float,
-    asked_terms: QuestionTerms | None = None,
 ) -> dict[str, float]:
-    """The evidence for one question; `rows` are the top passages' rows in `bm25`;
-    `asked_terms`: `question_terms` of the question, when it is already known.
+    """The evidence for one question; `rows` are the top passages' rows in `bm25`.
 
     features("VPN product?", [p], index, [0], 0.41, 0.7)["absent"] -> 0.5  (when "vpn" is
         nowhere in the index)
     """
-    asked_terms = asked_terms or question_terms(question, bm25)
-    idf, known = asked_terms.idf, asked_terms.known
+    terms = [t for t in tokenize_query(question, synonyms=False) if not asks(t)]
+    idf = {t: bm25.idf(t) for t in terms}
+    known = sorted((t for t in terms if idf[t] is not None), key=lambda t: -(idf[t] or 0.0))
     rare = known[:RARE_TERMS]
     rare_mass = sum(idf[t] or 0.0 for t in rare)
     coverage = 0.0
@@ -164,7 +136,12 @@ def features(
         "lexical": lexical_scaled,
         "rare_coverage": coverage,
         "sentence_coverage": best,
-        "absent": asked_terms.absent,
+        "absent": (
+            sum(1 for t in terms if idf[t] is None and not _near_spelling(t, bm25.vocab))
+            / len(terms)
+            if terms
+            else 1.0
+        ),
         "type_agrees": 1.0 if agrees else 0.0,
     }
 

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assistant.answer_type import expected_units, states_amount
-from assistant.answerable import features, question_terms
+from assistant.answerable import features
 from assistant.feedback import feedback_terms
 from assistant.fuse import DENSE, LEXICAL, rrf, score_fuse, tied_ranks, weights_for_lang
 from assistant.lexical import BM25Index, TitleIndex, load_synonyms, tokenize_query
@@ -84,9 +84,6 @@ FUSIONS = ("rrf", "score")
 DENSE_WORKERS = 4
 # Lexical candidates whose blocks are counted ahead while the dense side runs (`count_ahead`).
 COUNT_AHEAD = 30
-# At most this long the question's thread waits for the dense side's thread to start (it needs
-# the interpreter lock, which BM25's Python would otherwise hold until it waits: `_dense_async`).
-DENSE_START_WAIT_S = 0.05
 
 
 _blas: Any = None
@@ -367,11 +364,10 @@ class Retriever:
         return halt
 
     def _dense_timed(
-        self, snap: Snapshot, question: str, allowed: Mask, n: int, started: threading.Event
+        self, snap: Snapshot, question: str, allowed: Mask, n: int
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """`_dense`, with the milliseconds its two steps took: "dense_embed" (the question's
-        vector) and "dense_search" (the nearest allowed chunks). Sets `started` first."""
-        started.set()
+        vector) and "dense_search" (the nearest allowed chunks)."""
         t0 = time.perf_counter()
         vector = self.store.question_vector(question)
         t1 = time.perf_counter()
@@ -383,21 +379,14 @@ class Retriever:
         self, snap: Snapshot, question: str, allowed: Mask, n: int
     ) -> Future[tuple[list[tuple[str, float]], dict[str, float]]]:
         """`_dense_timed` on a worker thread: the question is embedded and Chroma searched
-        while this thread scores BM25 (the embedding model, numpy and Chroma's search release
-        the GIL), so the dense side costs a question only what it takes beyond the lexical
-        side. It returns once the worker has started: a worker woken while this thread runs
-        Python waits for the interpreter lock until this thread waits too (or for the 5 ms
-        switch interval), which put the whole embedding after BM25 instead of beside it
-        (1.4 ms a question on the sample store: BENCHMARKS.md, issue 12 fifth pass)."""
+        while this thread scores BM25 (numpy and Chroma's search release the GIL), so the
+        dense side costs a question only what it takes beyond the lexical side."""
         with self._starting:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(
                     max_workers=DENSE_WORKERS, thread_name_prefix="dense"
                 )
-        started = threading.Event()
-        pending = self._workers.submit(self._dense_timed, snap, question, allowed, n, started)
-        started.wait(DENSE_START_WAIT_S)  # all workers busy: BM25 goes on without waiting
-        return pending
+        return self._workers.submit(self._dense_timed, snap, question, allowed, n)
 
     def _count_ahead(
         self, pending: Future[Any], snap: Snapshot, lexical: Sequence[tuple[str, float]]
@@ -479,9 +468,6 @@ class Retriever:
             extra = feedback_terms(query_tokens, texts, snap.bm25.idf, FEEDBACK_TERMS)
             expanded = [*query_tokens, *extra]
             by_feedback = [c for c, _ in snap.bm25.search(expanded, cfg.candidates, allowed)]
-        by_title = _by_title(snap, question, lexical)
-        by_amount = _by_amount(snap, question, lexical)
-        asked_terms = question_terms(question, snap.bm25)
         t2 = time.perf_counter()
         dense: list[tuple[str, float]] = []
         dense_ms: dict[str, float] = {}
@@ -498,8 +484,8 @@ class Retriever:
             LEXICAL: by_lexical,
             DENSE: [c for c, _ in dense],
             COVERAGE: by_coverage,
-            TITLE: by_title,
-            AMOUNT: by_amount,
+            TITLE: _by_title(snap, question, lexical),
+            AMOUNT: _by_amount(snap, question, lexical),
             FEEDBACK: by_feedback,
         }
         fused = rrf(rankings, weights, cfg.rrf_k)
@@ -523,14 +509,11 @@ class Retriever:
             dense_top=dense_top,
             lexical_top=lexical[0][1] if lexical else 0.0,
             lexical_scaled=lexical_scaled,
-            evidence=features(
-                question, passages, snap.bm25, rows, dense_top, lexical_scaled, asked_terms
-            ),
+            evidence=features(question, passages, snap.bm25, rows, dense_top, lexical_scaled),
             timings_ms={
                 # BM25 and the mask (snapshot and mask lookups before it included)
                 "lexical": (t1 - t0) * 1000,
-                # coverage, the feedback search, titles, amounts and the question's evidence
-                # terms, still beside the dense side
+                # coverage and the feedback search, still beside the dense side
                 "lexical_more": (t2 - t1) * 1000,
                 # the wait for the dense side, which ran beside the lexical one
                 "dense": (t3 - t2) * 1000,

@@ -23,7 +23,6 @@ from assistant.answerable import (
     fit_language,
     fit_logistic,
     model_json,
-    question_terms,
 )
 from assistant.lexical import BM25Index, tokenize
 from core.errors import ConfigError
@@ -55,16 +54,6 @@ def test_evidence_of_an_answered_and_of_an_absent_question() -> None:
     assert absent["type_agrees"] == 0.0
     assert absent["rare_coverage"] == 0.0
     assert set(absent) == set(EVIDENCE) >= set(FEATURES)
-
-
-def test_the_question_terms_worked_out_ahead_give_the_same_evidence() -> None:
-    """The retriever works out `question_terms` while it waits for its dense side."""
-    assert question_terms("How many weeks for the VPN vendor?", index()).absent == 2 / 3
-    for question in ("How many weeks of parental leave?", "How many weeks for the VPN vendor?"):
-        ahead = question_terms(question, index())
-        for i in range(3):
-            args = (question, [passage(i)], index(), [i], 0.4, 0.8)
-            assert features(*args, ahead) == features(*args)
 
 
 def test_amount_mass_counts_only_sentences_stating_the_asked_amount() -> None:
