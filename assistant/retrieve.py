@@ -84,6 +84,9 @@ FUSIONS = ("rrf", "score")
 DENSE_WORKERS = 4
 # Lexical candidates whose blocks are counted ahead while the dense side runs (`count_ahead`).
 COUNT_AHEAD = 30
+# At most this long the question's thread waits for the dense side's thread to start
+# (`_dense_async`; longer only when every worker is busy).
+DENSE_START_WAIT_S = 0.05
 
 
 _blas: Any = None
@@ -364,10 +367,11 @@ class Retriever:
         return halt
 
     def _dense_timed(
-        self, snap: Snapshot, question: str, allowed: Mask, n: int
+        self, snap: Snapshot, question: str, allowed: Mask, n: int, started: threading.Event
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """`_dense`, with the milliseconds its two steps took: "dense_embed" (the question's
-        vector) and "dense_search" (the nearest allowed chunks)."""
+        vector) and "dense_search" (the nearest allowed chunks). Sets `started` first."""
+        started.set()
         t0 = time.perf_counter()
         vector = self.store.question_vector(question)
         t1 = time.perf_counter()
@@ -378,15 +382,25 @@ class Retriever:
     def _dense_async(
         self, snap: Snapshot, question: str, allowed: Mask, n: int
     ) -> Future[tuple[list[tuple[str, float]], dict[str, float]]]:
-        """`_dense_timed` on a worker thread: the question is embedded and Chroma searched
-        while this thread scores BM25 (numpy and Chroma's search release the GIL), so the
-        dense side costs a question only what it takes beyond the lexical side."""
+        """`_dense_timed` on a worker thread: the question is embedded while this thread scores
+        BM25 (the embedding model and numpy's large operations release the interpreter lock),
+        so the dense side costs a question only what it takes beyond the lexical side.
+
+        It returns once the worker has started. A worker woken while this thread runs Python
+        waits for the interpreter lock; started late, it reached Chroma's query (which keeps
+        the lock throughout: 3.6 ms alone at 1M chunks, 10.3 ms beside a Python thread) while
+        this thread ran the pure Python after BM25, and each waited on the other. Started at
+        once, its query falls within BM25 (1M bench, finance group: search 4.2-4.5 ms p50
+        against 11.3-12.0; BENCHMARKS.md, issue 12 fifth pass)."""
         with self._starting:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(
                     max_workers=DENSE_WORKERS, thread_name_prefix="dense"
                 )
-        return self._workers.submit(self._dense_timed, snap, question, allowed, n)
+        started = threading.Event()
+        pending = self._workers.submit(self._dense_timed, snap, question, allowed, n, started)
+        started.wait(DENSE_START_WAIT_S)
+        return pending
 
     def _count_ahead(
         self, pending: Future[Any], snap: Snapshot, lexical: Sequence[tuple[str, float]]
