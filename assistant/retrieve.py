@@ -386,12 +386,13 @@ class Retriever:
         BM25 (the embedding model and numpy's large operations release the interpreter lock),
         so the dense side costs a question only what it takes beyond the lexical side.
 
-        It returns once the worker has started. A worker woken while this thread runs Python
-        waits for the interpreter lock; started late, it reached Chroma's query (which keeps
-        the lock throughout: 3.6 ms alone at 1M chunks, 10.3 ms beside a Python thread) while
-        this thread ran the pure Python after BM25, and each waited on the other. Started at
-        once, its query falls within BM25 (1M bench, finance group: search 4.2-4.5 ms p50
-        against 11.3-12.0; BENCHMARKS.md, issue 12 fifth pass)."""
+        It returns once the worker has started: a worker woken while this thread runs Python
+        waits for the interpreter lock until this thread waits too, and the embedding then
+        ran after BM25 rather than beside it (English questions on the sample store, without
+        the model server: the wait for the dense side 6.5 -> 4.5 ms p50; in the benches with
+        the server, no difference beyond their noise: BENCHMARKS.md, issue 12 fifth pass).
+        Chroma's query keeps the interpreter lock throughout (at 1M chunks 3.6 ms alone,
+        10.3 ms beside a thread running Python), so pure Python here waits while it runs."""
         with self._starting:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(
