@@ -15,12 +15,13 @@ with questions on this encoder: every figure equal in both precisions but one, p
 English paraphrase mrr@10 (0.750 -> 0.751).
 
 Questions of up to 32 tokens run on a model compiled for that one shape, padded and masked
-(vectors within 4e-6 of the unpadded ones in cosine), longer ones on the dynamic model. In the
-2-core machine's runs with 0.3 s of idle before each question (as the app waits between
-questions): 6.0-7.1 ms p50 a question against 8.4-10.5 ms on the dynamic model, whose CPU
-plugin prepares each new shape's run again; back to back the two are equal (~5 ms). The
-second compiled model costs ~125 MB of memory; a 64-token one would cost as much again for
-questions that are rarely that long (BENCHMARKS.md, issue 12 fifth pass).
+(cosine >= 0.99999 to the unpadded vectors over the 250 dev questions), longer ones on the
+dynamic model. In the 2-core machine's runs with 0.3 s of idle before each question (as the
+app waits between questions): 6.0-7.1 ms p50 a question against 8.4-10.5 ms on the dynamic
+model (why the dynamic one is slower after idle was not established); back to back the two
+are equal (~5 ms). The second compiled model costs ~125 MB of memory; a 64-token one would
+cost as much again for questions that are rarely that long (BENCHMARKS.md, issue 12 fifth
+pass).
 
     encoder = open_openvino_question_encoder(settings.embed)   # None without an export on disk
     encoder.embed_batch(["How many days of leave?"]).shape -> (1, 384)
