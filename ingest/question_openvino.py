@@ -19,9 +19,9 @@ Questions of up to 32 tokens run on a model compiled for that one shape, padded 
 dynamic model. In the 2-core machine's runs with 0.3 s of idle before each question (as the
 app waits between questions): 6.0-7.1 ms p50 a question against 8.4-10.5 ms on the dynamic
 model (why the dynamic one is slower after idle was not established); back to back the two
-are equal (~5 ms). The second compiled model costs ~125 MB of memory; a 64-token one would
-cost as much again for questions that are rarely that long (BENCHMARKS.md, issue 12 fifth
-pass).
+are equal (~5 ms). The second compiled model costs ~100 MB of memory and ~0.3 s of loading;
+a 64-token one would cost as much again for questions that are rarely that long
+(BENCHMARKS.md, issue 12 fifth pass).
 
     encoder = open_openvino_question_encoder(settings.embed)   # None without an export on disk
     encoder.embed_batch(["How many days of leave?"]).shape -> (1, 384)
