@@ -157,6 +157,23 @@ def pool(hidden: Vectors, mask: np.ndarray[Any, Any], cls: bool) -> Vectors:
     return np.asarray(pooled / np.clip(norms, 1e-12, None), dtype=np.float32)
 
 
+def padded(
+    rows: Sequence[Sequence[int]], width: int, pad_id: int, inputs: Sequence[str]
+) -> tuple[dict[str, np.ndarray[Any, Any]], np.ndarray[Any, Any]]:
+    """The model's `inputs` for token id `rows` padded to `width` with `pad_id`, and the
+    attention mask that hides the padding (token types all 0).
+
+    padded([[101, 7, 102]], 4, 0, ["input_ids"])[0]["input_ids"] -> [[101, 7, 102, 0]]
+    """
+    input_ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for row, tokens in enumerate(rows):
+        input_ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    feeds = {"input_ids": input_ids, "attention_mask": mask}
+    return {k: feeds.get(k, np.zeros_like(input_ids)) for k in inputs}, mask
+
+
 def compile_cached(
     core: Any, model_file: str, cache: Path, config: dict[str, Any], width: int | None = None
 ) -> Any:
@@ -243,14 +260,8 @@ class OpenVinoEmbedder:
         self, ids: list[list[int]], batch: list[int]
     ) -> tuple[dict[str, np.ndarray[Any, Any]], np.ndarray[Any, Any]]:
         """Inputs of one batch, padded to its longest text, and its attention mask."""
-        width = max(len(ids[i]) for i in batch)
-        input_ids = np.full((len(batch), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(batch), width), dtype=np.int64)
-        for row, i in enumerate(batch):
-            input_ids[row, : len(ids[i])] = ids[i]
-            mask[row, : len(ids[i])] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask}
-        return {k: feeds.get(k, np.zeros_like(input_ids)) for k in self._inputs}, mask
+        rows = [ids[i] for i in batch]
+        return padded(rows, max(len(r) for r in rows), self._pad_id, self._inputs)
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         """Unit vectors, batches made of texts of similar token counts (longest first); more

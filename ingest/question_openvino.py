@@ -40,7 +40,7 @@ import numpy as np
 
 from core.config import EmbedSettings
 from core.ports import Vectors
-from ingest.embed_openvino import MODEL_FILE, compile_cached, pool
+from ingest.embed_openvino import MODEL_FILE, compile_cached, padded, pool
 
 logger = logging.getLogger(__name__)
 
@@ -84,15 +84,9 @@ class OpenVinoQuestionEncoder:
         for i, text in enumerate(texts):
             tokens = self._tokenizer.encode(text.strip()).ids
             width = next((w for w in self._requests if w and len(tokens) <= w), None)
-            ids = np.full((1, width or len(tokens)), self._pad_id, dtype=np.int64)
-            ids[0, : len(tokens)] = tokens
-            mask = np.zeros_like(ids)
-            mask[0, : len(tokens)] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
+            feeds, mask = padded([tokens], width or len(tokens), self._pad_id, self._inputs)
             with self._lock:  # pooled before the request is used again
-                hidden = self._requests[width].infer(
-                    {k: feeds.get(k, np.zeros_like(ids)) for k in self._inputs}
-                )[0]
+                hidden = self._requests[width].infer(feeds)[0]
                 out[i] = pool(np.asarray(hidden, dtype=np.float32), mask, self._cls)[0]
         return out
 
