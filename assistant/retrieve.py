@@ -391,8 +391,10 @@ class Retriever:
         ran after BM25 rather than beside it (English questions on the sample store, without
         the model server: the wait for the dense side 6.5 -> 4.5 ms p50; in the benches with
         the server, no difference beyond their noise: BENCHMARKS.md, issue 12 fifth pass).
-        Chroma's query keeps the interpreter lock throughout (at 1M chunks 3.6 ms alone,
-        10.3 ms beside a thread running Python), so pure Python here waits while it runs."""
+        Chroma's query and the embedding each give up and take back the interpreter lock
+        more than once a call, so pure Python on this thread slows them (at 1M chunks a k=200
+        query took 3.0 ms alone, 14.6 beside a thread running Python, 3.1 beside numpy; the
+        embedding 2.2 and 17.8 ms; BENCHMARKS.md, issue 12 sixth pass)."""
         with self._starting:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(
