@@ -22,6 +22,7 @@ import shutil
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,43 @@ def export(folder: Path, target: Path) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Export:
+    """What `export` wrote beside the model (embedder.json), read back."""
+
+    folder: Path
+    dim: int
+    max_tokens: int
+    inputs: tuple[str, ...]
+    cls: bool  # CLS pooling, else mean
+    pad_id: int
+
+    @classmethod
+    def read(cls, folder: Path) -> Export:
+        info = json.loads((folder / "embedder.json").read_text(encoding="utf-8"))
+        return cls(
+            folder=folder,
+            dim=int(info["dim"]),
+            max_tokens=int(info["max_tokens"]),
+            inputs=tuple(info["inputs"]),
+            cls=info["pooling"] == "cls",
+            pad_id=int(info["pad_id"]),
+        )
+
+    def tokenizer(self, truncate: bool = True) -> Any:
+        """The model's own Rust tokenizer, without transformers (whose import costs seconds),
+        unpadded; truncated to the model's length (for embedding) or not (for counting)."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer" / "tokenizer.json"))
+        tokenizer.no_padding()
+        if truncate:
+            tokenizer.enable_truncation(self.max_tokens)
+        else:
+            tokenizer.no_truncation()
+        return tokenizer
+
+
 def pool(hidden: Vectors, mask: np.ndarray[Any, Any], cls: bool) -> Vectors:
     """Unit vectors of a batch's hidden states: the first token's (`cls`) or the mean of those
     the mask keeps, as sentence-transformers pools.
@@ -202,30 +240,22 @@ class OpenVinoEmbedder:
 
     def __init__(self, settings: EmbedSettings, export_root: Path, folder: Path) -> None:
         import openvino
-        from tokenizers import Tokenizer
 
         pooling_of(folder)  # Unsupported before any work
         target = export_dir(export_root, folder)
         if not (target / "embedder.json").is_file():
             logger.info("converting embedder %s to OpenVINO (once) into %s", folder, target)
             export(folder, target)
-        info = json.loads((target / "embedder.json").read_text(encoding="utf-8"))
+        info = Export.read(target)
         self.name = settings.model
-        self.dim = int(info["dim"])
-        self.max_tokens = int(info["max_tokens"])
-        self._inputs: list[str] = list(info["inputs"])
-        self._pooling = str(info["pooling"])
+        self.dim = info.dim
+        self.max_tokens = info.max_tokens
+        self._inputs = list(info.inputs)
+        self._cls = info.cls
         self._batch_size = settings.batch_size
-        self._pad_id = int(info["pad_id"])
-        # the model's own Rust tokenizer, without transformers (whose import costs seconds)
-        # two copies: truncating to the model's length for embedding, whole for counting
-        tokenizer_file = str(target / "tokenizer" / "tokenizer.json")
-        self._tokenizer = Tokenizer.from_file(tokenizer_file)
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(self.max_tokens)
-        self._counter = Tokenizer.from_file(tokenizer_file)
-        self._counter.no_padding()
-        self._counter.no_truncation()
+        self._pad_id = info.pad_id
+        self._tokenizer = info.tokenizer()  # for embedding
+        self._counter = info.tokenizer(truncate=False)  # for counting
         self._core = openvino.Core()
         # compiled models are kept beside the export: a later process imports instead of compiling
         self._cache = target / "compiled"
@@ -281,7 +311,7 @@ class OpenVinoEmbedder:
         key = "single" if len(texts) <= SINGLE_THREAD_UP_TO else "latency"
         feeds, mask = self._feeds(ids, batches[0])
         hidden = self._compile(key).create_infer_request().infer(feeds)[0]
-        out[batches[0]] = pool(np.asarray(hidden, dtype=np.float32), mask, self._pooling == "cls")
+        out[batches[0]] = pool(np.asarray(hidden, dtype=np.float32), mask, self._cls)
         return out
 
     def _embed_streams(
@@ -302,7 +332,7 @@ class OpenVinoEmbedder:
             batch, mask = job
             try:
                 hidden = np.asarray(request.get_output_tensor(0).data, dtype=np.float32)
-                out[batch] = pool(hidden, mask, self._pooling == "cls")
+                out[batch] = pool(hidden, mask, self._cls)
             except BaseException as exc:  # noqa: BLE001  raised below, in the caller's thread
                 failures.append(exc)
 

@@ -29,7 +29,6 @@ a 64-token one would cost as much again for questions that are rarely that long
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -40,7 +39,7 @@ import numpy as np
 
 from core.config import EmbedSettings
 from core.ports import Vectors
-from ingest.embed_openvino import MODEL_FILE, compile_cached, padded, pool
+from ingest.embed_openvino import MODEL_FILE, Export, compile_cached, padded, pool
 
 logger = logging.getLogger(__name__)
 
@@ -53,18 +52,15 @@ class OpenVinoQuestionEncoder:
 
     def __init__(self, export: Path, name: str) -> None:
         import openvino
-        from tokenizers import Tokenizer
 
-        info = json.loads((export / "embedder.json").read_text(encoding="utf-8"))
+        info = Export.read(export)
         self.name = name
-        self.dim = int(info["dim"])
-        self.max_tokens = int(info["max_tokens"])
-        self._inputs: list[str] = list(info["inputs"])
-        self._cls = info["pooling"] == "cls"
-        self._tokenizer = Tokenizer.from_file(str(export / "tokenizer" / "tokenizer.json"))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(self.max_tokens)
-        self._pad_id = int(info["pad_id"])
+        self.dim = info.dim
+        self.max_tokens = info.max_tokens
+        self._inputs = list(info.inputs)
+        self._cls = info.cls
+        self._tokenizer = info.tokenizer()
+        self._pad_id = info.pad_id
         config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": PRECISION}
         core, model_file, cache = openvino.Core(), str(export / MODEL_FILE), export / "compiled"
         # width -> request (None: the dynamic model); padding needs a mask to hide it
