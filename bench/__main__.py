@@ -7,8 +7,10 @@
 
 Each benchmark is a script in bench/ that prints one JSON report (its last output line or
 block); it runs in its own process, one after another (a 2-core machine: never two at once).
-This prints each report's ratios (every key with "ratio" or "speedup" in its name) and the
-time it took, and writes the reports to --out (default bench/results/latest.json).
+This prints each report's ratios (every key with "ratio" or "speedup" in its name), the time it
+took and the host it ran on (CPU, cores, the share of CPU time the hypervisor took meanwhile,
+load: timings compare only on one host), and writes the reports to --out (default
+bench/results/latest.json).
 
 Registering a benchmark is one line in BENCHES: name -> Bench(script, full args, quick args,
 in_all, what). The quick args must keep `all` within ~20 minutes on the 2-core machine.
@@ -27,6 +29,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.common import Host  # noqa: E402
+
 PUBLIC_DOCS = str(REPO.parent / "shared" / "eval" / "public" / "docs")
 SAMPLE_DOCS = str(REPO / "data" / "samples" / "docs")
 
@@ -47,7 +54,9 @@ BENCHES: dict[str, Bench] = {
                       False, "the same at 1M chunks (builds /tmp/kb-bench-1m once: hours)"),
     "cold": Bench("cold_start.py", "--rounds 5", "--quick", True,
                   "`kb ask` from a cold start, retrieval-only; vs main before issue 12"),
-    "overhead": Bench("overhead.py", "", "--quick", True,
+    # each question after 0.5 s, as an asker after the last answer: without it, the server is
+    # still writing the answer the bench stopped at its first token, beside the next question
+    "overhead": Bench("overhead.py", "--pause 0.5", "--quick --pause 0.5", True,
                       "pipeline time before the request vs time to first token (vLLM CPU)"),
     "ingest": Bench("ingest_speed.py", PUBLIC_DOCS, SAMPLE_DOCS, True,
                     "fresh ingest pages/s vs the LlamaIndex starter; unchanged re-index"),
@@ -56,8 +65,9 @@ BENCHES: dict[str, Bench] = {
     # by name only (minutes each, or a model server of their own)
     "levers": Bench("ingest_levers.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
                     "ingest with torch vs OpenVINO vs the starter; embedding alone, sorted"),
-    "reindex": Bench("reindex_speed.py", "--files 100", "--files 100", False,
-                     "re-index of 100+ generated files, unchanged and 1% changed, vs fresh"),
+    "reindex": Bench("reindex_speed.py", "--files 100 --cli", "--files 100", False,
+                     "re-index of 100 generated files, unchanged and 1% changed, vs fresh "
+                     "(full: also as `kb` commands)"),
     "workers": Bench("ingest_workers.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
                      "ingest with 1 worker, --workers 2 and 2 queue workers"),
     "load": Bench("load.py", "", "--askers 8", False,
@@ -106,19 +116,21 @@ def run(name: str, bench: Bench, full: bool) -> dict[str, Any]:
     args = shlex.split(bench.full if full else bench.quick)
     command = [sys.executable, str(REPO / "bench" / bench.script), *args]
     print(f"== {name}: {' '.join(command[1:])}", flush=True)
-    started = time.perf_counter()
+    started, host = time.perf_counter(), Host()
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     report = last_json(done.stdout)
     result = {"bench": name, "command": " ".join(command[1:]), "seconds": round(seconds, 1),
-              "returncode": done.returncode, "report": report}
+              "returncode": done.returncode, "host": host.report(), "report": report}
     if done.returncode != 0 or report is None:
         result["error"] = done.stderr[-3000:]
         print(f"   failed (exit {done.returncode}):\n{done.stderr[-1500:]}", flush=True)
         return result
     for path, value in ratios(report).items():
         print(f"   {path}: {value}", flush=True)
-    print(f"   ({seconds:.0f} s)", flush=True)
+    machine = result["host"]
+    print(f"   ({seconds:.0f} s on {machine['cpu']}, {machine['cores']} cores, "
+          f"stolen {machine['steal_share']}, load {machine['load_average']})", flush=True)
     return result
 
 

@@ -1,8 +1,10 @@
-"""What several benchmarks share: the sample store, the questions, a free port."""
+"""What several benchmarks share: the sample store, the questions, a free port, the host."""
 
 from __future__ import annotations
 
 import json
+import os
+import platform
 import shutil
 import socket
 import sys
@@ -65,3 +67,50 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def cpu_ticks(stat: str) -> tuple[int, int]:
+    """(stolen, all) ticks of every CPU since boot, from the text of /proc/stat: the ticks the
+    hypervisor gave to other guests, and all of them (guest time is inside user time).
+
+    cpu_ticks("cpu  100 0 20 870 5 0 1 4 0 0") -> (4, 1000)"""
+    fields = [int(x) for x in stat.split("\n", 1)[0].split()[1:9]]
+    return (fields[7], sum(fields)) if len(fields) == 8 else (0, 0)
+
+
+class Host:
+    """The machine a run measured on, and what the hypervisor took from it meanwhile. Timings
+    compare only on one host: the 1M bench's p95 was 24-40 ms on one of this project's 2-core
+    machines (AMD EPYC) and 29-67 ms on another (Intel Xeon), near-idle both and with much the
+    same code (BENCHMARKS.md, issue 12 sixth and seventh passes).
+
+        host = Host()                    # when the run starts
+        report["host"] = host.report()   # {"cpu": "AMD EPYC", "cores": 2, ...}
+    """
+
+    STAT = Path("/proc/stat")
+
+    def __init__(self) -> None:
+        self._start = self._ticks()
+
+    def _ticks(self) -> tuple[int, int]:
+        return cpu_ticks(self.STAT.read_text()) if self.STAT.is_file() else (0, 0)
+
+    def report(self) -> dict[str, object]:
+        """CPU model, logical cores, memory, the share of CPU time stolen since the start (None
+        without /proc/stat) and the load averages now."""
+        stolen, total = (now - then for now, then in zip(self._ticks(), self._start, strict=True))
+        cpuinfo = Path("/proc/cpuinfo")
+        models = [
+            line.split(":", 1)[1].strip()
+            for line in (cpuinfo.read_text().splitlines() if cpuinfo.is_file() else [])
+            if line.startswith("model name")
+        ]
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return {
+            "cpu": models[0] if models else platform.processor() or "unknown",
+            "cores": os.cpu_count(),
+            "memory_gib": round(memory / 2**30, 1),
+            "steal_share": round(stolen / total, 4) if total else None,
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+        }

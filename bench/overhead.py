@@ -43,7 +43,13 @@ from assistant.pack import pack as PACK  # noqa: E402
 from assistant.serving.serve import VllmServer  # noqa: E402
 from assistant.serving.testmodel import build_test_model  # noqa: E402
 from assistant.tokens import LocalTokenCounter  # noqa: E402
-from bench.common import SAMPLE_STORE, ensure_sample_store, free_port, questions  # noqa: E402
+from bench.common import (  # noqa: E402
+    SAMPLE_STORE,
+    Host,
+    ensure_sample_store,
+    free_port,
+    questions,
+)
 from core.types import Answer, Message  # noqa: E402
 from ingest.store import Store, open_store  # noqa: E402
 from ui.cli_common import offline_environment  # noqa: E402
@@ -223,6 +229,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for variant in variants.values():  # both languages: jieba loads its dictionary once
             variant.ask("warm up: how many days of annual leave?", record=False)
             variant.ask("热身：年假有几天？", record=False)
+        host = Host()
         for q in asked:  # interleaved: both see the same machine load
             for variant in variants.values():
                 time.sleep(args.pause)  # the server done with the last (cancelled) answer
@@ -235,6 +242,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["ratio_before_request_main_to_kb_p50"] = round(
             main_["before_request"]["p50"] / kb["before_request"]["p50"], 2
         )
+        report["host"] = host.report()
     finally:
         server.stop()
     print(json.dumps(report, indent=1))

@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from assistant.retrieve import Retriever  # noqa: E402
 from assistant.window import fill_window, snapshot_neighbours  # noqa: E402
+from bench.common import Host  # noqa: E402
 from core.config import load_settings  # noqa: E402
 from core.types import Chunk, DocMeta  # noqa: E402
 from ingest.ledger import Ledger  # noqa: E402
@@ -304,6 +305,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "count_ahead": count_ahead is not None,
         "questions": len(questions),
     }
+    host = Host()
     for groups in (["all"], ["finance"]):
         ours: list[float] = []
         chroma: list[float] = []
@@ -352,6 +354,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     rss_end, rss_peak = rss_mib()
     report["rss_mib_end"] = round(rss_end)
     report["rss_mib_peak"] = round(rss_peak)
+    report["host"] = host.report()
     store.close()
     print(json.dumps(report, indent=1))
     return report

@@ -8,8 +8,9 @@
 
 `parse_file` raises only `IngestError` subclasses for files it cannot use, among them the
 bounds: `max_file_mb`, `max_unpacked_mb` (TooLarge), `max_blocks` (TooManyBlocks) and running
-out of memory (OverMemory). `ParsePool` parses in worker processes ("spawn": the parent may hold
-torch and threads) whose address space is limited to `parse_memory_mb` (`resource.RLIMIT_AS`),
+out of memory (OverMemory). `ParsePool` parses in worker processes forked from a clean server
+process (`_start_method`: never from the parent, which may hold torch and threads) whose
+address space is limited to `parse_memory_mb` (`resource.RLIMIT_AS`),
 kills and replaces a worker whose file takes longer than `file_timeout_s` (ParseTimeout),
 replaces one that ran out of memory, and gives the file of a worker that died (segfault) a
 BrokenFile; the batch always goes on.
@@ -17,6 +18,7 @@ BrokenFile; the batch always goes on.
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import resource
@@ -25,6 +27,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection, wait
+from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import TracebackType
@@ -42,10 +45,6 @@ from core.errors import (
     UnsupportedFile,
 )
 from core.types import ParsedDoc
-from ingest.convert_doc import doc_to_docx
-from ingest.ocr import ocr_options
-from ingest.parse_docx import parse_docx
-from ingest.parse_pdf import parse_pdf
 
 logger = logging.getLogger(__name__)
 
@@ -107,15 +106,26 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
         if size == 0:
             raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
         kind = sniff(path)
+        # Each kind's parser is imported when a file of that kind comes: a process that only
+        # hands files to workers (ingest, re-index, the app) imports neither (pypdf and
+        # python-docx: ~0.25 s); the workers' server imports both once (`_start_method`)
         if kind == "pdf":
+            from ingest.ocr import ocr_options
+            from ingest.parse_pdf import parse_pdf
+
             parsed = parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
                                table_seconds=settings.file_timeout_s * TABLE_SHARE,
                                ocr=ocr_options(settings))
         elif kind == "doc":
+            from ingest.convert_doc import doc_to_docx
+            from ingest.parse_docx import parse_docx
+
             with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
                 parsed = parse_docx(doc_to_docx(path, Path(folder)),
                                     int(settings.max_unpacked_mb * 1024 * 1024))
         else:
+            from ingest.parse_docx import parse_docx
+
             parsed = parse_docx(path, int(settings.max_unpacked_mb * 1024 * 1024))
         if len(parsed.blocks) > settings.max_blocks:
             raise TooManyBlocks(
@@ -153,6 +163,21 @@ def _limit_memory(megabytes: float) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+@functools.cache
+def _start_method() -> ForkServerContext | SpawnContext:
+    """Where workers come from: forked from a server process that multiprocessing spawns once
+    per process, clean, with the parsers imported ("forkserver"; "spawn" where there is none).
+    A fresh interpreter importing them took 0.3-0.5 s a worker, which every ingest, upload and
+    re-index paid, however small; a fork of the server takes ~10 ms, plus what the program's
+    main module imports, which each worker still runs, as under spawn (BENCHMARKS.md, issue 12
+    seventh pass)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__, "ingest.parse_docx", "ingest.parse_pdf"])
+    return context
+
+
 def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
     """Worker loop: receive a path, send back a ParsedDoc or an IngestError; None stops."""
     # The worker has no log handlers: keep pypdf's and pdfminer's per-font warnings off stderr.
@@ -183,7 +208,7 @@ class _Worker:
     """One worker process and its pipe; `job` (input index, path) and `deadline` while busy."""
 
     def __init__(self, settings: IngestSettings, parser: Parser) -> None:
-        context = multiprocessing.get_context("spawn")
+        context = _start_method()
         self.conn, child = context.Pipe()
         self.process: BaseProcess = context.Process(
             target=_worker, args=(child, settings, parser), daemon=True, name="kb-parse"
@@ -208,9 +233,16 @@ class _Worker:
         self.conn.send(path)
 
     def stop(self, force: bool = False) -> None:
-        if not force and self.process.is_alive():
+        """An idle worker is told to stop and left to exit by itself: its interpreter's
+        shutdown took 0.05-0.15 s that every ingest waited for (multiprocessing reaps it when it
+        next starts a process, or at exit). One still starting is told and waited for; a busy
+        one, or with `force`, is killed."""
+        if not force and self.job is None and self.process.is_alive():
             try:
                 self.conn.send(None)
+                if self.ready:
+                    self.conn.close()
+                    return
             except (BrokenPipeError, OSError):
                 pass
             self.process.join(timeout=2)

@@ -4,6 +4,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 import unicodedata
 import zipfile
@@ -114,6 +116,51 @@ def test_the_next_file_is_parsed_while_the_caller_uses_a_result(tmp_path: Path) 
             time.sleep(0.05)
         assert second.exists()
         assert [path for path, _ in results] == [second]
+
+
+def parent_parser(path: Path, settings: IngestSettings) -> ParsedDoc:
+    """The worker's own process id and its parent's, as the parsed text."""
+    return ParsedDoc([Block(f"{os.getpid()} {os.getppid()}")])
+
+
+def test_workers_fork_from_one_server_not_from_this_process() -> None:
+    """Each pool's workers are forked from one server process that started clean (this process
+    may hold threads, which a fork of it would copy in mid-step), not started afresh: that took
+    0.3-0.5 s a worker, paid by every ingest and re-index."""
+    parents = set()
+    for _ in range(2):
+        with ParsePool(SETTINGS, parser=parent_parser) as pool:
+            (_, parsed), = pool.imap([Path("a")])
+        assert isinstance(parsed, ParsedDoc)
+        pid, parent = (int(x) for x in parsed.blocks[0].text.split())
+        assert os.getpid() not in (pid, parent)
+        parents.add(parent)
+    assert len(parents) == 1
+
+
+def test_closing_a_pool_lets_idle_workers_exit_and_kills_busy_ones() -> None:
+    with ParsePool(SETTINGS, parser=fake_parser) as pool:
+        assert [p.name for p, _ in pool.imap([Path("a")])] == ["a"]
+        idle = pool._workers[0].process
+    idle.join(timeout=30)
+    assert idle.exitcode == 0  # told to stop, not killed
+    pool = ParsePool(SETTINGS, parser=fake_parser)
+    results = pool.imap([Path("a"), Path("hang1")])
+    next(results)  # the worker now parses "hang1", which takes a minute
+    busy = pool._workers[0].process
+    pool.close()
+    busy.join(timeout=30)
+    assert busy.exitcode == -signal.SIGKILL
+
+
+def test_handing_files_to_workers_imports_no_parser() -> None:
+    """The ingest pipeline (the CLI's ingest and re-index, the app) only hands files to the
+    workers: pypdf and python-docx are imported by the workers' server, not by it."""
+    probe = "import sys, ingest.pipeline; print(sorted({'pypdf', 'docx'} & set(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_pool_times_out_and_survives_crashes() -> None:
