@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO))
 from assistant.retrieve import Retriever  # noqa: E402
 from assistant.window import fill_window, snapshot_neighbours  # noqa: E402
 from bench.common import Host  # noqa: E402
+from bench.common import questions as bench_questions  # noqa: E402
 from core.config import load_settings  # noqa: E402
 from core.types import Chunk, DocMeta  # noqa: E402
 from ingest.ledger import Ledger  # noqa: E402
@@ -40,12 +41,6 @@ from ingest.pipeline import ingest_paths  # noqa: E402
 from ingest.store import open_store  # noqa: E402
 from ingest.vectors import group_metadata  # noqa: E402
 from ui.cli_common import offline_environment  # noqa: E402
-
-QUESTION_FILES = [
-    REPO / "data" / "samples" / "qa.jsonl",
-    REPO.parent / "shared" / "eval" / "public" / "qa.jsonl",
-]
-
 
 # The bench store's HNSW settings (Chroma's collection `configuration`). Chroma persists the
 # whole index (and pickles its id map) every `sync_threshold` added vectors: at the default
@@ -264,14 +259,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ledger.close()
     if have < args.chunks and not args.no_build:
         build(settings, args.chunks)
-    questions = [
-        json.loads(line)["question"]
-        for path in QUESTION_FILES
-        if path.exists()
-        for line in path.read_text("utf-8").splitlines()
-    ]
-    if args.quick:
-        questions = questions[:40]
+    questions = bench_questions(40 if args.quick else None)
     # a fresh question-vector cache each run: every question is embedded as it would be live
     fresh_cache = Path(tempfile.mkdtemp(prefix="kb-qcache-")) / "cache.sqlite"
     settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))

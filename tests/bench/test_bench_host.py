@@ -18,14 +18,19 @@ def test_a_line_without_steal_counts_nothing() -> None:
     assert cpu_ticks("cpu  100 0 20 870\n") == (0, 0)
 
 
-def test_the_stolen_share_is_of_the_ticks_since_the_start(tmp_path: Path) -> None:
-    stat = tmp_path / "stat"
-    stat.write_text(STAT)
+def host_reading(stat: Path) -> Host:
+    """A Host whose /proc/stat is `stat`, started now."""
 
     class Fake(Host):
         STAT = stat
 
-    host = Fake()
+    return Fake()
+
+
+def test_the_stolen_share_is_of_the_ticks_since_the_start(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text(STAT)
+    host = host_reading(stat)
     stat.write_text(STAT.replace("cpu  100 0 20 870 5 0 1 4", "cpu  160 0 30 1070 5 0 1 34"))
     report = host.report()
     assert report["steal_share"] == 0.1  # 30 of the 300 ticks since
@@ -35,8 +40,4 @@ def test_the_stolen_share_is_of_the_ticks_since_the_start(tmp_path: Path) -> Non
 def test_no_ticks_since_the_start_give_no_share(tmp_path: Path) -> None:
     stat = tmp_path / "stat"
     stat.write_text(STAT)
-
-    class Fake(Host):
-        STAT = stat
-
-    assert Fake().report()["steal_share"] is None
+    assert host_reading(stat).report()["steal_share"] is None
