@@ -246,8 +246,9 @@ def test_admin_insights_equal_the_ledgers_own_counts(app_server: Any) -> None:
     assert figures["questions"] == questions and figures["thumbs_down"] == down
     assert figures["abstention_rate"] == round(abstained / questions, 3)
     assert sum(row[2] for row in per_day["data"]) == questions
-    gap_questions = {row[1] for row in gaps["data"]}
-    assert "How many days of annual leave can I carry over?" in gap_questions  # thumbs down
+    # An earlier test's question of the same words may lead the group: look in every wording.
+    gap_wordings = {w for row in gaps["data"] for w in row[6].split(" | ")}
+    assert "How many days of annual leave can I carry over?" in gap_wordings  # thumbs down
     assert (export["path"] if isinstance(export, dict) else export).endswith(".csv")
     with pytest.raises(Exception, match="Administrators only"):
         bob.predict(api_name="/insights")
