@@ -46,6 +46,7 @@ from core.ports import Vectors
 from core.text import load_segmenter
 from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
 from ingest.convert_doc import soffice
+from ingest.lazy_vectors import LazyVectorIndex
 from ingest.parse import ParsePool
 from ingest.prepare import Prepared, chunk_document
 from ingest.prepare import lexical_terms as lexical_terms  # re-exported: callers import it here
@@ -331,6 +332,7 @@ def _ingest_paths(
     retry_failed = store.ledger.get_meta("parse_fingerprint") != fingerprint
     writer = Writer(store, store.collection)
     todo: list[tuple[DocMeta, Path, bool]] = []
+    chinese_likely = False  # a file to do that is new, or was not English last time
     done = 0
 
     def finish(outcome: FileOutcome) -> None:
@@ -384,11 +386,14 @@ def _ingest_paths(
             )
             continue
         todo.append((meta, path, old is not None and old.chunk_count > 0))
+        chinese_likely |= old is None or old.meta.lang != "en"
 
     if todo and not queue:
         logger.info("parsing %d new or changed files", len(todo))
-        # the embedder and jieba's dictionary load while the first files parse
-        warm_up = threading.Thread(target=_warm_up, args=(store,), name="kb-warm-up", daemon=True)
+        # the embedder, Chroma and jieba's dictionary load while the first files parse
+        warm_up = threading.Thread(
+            target=_warm_up, args=(store, chinese_likely), name="kb-warm-up", daemon=True
+        )
         warm_up.start()
     embedded_elsewhere = 0
 
@@ -468,12 +473,18 @@ def _ingest_paths(
     return report
 
 
-def _warm_up(store: Store) -> None:
-    """Load what chunking needs first (the embedder's tokenizer, jieba); errors are left to the
-    writer, which meets them again and reports them."""
+def _warm_up(store: Store, segmenter: bool = True) -> None:
+    """Load what the first file needs: the embedder (its tokenizer chunks), Chroma where the
+    store opens it on first use (the CLI's), and jieba's dictionary where a file may be Chinese
+    (`segmenter`; else a Chinese passage loads it when met: half a second of CPU that a re-index
+    of English files need not hold the interpreter for). Errors are left to the writer, which
+    meets them again and reports them."""
     try:
         store.embedder  # noqa: B018  loads it
-        load_segmenter()
+        if isinstance(store.vectors, LazyVectorIndex):
+            store.vectors.index()
+        if segmenter:
+            load_segmenter()
     except Exception:  # noqa: BLE001  the writer's own call raises it where it is handled
         logger.debug("warm-up failed; the writer loads on first use", exc_info=True)
 

@@ -40,6 +40,7 @@ def reindex(
 
 
 def _incremental(store: Store, progress: Progress | None, workers: int) -> IngestReport:
+    started = time.perf_counter()
     report = IngestReport()
     for source, groups in store.ledger.sources():
         if not Path(source).exists():
@@ -50,6 +51,7 @@ def _incremental(store: Store, progress: Progress | None, workers: int) -> Inges
         report.outcomes += part.outcomes
         report.embedded += part.embedded
         report.run_id = part.run_id
+    report.seconds = time.perf_counter() - started
     return report
 
 

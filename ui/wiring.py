@@ -171,8 +171,10 @@ def services_for(settings: Settings) -> closing[Services]:
 
 
 def store_for(settings: Settings) -> closing[Store]:
-    """Just the store, for commands that only ingest or report (no model client, no reranker)."""
-    return closing(open_store(settings))
+    """Just the store, for commands that only ingest or report (no model client, no reranker).
+    Chroma is opened on first use: `kb reindex` with nothing changed, `kb docs` and the like
+    never import it."""
+    return closing(open_store(settings, lazy_vectors=True))
 
 
 @contextmanager

@@ -31,10 +31,17 @@ from core.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 
-# Run in a subprocess without the offline switches: snapshot_download prints its progress bars.
-DOWNLOAD = (
-    "import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1])"
-)
+# Run in a subprocess without the offline switches: snapshot_download prints its progress bars;
+# a failure prints one line (the hub's own error, first line), not the 85 of its traceback.
+DOWNLOAD = """
+import sys
+from huggingface_hub import snapshot_download
+try:
+    snapshot_download(sys.argv[1])
+except Exception as exc:
+    first = (str(exc).splitlines() or [""])[0]
+    sys.exit(f"model download: {type(exc).__name__}: {first}")
+"""
 
 
 class Stoppable(Protocol):

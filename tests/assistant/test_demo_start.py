@@ -7,14 +7,17 @@ and stopping the app ends the download. The hub here is a closed or a silent loc
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from assistant.serving.demo import HubStart, is_hub_name, start_for_demo
+from assistant.serving.demo import DOWNLOAD, HubStart, is_hub_name, start_for_demo
 from tests.vllm_server import free_port
 
 pytest.importorskip("vllm", reason="the demo starts vLLM; install the serve-cpu extra")
@@ -38,6 +41,15 @@ def test_a_hub_that_refuses_leaves_one_line_naming_the_fix(
     assert "could not be downloaded" in model.failed and "set llm.model" in model.failed
     assert any("could not be downloaded" in r.getMessage() for r in caplog.records)
     model.stop()
+
+
+def test_a_failed_download_prints_one_line_not_a_traceback() -> None:
+    env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}  # nothing listens
+    env.pop("HF_HUB_OFFLINE", None)
+    done = subprocess.run([sys.executable, "-c", DOWNLOAD, "nobody-here/no-such-model"],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert done.stderr.startswith("model download: ") and done.stderr.count("\n") == 1, done.stderr
 
 
 @pytest.fixture

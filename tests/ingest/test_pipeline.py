@@ -17,6 +17,7 @@ from ingest import pipeline
 from ingest import reindex as reindexing
 from ingest.convert_doc import soffice
 from ingest.embed import CachedEmbedder, open_embedder
+from ingest.lazy_vectors import LazyVectorIndex
 from ingest.ledger import Ledger
 from ingest.store import Store, embed_cache_path, open_ledger, open_store
 from ingest.vectors import open_vector_index
@@ -163,6 +164,38 @@ def test_the_embedder_and_jieba_are_loaded_once_while_the_first_file_parses(
     assert report.counts["ingested"] == 2
     assert loads == ["embedder"]
     assert core.text._jieba is not None  # no Chinese text: only the warm-up loads it
+
+
+def test_a_changed_english_file_does_not_load_jieba(
+    make_settings, tmp_path: Path, monkeypatch
+) -> None:
+    """Only a file that is new, or was not English last time, has the warm-up load jieba."""
+    import core.text
+
+    folder = tmp_path / "english"
+    folder.mkdir()
+    shutil.copy(SAMPLES / "Code-of-Conduct.docx", folder)
+    settings = make_settings()
+    ingest_paths(settings, [folder])
+    document = docx.Document(str(folder / "Code-of-Conduct.docx"))
+    document.add_paragraph("Gifts above fifty euros are declared to the compliance office.")
+    document.save(str(folder / "Code-of-Conduct.docx"))
+    monkeypatch.setattr(core.text, "_jieba", None)
+    assert ingest_paths(settings, [folder]).counts["updated"] == 1
+    assert core.text._jieba is None
+
+
+def test_the_warm_up_opens_a_lazy_chroma_too(make_settings) -> None:
+    """The CLI's store opens Chroma on first use: the warm-up thread opens it beside the parse,
+    so the first changed file does not wait for Chroma's import."""
+    settings = make_settings()
+    store = open_store(settings, lazy_vectors=True)
+    try:
+        assert isinstance(store.vectors, LazyVectorIndex) and not store.vectors.opened
+        pipeline._warm_up(store)
+        assert store.vectors.opened
+    finally:
+        store.close()
 
 
 def test_prune_and_delete(make_settings, samples: Path) -> None:

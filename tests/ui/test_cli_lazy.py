@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import click
+import docx
 
 from tests.stores import ingest_paths
 from ui.cli import COMMAND_HOMES, COMMAND_MODULES, main
@@ -74,3 +76,34 @@ def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Pat
         if loaded:
             assert answer["mode"] == "retrieval_only"
             assert answer["passages"][0]["file"] == "Employee-Leave-Policy.pdf"
+
+
+def test_kb_reindex_opens_chroma_only_for_a_changed_file(make_settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """With nothing changed, `kb reindex` reads the ledger and the files alone; a changed file
+    is re-indexed as before, Chroma opened for it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("Code-of-Conduct.docx", "IT-Security-Policy.docx"):
+        shutil.copy(REPO / "data" / "samples" / "docs" / name, docs)
+    settings = make_settings()
+    ingest_paths(settings, [docs])
+    env = {**os.environ, "KB_EMBED_CACHE": settings.embed.cache, "PYTHONPATH": str(REPO)}
+
+    def reindex() -> tuple[str, list[str]]:
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, "reindex", "--store", str(settings.store_path()),
+             "--quiet"],
+            cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        *report, loaded = done.stdout.strip().splitlines()
+        return "\n".join(report), loaded.removeprefix("LOADED:").split(",")
+
+    report, loaded = reindex()
+    assert "unchanged 2, updated 0" in report and "chromadb" not in loaded, (report, loaded)
+    document = docx.Document(str(docs / "IT-Security-Policy.docx"))
+    document.add_paragraph("Visitors sign the reindex test book at the front desk.")
+    document.save(str(docs / "IT-Security-Policy.docx"))
+    report, loaded = reindex()
+    assert "unchanged 1, updated 1" in report and "chromadb" in loaded, (report, loaded)
+    assert not report.endswith(", 0.0 s)"), report  # the run's own time, Chroma's opening in it
