@@ -332,7 +332,7 @@ def _ingest_paths(
     retry_failed = store.ledger.get_meta("parse_fingerprint") != fingerprint
     writer = Writer(store, store.collection)
     todo: list[tuple[DocMeta, Path, bool]] = []
-    chinese_likely = False  # a file to do that is new, or was not English last time
+    may_be_chinese = False  # a file to do is new, or was not English last time
     done = 0
 
     def finish(outcome: FileOutcome) -> None:
@@ -386,13 +386,13 @@ def _ingest_paths(
             )
             continue
         todo.append((meta, path, old is not None and old.chunk_count > 0))
-        chinese_likely |= old is None or old.meta.lang != "en"
+        may_be_chinese |= old is None or old.meta.lang != "en"
 
     if todo and not queue:
         logger.info("parsing %d new or changed files", len(todo))
         # the embedder, Chroma and jieba's dictionary load while the first files parse
         warm_up = threading.Thread(
-            target=_warm_up, args=(store, chinese_likely), name="kb-warm-up", daemon=True
+            target=_warm_up, args=(store, may_be_chinese), name="kb-warm-up", daemon=True
         )
         warm_up.start()
     embedded_elsewhere = 0

@@ -46,6 +46,16 @@ print("LOADED:" + ",".join(loaded))
 """
 
 
+def probe_kb(env: dict[str, str], *args: str) -> tuple[list[str], str]:
+    """Run `kb ARGS` in a new process: its output lines, and which of PROBE's modules it
+    loaded ("chromadb,torch"; "" for none)."""
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    *lines, loaded = done.stdout.strip().splitlines()
+    return lines, loaded.removeprefix("LOADED:")
+
+
 def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """And Chroma only for a question the dense side searches: config.toml's embedder reads
     English only, so a Chinese question is answered without importing chromadb."""
@@ -62,17 +72,12 @@ def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Pat
         ("How many days of annual leave can I carry over?", "chromadb"),
         ("年假最多可以结转几天？", ""),
     ):
-        done = subprocess.run(
-            [sys.executable, "-c", PROBE, "ask", question,
-             "--store", str(settings.store_path()), "--json"],
-            cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=600,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        lines = done.stdout.strip().splitlines()
-        answer = json.loads(lines[-2])
+        lines, loaded_now = probe_kb(env, "ask", question, "--store",
+                                     str(settings.store_path()), "--json")
+        answer = json.loads(lines[-1])
         assert answer["mode"] in ("retrieval_only", "abstained"), answer["mode"]
         assert answer["passages"], question
-        assert lines[-1] == "LOADED:" + loaded, (question, lines[-1])
+        assert loaded_now == loaded, (question, loaded_now)
         if loaded:
             assert answer["mode"] == "retrieval_only"
             assert answer["passages"][0]["file"] == "Employee-Leave-Policy.pdf"
@@ -90,14 +95,8 @@ def test_kb_reindex_opens_chroma_only_for_a_changed_file(make_settings, tmp_path
     env = {**os.environ, "KB_EMBED_CACHE": settings.embed.cache, "PYTHONPATH": str(REPO)}
 
     def reindex() -> tuple[str, list[str]]:
-        done = subprocess.run(
-            [sys.executable, "-c", PROBE, "reindex", "--store", str(settings.store_path()),
-             "--quiet"],
-            cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=600,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        *report, loaded = done.stdout.strip().splitlines()
-        return "\n".join(report), loaded.removeprefix("LOADED:").split(",")
+        report, loaded = probe_kb(env, "reindex", "--store", str(settings.store_path()), "--quiet")
+        return "\n".join(report), loaded.split(",")
 
     report, loaded = reindex()
     assert "unchanged 2, updated 0" in report and "chromadb" not in loaded, (report, loaded)
