@@ -29,9 +29,10 @@ from assistant.cite import attribute, verify
 from assistant.lead import lead_with_best
 from assistant.loopguard import LoopGuard
 from assistant.pack import plan_budget, render_passages
-from assistant.prompt import abstention_text, build_messages, retrieval_only_text
+from assistant.prompt import abstention_text, build_messages, defuse, retrieval_only_text
 from assistant.retrieve import Retrieval, Retriever
 from assistant.section import section_passages
+from assistant.tokens import special_tokens
 from assistant.window import fill_budget, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, GenerationError, KbError
@@ -213,6 +214,7 @@ class Assistant:
             )
         ]
         try:
+            specials = special_tokens(counter)
             budget = plan_budget(
                 question,
                 past,
@@ -220,6 +222,7 @@ class Assistant:
                 counter.count,
                 max_model_len=self.settings.llm.max_model_len,
                 answer_tokens=self.settings.llm.answer_tokens,
+                specials=specials,
             )
             packed = fill_budget(
                 retrieval.passages,
@@ -228,7 +231,7 @@ class Assistant:
                 neighbours,
                 self.settings.retrieve.hit_share,
             )
-            block = render_passages(packed)
+            block = defuse(render_passages(packed), specials)  # counted as sent
             # The prompt is at most what the budget left the rest (rules, question, history,
             # the template and its seams: `plan_budget`'s margin) plus the block, which `pack`
             # counted (a cached count): the client need not count the prompt before sending it.
@@ -240,7 +243,7 @@ class Assistant:
                 retrieval.passages, lang, str(exc), question, user, started, timings
             )
             return
-        messages = build_messages(question, block, budget.history, lang)
+        messages = build_messages(question, block, budget.history, lang, specials)
         timings["pack"] = (time.perf_counter() - t_pack) * 1000
         pieces: list[str] = []
         notice = ""

@@ -336,6 +336,7 @@ def plan_budget(
     answer_tokens: int,
     min_passage_tokens: int = 0,
     margin: int = MARGIN_TOKENS,
+    specials: frozenset[str] = frozenset(),
 ) -> Budget:
     """What the passages may use once the answer, the rules, the question, the history and the
     chat template have theirs; the oldest turns (user + assistant pairs) go first while fewer
@@ -346,7 +347,7 @@ def plan_budget(
     """
     kept = list(history)
     while True:
-        fixed = count(render_chat(build_messages(question, "", kept, lang)))
+        fixed = count(render_chat(build_messages(question, "", kept, lang, specials)))
         left = max_model_len - answer_tokens - fixed - margin
         if left >= max(min_passage_tokens, 1) or not kept:
             break

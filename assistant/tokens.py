@@ -161,6 +161,7 @@ class LocalTokenCounter:
         self._count_cached = lru_cache(maxsize=65536)(self._count)
         self._pieces: dict[str, int] = {}  # piece -> tokens, emptied when PIECES_KEPT is passed
         self._passages: dict[str, int] = {}  # numbered passage -> tokens (`PASSAGE_SEAM`)
+        self._specials: frozenset[str] | None = None
 
     def count(self, text: str) -> int:
         return self._count_cached(text)
@@ -173,6 +174,15 @@ class LocalTokenCounter:
 
     def count_messages(self, messages: Sequence[Message]) -> int:
         return self.count(self.render(messages))
+
+    def special_tokens(self) -> frozenset[str]:
+        """Every token the tokenizer treats as special: its named ones and each added token
+        marked special (ERNIE: <s>, <|end_of_sentence|>, <mask:4>, <|LOC_5|>, …)."""
+        if self._specials is None:
+            added = getattr(self._tokenizer, "added_tokens_decoder", {}).values()
+            self._specials = frozenset(self._tokenizer.all_special_tokens) | {
+                t.content for t in added if t.special}
+        return self._specials
 
     def prime(self, texts: Sequence[str], batch: int = 256) -> int:
         """Count the pieces of `texts` ahead (a seam-additive tokenizer: their lines), so that
@@ -288,6 +298,14 @@ class RemoteTokenCounter:
         return count
 
 
+def special_tokens(counter: TokenCounter) -> frozenset[str]:
+    """The served tokenizer's special tokens where `counter` has the tokenizer (a local model
+    folder); none for a counter that asks the server, whose prompts are then defused by
+    ERNIE's token shapes alone (`assistant.prompt.defuse`)."""
+    known = getattr(counter, "special_tokens", None)
+    return frozenset(known()) if known is not None else frozenset()
+
+
 def load_token_counter(llm: LlmSettings, base_dir: Path) -> TokenCounter:
     """The local counter when the model's folder is on this machine, else the server's."""
     model_dir = local_model_dir(llm.model, base_dir)
@@ -322,6 +340,9 @@ class LazyTokenCounter:
 
     def count_messages(self, messages: Sequence[Message]) -> int:
         return self._get().count_messages(messages)
+
+    def special_tokens(self) -> frozenset[str]:
+        return special_tokens(self._get())
 
     def prime(self, texts: Sequence[str]) -> int:
         """`LocalTokenCounter.prime` where the loaded counter has it, else nothing."""

@@ -122,11 +122,13 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
 
             with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
                 parsed = parse_docx(doc_to_docx(path, Path(folder)),
-                                    int(settings.max_unpacked_mb * 1024 * 1024))
+                                    int(settings.max_unpacked_mb * 1024 * 1024),
+                                    settings.max_blocks)
         else:
             from ingest.parse_docx import parse_docx
 
-            parsed = parse_docx(path, int(settings.max_unpacked_mb * 1024 * 1024))
+            parsed = parse_docx(path, int(settings.max_unpacked_mb * 1024 * 1024),
+                                settings.max_blocks)
         if len(parsed.blocks) > settings.max_blocks:
             raise TooManyBlocks(
                 f"{path.name}: {len(parsed.blocks)} blocks (paragraphs, headings, tables) is "

@@ -28,7 +28,7 @@ from docx.document import Document
 from docx.oxml import parse_xml
 from docx.text.paragraph import Paragraph
 
-from core.errors import BrokenFile, NoText, TooLarge, UnsupportedFile
+from core.errors import BrokenFile, NoText, TooLarge, TooManyBlocks, UnsupportedFile
 from core.types import Block, ParsedDoc
 from ingest.clean import clean_text
 
@@ -42,6 +42,7 @@ NOTE_PARTS = {"footnotes": "footnote", "endnotes": "endnote"}
 NOTE_SEPARATORS = {"separator", "continuationSeparator", "continuationNotice"}
 MAX_UNPACKED_BYTES = 1 << 30  # larger when unpacked, media included: refused as a zip bomb
 DEFAULT_MAX_XML_BYTES = 64 << 20  # ingest.max_unpacked_mb: the XML python-docx would parse
+DEFAULT_MAX_BLOCKS = 50_000  # ingest.max_blocks
 _HEADING_NAME = re.compile(
     r"(?:heading|标题|標題|titre|überschrift|encabezado|título|titolo|kop|заголовок|見出し|제목)"
     r"\s*([1-9])",
@@ -52,9 +53,12 @@ _DOCTYPE = (b"<!DOCTYPE", b"<!ENTITY")
 _STRICT_OOXML = b"purl.oclc.org/ooxml/officeDocument"
 
 
-def parse_docx(path: Path, max_xml_bytes: int = DEFAULT_MAX_XML_BYTES) -> ParsedDoc:
+def parse_docx(path: Path, max_xml_bytes: int = DEFAULT_MAX_XML_BYTES,
+               max_blocks: int = DEFAULT_MAX_BLOCKS) -> ParsedDoc:
     """Parse a .docx; raises BrokenFile, TooLarge (XML unpacking past `max_xml_bytes`: a zip
-    bomb), UnsupportedFile or NoText for files it cannot use."""
+    bomb), TooManyBlocks (more than `max_blocks` paragraphs and tables, empty ones included,
+    or blocks: counted as they come, so a file of a million empty paragraphs stops early),
+    UnsupportedFile or NoText for files it cannot use."""
     _check_package(path, max_xml_bytes)
     try:
         document = docx.Document(str(path))
@@ -68,7 +72,13 @@ def parse_docx(path: Path, max_xml_bytes: int = DEFAULT_MAX_XML_BYTES) -> Parsed
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
     first_heading = ""
-    for element in _body_elements(document.element.body):
+    for count, element in enumerate(_body_elements(document.element.body), start=1):
+        if count > max_blocks or len(blocks) > max_blocks:
+            raise TooManyBlocks(
+                f"{path.name}: more than {max_blocks} paragraphs, tables or blocks (empty "
+                f"paragraphs included) is over ingest.max_blocks = {max_blocks} (split the "
+                "file, or raise the limit)"
+            )
         section = tuple(text for _, text in stack)
         if element.tag == f"{W}tbl":
             rows = _table_rows(element, document)
