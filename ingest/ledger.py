@@ -955,8 +955,8 @@ class Ledger:
         threads and processes (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), so no
         two attempts see the same count.
 
-            reserve_login({"u:bob": 5, "a:10.0.0.7": 20}, "a1b2", 1000.0, 700.0) -> {}
-            ... five times more for bob -> {"u:bob": 1000.0}
+            reserve_login({"u:bob": 5, "a:10.0.0.7": 20}, "a1", 1000.0, 700.0) -> {}
+            ... the sixth attempt for bob by 1300.0 -> {"u:bob": 1000.0}
         """
         with self.transaction() as db:
             if self.dialect == "postgres":
