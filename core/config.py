@@ -243,6 +243,9 @@ class UiSettings:
         default=300.0, metadata=_doc("failures count over, and a lockout lasts, this long"))
     login_concurrency: int = field(
         default=2, metadata=_doc("password checks run at once (scrypt, off the event loop)"))
+    trusted_proxies: tuple[str, ...] = field(
+        default=(), metadata=_doc("reverse proxies (addresses, CIDRs) whose X-Forwarded-For "
+                                  "names the client; empty: the socket peer is the client"))
     # --- load (issue 11): how many questions are taken on at once -------------------------
     queue_depth: int = field(
         default=64, metadata=_doc("questions waiting or being answered at once (app + API); "

@@ -59,9 +59,10 @@ KEPT_NOTE = " (the previous version stays searchable)"
 
 # --- dialects ---------------------------------------------------------------------------------
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-# The advisory lock keys (two int4) of the store's write lock and of schema migrations.
+# The advisory lock keys (two int4) of the store's write lock, of schema migrations and of the
+# login throttle's reservations.
 LOCK_SPACE = 0x6B62  # "kb"
-WRITER_KEY, MIGRATE_KEY = 1, 2
+WRITER_KEY, MIGRATE_KEY, LOGIN_KEY = 1, 2, 3
 # Type and syntax differences a migration written for SQLite needs on PostgreSQL. REAL is 4 bytes
 # there (epoch seconds would lose minutes), INTEGER 4 bytes (SQLite's are 8).
 _DDL = [
@@ -942,11 +943,45 @@ class Ledger:
                 out[key] = (int(row[0]), float(row[1]))
         return out
 
-    def add_login_failure(self, keys: Sequence[str], at: float, forget_before: float) -> None:
-        """A failed login counted under each key; failures before `forget_before` go."""
+    def reserve_login(self, limits: dict[str, int], attempt: str, at: float,
+                      since: float) -> dict[str, float]:
+        """One step for the login throttle: when every key of `limits` has fewer rows after
+        `since` (failures, and attempts still being checked) than its limit, count `attempt`
+        under each key at `at` and answer {}; else count nothing and answer each key at its
+        limit with its oldest row's time. Rows from before `since` go. The attempt counts as a
+        failure until `forget_login` takes it back.
+
+        The check and the count are one transaction, and these transactions take turns across
+        threads and processes (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), so no
+        two attempts see the same count.
+
+            reserve_login({"u:bob": 5, "a:10.0.0.7": 20}, "a1", 1000.0, 700.0) -> {}
+            ... the sixth attempt for bob by 1300.0 -> {"u:bob": 1000.0}
+        """
         with self.transaction() as db:
-            db.execute("DELETE FROM login_failures WHERE failed_at <= ?", (forget_before,))
-            db.executemany("INSERT INTO login_failures VALUES (?, ?)", [(k, at) for k in keys])
+            if self.dialect == "postgres":
+                db.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_SPACE, LOGIN_KEY))
+            db.execute("DELETE FROM login_failures WHERE failed_at <= ?", (since,))
+            full: dict[str, float] = {}
+            for key, limit in limits.items():
+                count, oldest = db.execute(
+                    "SELECT COUNT(*), MIN(failed_at) FROM login_failures "
+                    "WHERE key = ? AND failed_at > ?",
+                    (key, since),
+                ).fetchone()
+                if count >= limit:
+                    full[key] = float(oldest if oldest is not None else at)
+            if not full:
+                db.executemany(
+                    "INSERT INTO login_failures (key, failed_at, attempt) VALUES (?, ?, ?)",
+                    [(key, at, attempt) for key in limits],
+                )
+        return full
+
+    def forget_login(self, attempt: str, key: str) -> None:
+        """A login that succeeded: `attempt` no longer counts, nor the failures under `key`."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM login_failures WHERE attempt = ? OR key = ?", (attempt, key))
 
     def clear_login_failures(self, key: str | None = None) -> None:
         """Forget the failures of `key` (all of them when None)."""

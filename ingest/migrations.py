@@ -205,4 +205,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX jobs_batch ON jobs (batch, seq)
         """,
     ),
+    # --- 010_login_attempts (issue 28): the throttle reserves an attempt before the password
+    # check; its rows carry the attempt's id, so a login that succeeds takes back its own.
+    (
+        "010_login_attempts",
+        """
+        ALTER TABLE login_failures ADD COLUMN attempt TEXT NOT NULL DEFAULT '';
+        CREATE INDEX login_failures_attempt ON login_failures (attempt)
+        """,
+    ),
 ]

@@ -49,6 +49,7 @@ from ui.auth import LoginGuard, SessionTable, client_address, login_check, share
 from ui.gate import Gate
 from ui.i18n import LANGS, lang_from_header, t
 from ui.metrics import CONTENT_TYPE, Metrics
+from ui.proxies import TrustedProxies
 from ui.wiring import Services, open_services
 
 logger = logging.getLogger(__name__)
@@ -702,6 +703,7 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     guard = LoginGuard(users.ledger, ui.login_max_failures, ui.login_max_failures_per_address,
                        ui.login_lockout_s)
     cookies: list[str] = []  # Gradio's session cookie names, known once it is mounted
+    proxies = TrustedProxies.parse(ui.trusted_proxies, "ui.trusted_proxies")
 
     def session_user(request: Request) -> User | None:
         if demo:
@@ -734,7 +736,7 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     gradio_app.cookie_id = shared_cookie_id(users)  # one cookie name for every app process
     cookie_id = gradio_app.cookie_id
     cookies += [f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"]
-    mounted.add_middleware(GuardGradio, session_user=session_user)
+    mounted.add_middleware(GuardGradio, session_user=session_user, proxies=proxies)
     if settings.retrieve.refresh_s > 0:  # see what other processes ingest (issue 13)
         services.on_close.append(assistant.retriever.refresh_every(settings.retrieve.refresh_s))
     services.metrics.snapshot_generation.set_function(lambda: assistant.retriever.generation)
@@ -812,21 +814,40 @@ def section_frame(chunk_id: str, quote: str, lang: str) -> str:
 
 
 class GuardGradio:
-    """ASGI middleware in front of the app: remembers the client address (for the login
-    throttle) and lets only admins use Gradio's upload and file routes (the chat needs
-    neither; the admin tab's uploads do)."""
+    """ASGI middleware in front of the app: settles the client address (the socket peer, or
+    the client a trusted proxy names in X-Forwarded-For, also its X-Forwarded-Proto) for every
+    route and the login throttle, and lets only admins use Gradio's upload and file routes (the
+    chat needs neither; the admin tab's uploads do)."""
 
     ADMIN_ONLY = ("/gradio_api/upload", "/gradio_api/file=", "/gradio_api/file/")
 
-    def __init__(self, app: ASGIApp, session_user: Any) -> None:
-        self.app, self.session_user = app, session_user
+    def __init__(self, app: ASGIApp, session_user: Any, proxies: TrustedProxies) -> None:
+        self.app, self.session_user, self.proxies = app, session_user, proxies
+
+    def settle_client(self, scope: Scope) -> str:
+        """The client's address; where a trusted proxy names it, written into the scope too,
+        with the proxy's X-Forwarded-Proto."""
+        client = scope.get("client")
+        if not client:
+            return "?"
+        peer = str(client[0])
+        if not self.proxies.trusts(peer):
+            return peer
+        headers = [(k, v.decode("latin-1").strip()) for k, v in scope.get("headers", [])]
+        forwarded = ", ".join(v for k, v in headers if k == b"x-forwarded-for")
+        address = self.proxies.client(peer, forwarded)
+        if address != peer:
+            scope["client"] = (address, 0)
+        proto = next((v for k, v in headers if k == b"x-forwarded-proto"), "")
+        if proto in ("http", "https"):
+            scope["scheme"] = proto
+        return address
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        client = scope.get("client")
-        client_address.set(client[0] if client else "?")
+        client_address.set(self.settle_client(scope))
         path: str = scope.get("path", "")
         if any(marker in path for marker in self.ADMIN_ONLY):
             user = await run_in_threadpool(self.session_user, Request(scope))
@@ -839,6 +860,12 @@ class GuardGradio:
         await self.app(scope, receive, send)
 
 
+# uvicorn's own X-Forwarded-For handling is off: by default it believes the header from
+# 127.0.0.1, so a client on the app's host could name any address. GuardGradio believes it
+# only from ui.trusted_proxies. The tests serve the app with these options too.
+UVICORN_OPTIONS: dict[str, Any] = {"proxy_headers": False, "log_level": "warning"}
+
+
 def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
           port: int | None = None) -> None:
     """Run the app with uvicorn until interrupted."""
@@ -848,6 +875,6 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
     try:
         app = create_server(services, demo=demo)
         uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,
-                    log_level="warning")
+                    **UVICORN_OPTIONS)
     finally:
         services.close()

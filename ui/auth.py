@@ -6,11 +6,13 @@ Gradio's `/login` calls our check inside its async handler and keeps its session
 it a coroutine (the scrypt work runs in a worker thread, a few at a time) and a `SessionTable`
 whose `get` refuses a session that is too old or whose user was disabled, deleted or changed
 password since (the user's `epoch`, read from the ledger, so the CLI can end sessions too).
-Sessions and failed logins live in the ledger (migration 008_sessions), not in the process:
-behind a load balancer, a login made through one `kb serve` works on every other.
+Sessions and failed logins live in the ledger (migrations 008_sessions, 010_login_attempts),
+not in the process: behind a load balancer, a login made through one `kb serve` works on every
+other, and a failure counts on every other.
 
     guard = LoginGuard(ledger, max_user=5, max_address=20, lockout_s=300)
-    guard.locked("bob", "10.0.0.7") -> 0.0; after 5 failures for bob: seconds left, e.g. 299.5
+    guard.reserve("bob", "10.0.0.7") -> Turn(attempt="9f1c...", wait=0.0)
+    ... after 5 failed (or unfinished) attempts for bob: Turn(attempt="", wait=299.5)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -32,37 +35,56 @@ from ui.users import Users, token_hash
 
 logger = logging.getLogger(__name__)
 
-# The client address of the request being handled (set by `guard_gradio`), for the login check.
+# The client address of the request being handled, for the login check: set by GuardGradio
+# (ui/app.py) to the socket peer, or to the client a trusted proxy names (ui/proxies.py).
 client_address: contextvars.ContextVar[str] = contextvars.ContextVar("client_address",
                                                                      default="?")
 
 
+@dataclass(frozen=True)
+class Turn:
+    """A login attempt the guard let through (`attempt`, the id it is counted under), or one it
+    refused (`attempt` empty, `wait` seconds until the name and address may try again)."""
+
+    attempt: str
+    wait: float
+
+    @property
+    def granted(self) -> bool:
+        return bool(self.attempt)
+
+
 class LoginGuard:
     """Counts failed logins per user name and per client address over `lockout_s`; a name or
-    an address past its limit is locked until its oldest counted failure is `lockout_s` old.
-    The failures are kept in the ledger, so every app process of a deployment counts them."""
+    an address at its limit is locked until its oldest counted failure is `lockout_s` old.
+
+    "May this name try now?" and "count this attempt" are one step in the ledger (`reserve`):
+    an attempt is counted as a failure before its password is checked, and taken back when the
+    password was right. Attempts still being checked count too, so however many arrive at once,
+    and through however many app processes, at most `max_user` passwords of one name are
+    checked per `lockout_s`."""
 
     def __init__(self, ledger: Ledger, max_user: int, max_address: int, lockout_s: float,
                  clock: Callable[[], float] = time.time) -> None:
         self.ledger = ledger
-        self.max_user, self.max_address, self.lockout_s = max_user, max_address, lockout_s
+        self.max_user, self.max_address = max(1, max_user), max(1, max_address)
+        self.lockout_s = lockout_s
         self.clock = clock
 
-    def locked(self, name: str, address: str) -> float:
-        """Seconds until `name` from `address` may try again (0: now)."""
+    def reserve(self, name: str, address: str) -> Turn:
+        """A turn for `name` from `address`: its attempt id, or the seconds left to wait."""
         now = self.clock()
         limits = {"u:" + name: self.max_user, "a:" + address: self.max_address}
-        found = self.ledger.login_failures(list(limits), now - self.lockout_s)
-        left = [oldest + self.lockout_s - now for key, (count, oldest) in found.items()
-                if count >= limits[key]]
-        return max([0.0, *left])
+        attempt = secrets.token_hex(16)
+        full = self.ledger.reserve_login(limits, attempt, now, now - self.lockout_s)
+        if not full:
+            return Turn(attempt, 0.0)
+        return Turn("", max(0.0, *(oldest + self.lockout_s - now for oldest in full.values())))
 
-    def failed(self, name: str, address: str) -> None:
-        now = self.clock()
-        self.ledger.add_login_failure(["u:" + name, "a:" + address], now, now - self.lockout_s)
-
-    def succeeded(self, name: str) -> None:
-        self.ledger.clear_login_failures("u:" + name)
+    def succeeded(self, turn: Turn, name: str) -> None:
+        """The password of `turn` was right: it is no failure, nor are the earlier ones of
+        `name` (those of the address stay)."""
+        self.ledger.forget_login(turn.attempt, "u:" + name)
 
     def reset(self) -> None:
         """Forget every failure (tests)."""
@@ -72,26 +94,26 @@ class LoginGuard:
 def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
                 on_failure: Callable[[], None] = lambda: None,
                 ) -> Callable[[str, str], Awaitable[bool]]:
-    """The coroutine Gradio's `/login` awaits: throttled, scrypt in a worker thread."""
+    """The coroutine Gradio's `/login` awaits: throttled, scrypt in a worker thread, and only
+    for an attempt the guard counted first."""
     limiter = anyio.CapacityLimiter(max(1, settings.login_concurrency))
 
     async def check(name: str, password: str) -> bool:
         address = client_address.get()
         shown = name[:64]
-        wait = await anyio.to_thread.run_sync(guard.locked, shown, address)
-        if wait > 0:
+        turn = await anyio.to_thread.run_sync(guard.reserve, shown, address)
+        if not turn.granted:
             logger.warning("login refused for user %r from %s: locked for %.0f s more",
-                           shown, address, wait)
+                           shown, address, turn.wait)
             raise HTTPException(status_code=429, detail=f"Too many failed logins: try again "
-                                                        f"in {wait:.0f} s.")
+                                                        f"in {turn.wait:.0f} s.")
         user = await anyio.to_thread.run_sync(users.authenticate, name, password,
                                               limiter=limiter)
-        if user is None:
-            await anyio.to_thread.run_sync(guard.failed, shown, address)
+        if user is None:  # the turn stays counted as a failure
             on_failure()
             logger.warning("login failed for user %r from %s", shown, address)
             return False
-        await anyio.to_thread.run_sync(guard.succeeded, shown)
+        await anyio.to_thread.run_sync(guard.succeeded, turn, shown)
         logger.info("login of %s from %s", user.name, address)
         return True
 

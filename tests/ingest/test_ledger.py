@@ -100,14 +100,48 @@ def test_sessions_and_login_failures(ledger: Ledger) -> None:
     assert ledger.sessions() == [("h2", "bob")]
     ledger.end_session("h2")
     assert ledger.sessions() == []
-    ledger.add_login_failure(["u:bob", "a:10.0.0.1"], 10.0, 0.0)
-    ledger.add_login_failure(["u:bob", "a:10.0.0.1"], 20.0, 0.0)
+    limits = {"u:bob": 2, "a:10.0.0.1": 9}
+    assert ledger.reserve_login(limits, "t1", 10.0, 0.0) == {}
+    assert ledger.reserve_login(limits, "t2", 20.0, 0.0) == {}
+    assert ledger.reserve_login(limits, "t3", 25.0, 0.0) == {"u:bob": 10.0}  # not counted
     assert ledger.login_failures(["u:bob", "u:eve"], 5.0) == {"u:bob": (2, 10.0)}
-    ledger.add_login_failure(["u:eve"], 30.0, 15.0)  # forgets the failures at 10.0
+    assert ledger.reserve_login({"u:eve": 2}, "t4", 30.0, 15.0) == {}  # forgets those at 10.0
     assert ledger.login_failures(["u:bob", "a:10.0.0.1"], 0.0) == {
         "u:bob": (1, 20.0), "a:10.0.0.1": (1, 20.0)}
-    ledger.clear_login_failures("u:bob")
-    assert ledger.login_failures(["u:bob"], 0.0) == {}
+    ledger.forget_login("t4", "u:bob")  # t4's rows and bob's failures; 10.0.0.1's stay
+    assert ledger.login_failures(["u:bob", "u:eve", "a:10.0.0.1"], 0.0) == {
+        "a:10.0.0.1": (1, 20.0)}
+    ledger.clear_login_failures()
+    assert ledger.login_failures(["a:10.0.0.1"], 0.0) == {}
+
+
+def test_login_reservations_take_turns(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    """100 threads of two ledgers (two processes) reserve logins for one name at once: the
+    check and the count are one step, so exactly the limit get a turn."""
+    other = Ledger(ledger_url or tmp_path / "ledger.sqlite")
+    granted: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(100)
+
+    def reserve(i: int) -> None:
+        try:
+            start.wait()
+            mine = (ledger, other)[i % 2]
+            if not mine.reserve_login({"u:bob": 5}, f"t{i}", 100.0, 0.0):
+                granted.append(f"t{i}")
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reserve, args=(i,)) for i in range(100)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        other.close()
+    assert errors == [] and len(granted) == 5
+    assert ledger.login_failures(["u:bob"], 0.0) == {"u:bob": (5, 100.0)}
 
 
 def test_threads_each_get_a_connection(ledger: Ledger) -> None:

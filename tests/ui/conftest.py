@@ -90,13 +90,13 @@ class Running:
 def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
     import uvicorn
 
-    from ui.app import create_server
+    from ui.app import UVICORN_OPTIONS, create_server
 
     services = open_services(settings)
     assistant = services.assistant
     app = create_server(services, demo=demo)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **UVICORN_OPTIONS))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -131,17 +131,32 @@ def demo_server(sample_store: Store) -> Iterator[Running]:
     yield from _serve(settings, demo=True)
 
 
-@pytest.fixture(scope="session")
-def login_server(sample_store: Store) -> Iterator[Running]:
-    """The app with login and the model unreachable (retrieval-only answers, no vLLM needed),
-    a small login lockout (3 failures per user, 30 per address) for the trust tests."""
-    llm = dataclasses.replace(sample_store.settings.llm, url=f"http://127.0.0.1:{free_port()}/v1",
+def _login_settings(store: Store, **ui_changes: Any) -> Settings:
+    """The sample store's settings with the model unreachable (retrieval-only answers, no vLLM
+    needed) and a small login lockout (3 failures per user, 30 per address)."""
+    llm = dataclasses.replace(store.settings.llm, url=f"http://127.0.0.1:{free_port()}/v1",
                               connect_timeout_s=1.0, retries=0)
     small = {"login_max_failures": 3, "login_max_failures_per_address": 30,
-             "login_lockout_s": 60.0, "login_concurrency": 1}
-    ui = sample_store.settings.ui
+             "login_lockout_s": 60.0, "login_concurrency": 1, **ui_changes}
+    ui = store.settings.ui
     ui = dataclasses.replace(ui, **{k: v for k, v in small.items() if hasattr(ui, k)})
-    settings = dataclasses.replace(sample_store.settings, llm=llm, ui=ui)
+    return dataclasses.replace(store.settings, llm=llm, ui=ui)
+
+
+@pytest.fixture(scope="session")
+def login_server(sample_store: Store) -> Iterator[Running]:
+    """The app with login and the model unreachable, a small login lockout, for the trust
+    tests. No trusted proxies: a client's address is its socket's peer."""
+    for running in _serve(_login_settings(sample_store), demo=False):
+        running.tokens = sample_store.tokens
+        yield running
+
+
+@pytest.fixture(scope="session")
+def proxied_server(sample_store: Store) -> Iterator[Running]:
+    """`login_server` behind a reverse proxy on 127.0.0.1 (`ui.trusted_proxies`): the client is
+    the address that proxy names in X-Forwarded-For."""
+    settings = _login_settings(sample_store, trusted_proxies=("127.0.0.1",))
     for running in _serve(settings, demo=False):
         running.tokens = sample_store.tokens
         yield running

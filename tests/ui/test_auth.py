@@ -3,16 +3,22 @@ server (a real ledger in a temp folder, a fake clock)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+from fastapi import HTTPException
 
 from core.access import parse_groups
+from core.config import UiSettings
 from core.errors import KbError
+from core.types import User
 from ingest.ledger import Ledger
 from ui import admin
-from ui.auth import LoginGuard, SessionTable
+from ui.auth import LoginGuard, SessionTable, login_check
 from ui.users import Users
 
 
@@ -36,19 +42,80 @@ def users(tmp_path: Path) -> Iterator[Users]:
 def test_guard_locks_a_name_and_an_address_then_forgets(users: Users) -> None:
     clock = Clock()
     guard = LoginGuard(users.ledger, max_user=3, max_address=5, lockout_s=60, clock=clock)
-    for _ in range(3):
-        assert guard.locked("bob", "10.0.0.1") == 0
-        guard.failed("bob", "10.0.0.1")
-    assert guard.locked("bob", "10.0.0.2") == pytest.approx(60)  # the name, from anywhere
-    assert guard.locked("alice", "10.0.0.1") == 0
-    guard.failed("carol", "10.0.0.1")
-    guard.failed("dave", "10.0.0.1")  # 5 from this address: locked for every name
-    assert guard.locked("erin", "10.0.0.1") > 0 and guard.locked("erin", "10.0.0.3") == 0
+    for _ in range(3):  # each turn counts as a failure until it succeeds
+        assert guard.reserve("bob", "10.0.0.1").granted
+    refused = guard.reserve("bob", "10.0.0.2")  # the name, from anywhere
+    assert not refused.granted and refused.wait == pytest.approx(60)
+    assert guard.reserve("carol", "10.0.0.1").granted
+    assert guard.reserve("dave", "10.0.0.1").granted  # 5 from this address: locked for any name
+    assert not guard.reserve("erin", "10.0.0.1").granted
+    assert guard.reserve("erin", "10.0.0.3").granted
     clock.now += 61
-    assert guard.locked("bob", "10.0.0.1") == 0 and guard.locked("erin", "10.0.0.1") == 0
-    guard.failed("bob", "10.0.0.1")
-    guard.succeeded("bob")
-    assert guard.locked("bob", "10.0.0.9") == 0
+    assert guard.reserve("erin", "10.0.0.1").granted
+    turns = [guard.reserve("bob", "10.0.0.1") for _ in range(3)]
+    assert all(turn.granted for turn in turns) and not guard.reserve("bob", "10.0.0.9").granted
+    guard.succeeded(turns[-1], "bob")  # the right password: that turn and bob's failures go
+    assert guard.reserve("bob", "10.0.0.9").granted
+    clock.now += 1  # the address's failures stay: erin's, bob's first two, then frank's, gina's
+    assert guard.reserve("frank", "10.0.0.1").granted and guard.reserve("gina", "10.0.0.1").granted
+    refused = guard.reserve("hal", "10.0.0.1")
+    assert not refused.granted and refused.wait == pytest.approx(59)
+
+
+def count_password_checks(users: Users) -> list[str]:
+    """The names whose password `users` checks from now on (the real check, counted)."""
+    checked: list[str] = []
+    lock = threading.Lock()
+    real = users.authenticate
+
+    def authenticate(name: str, password: str) -> User | None:
+        with lock:
+            checked.append(name)
+        return real(name, password)
+
+    users.authenticate = authenticate  # type: ignore[method-assign]
+    return checked
+
+
+def test_parallel_wrong_logins_check_at_most_the_limit(tmp_path: Path, ledger_url: str) -> None:
+    """Issue 28, finding 2: "is bob locked?" and "count bob's failure" were two steps, so 100
+    wrong logins at once all passed the first before any reached the second (70 of 100 were
+    checked with a limit of 5). Here two app processes (two ledgers on one database) take 100
+    wrong passwords for bob at once, through the login check Gradio awaits."""
+    where = ledger_url or tmp_path / "ledger.sqlite"
+    processes = [Users(Ledger(where)), Users(Ledger(where))]
+    try:
+        processes[0].add("bob", "bob-password", ["all"])
+        checked = [count_password_checks(users) for users in processes]
+        settings = UiSettings(login_concurrency=2)
+        checks = [login_check(users, settings, LoginGuard(users.ledger, max_user=5,
+                                                          max_address=20, lockout_s=300))
+                  for users in processes]
+        codes: list[Any] = []
+
+        async def guess(i: int) -> None:
+            try:
+                codes.append(400 if not await checks[i % 2]("bob", f"guess-{i}") else 200)
+            except HTTPException as exc:
+                codes.append(exc.status_code)
+
+        async def flood() -> None:
+            async with anyio.create_task_group() as tasks:
+                for i in range(100):
+                    tasks.start_soon(guess, i)
+
+        anyio.run(flood)
+        total = sum(len(names) for names in checked)
+        print(f"100 parallel wrong logins, limit 5: {total} password checks, "
+              f"{codes.count(400)} x 400, {codes.count(429)} x 429")
+        assert total == 5 and codes.count(400) == 5 and codes.count(429) == 95, codes
+        # the right password is refused too, and costs no check
+        with pytest.raises(HTTPException, match="429"):
+            anyio.run(checks[1], "bob", "bob-password")
+        assert sum(len(names) for names in checked) == total
+    finally:
+        for users in processes:
+            users.ledger.close()
 
 
 def test_two_processes_share_sessions_and_lockouts(tmp_path: Path, ledger_url: str) -> None:
@@ -75,11 +142,11 @@ def test_two_processes_share_sessions_and_lockouts(tmp_path: Path, ledger_url: s
         assert one.get("t2") is None and one.get("t3") is None and len(one) == 0
         guards = [LoginGuard(u.ledger, max_user=2, max_address=9, lockout_s=60, clock=clock)
                   for u in (first, second)]
-        guards[0].failed("bob", "10.0.0.1")
-        guards[1].failed("bob", "10.0.0.2")
-        assert guards[0].locked("bob", "10.0.0.3") == pytest.approx(60)
-        guards[1].succeeded("bob")
-        assert guards[0].locked("bob", "10.0.0.3") == 0
+        assert guards[0].reserve("bob", "10.0.0.1").granted
+        turn = guards[1].reserve("bob", "10.0.0.2")
+        assert guards[0].reserve("bob", "10.0.0.3").wait == pytest.approx(60)
+        guards[1].succeeded(turn, "bob")
+        assert guards[0].reserve("bob", "10.0.0.3").granted
     finally:
         first.ledger.close()
         second.ledger.close()

@@ -56,11 +56,16 @@ def test_two_app_processes_share_logins_and_documents(
                 two.get("logout")  # Gradio's logout through the second ends it on the first
             assert one.get("config").status_code == 401
 
-        # failed logins through one process count on the other (lockout after 5 by default)
+        # failed logins through one process count on the other (lockout after 5 by default),
+        # under the socket's address: kb serve believes X-Forwarded-For from no one by default
         codes = [httpx.post((first if i % 2 else second).url + "login", timeout=30,
-                            data={"username": "alice", "password": f"guess-{i}"}).status_code
+                            data={"username": "alice", "password": f"guess-{i}"},
+                            headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
                  for i in range(6)]
         assert codes == [400] * 5 + [429], codes
+        with users_for(settings) as users:
+            counted = users.ledger.login_failures(["a:127.0.0.1", "a:203.0.113.0"], 0.0)
+        assert set(counted) == {"a:127.0.0.1"} and counted["a:127.0.0.1"][0] == 5, counted
 
         # a document uploaded through the first is answerable through the second
         assert not any(f.endswith("Quibbit-Voucher-Policy.docx")
