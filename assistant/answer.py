@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from assistant.answerable import load_model
+from assistant.best_sentence import lead_with_best
 from assistant.cite import attribute, verify
-from assistant.lead import lead_with_best
 from assistant.loopguard import LoopGuard
 from assistant.pack import plan_budget, render_passages
 from assistant.prompt import abstention_text, build_messages, defuse, retrieval_only_text
-from assistant.retrieve import Retrieval, Retriever
+from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
 from assistant.tokens import special_tokens
 from assistant.window import fill_budget, snapshot_neighbours
@@ -39,7 +39,7 @@ from core.errors import AccessDenied, GenerationError, KbError
 from core.ports import Generator, Reranker, TokenCounter
 from core.text import Lang
 from core.types import Answer, Citation, Passage, Turn
-from ingest.store import Store
+from store.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -51,8 +51,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from assistant.answer_type import asked_units, expected_units, states_amount
-from assistant.lexical import BM25Index, tokenize_query
+from assistant.retrieve.asked_amount import asked_units, expected_units, states_amount
+from assistant.retrieve.lexical import BM25Index, tokenize_query
 from core.errors import ConfigError
 from core.text import split_sentences, tokenize
 from core.types import Passage

@@ -35,7 +35,7 @@ QUESTION = "How many days of annual leave can I carry over?"
 STAGED = """
 import time
 t0 = time.perf_counter()
-from ui.cli_common import offline_environment, settings_for
+from ui.cli.common import offline_environment, settings_for
 from ui.cli import main
 t1 = time.perf_counter()
 offline_environment()

@@ -50,7 +50,7 @@ def sample_settings() -> Settings:
 def ensure_sample_store() -> Settings:
     """The sample documents ingested into SAMPLE_STORE (once)."""
     from ingest.pipeline import ingest_paths
-    from ingest.store import open_store
+    from store.store import open_store
 
     settings = sample_settings()
     marker = SAMPLE_STORE / "ingested"

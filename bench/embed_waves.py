@@ -34,11 +34,11 @@ from bench.corpus_gen import generated_corpus  # noqa: E402
 from core.config import load_settings  # noqa: E402
 from core.errors import IngestError  # noqa: E402
 from core.types import DocMeta  # noqa: E402
-from ingest.embed import load_embedder  # noqa: E402
-from ingest.embed_openvino import OpenVinoEmbedder  # noqa: E402
 from ingest.parse import ParsePool  # noqa: E402
 from ingest.prepare import chunk_document  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from store.embed.embedder import load_embedder  # noqa: E402
+from store.embed.openvino import OpenVinoEmbedder  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 
 
 def passages(folder: Path, embedder: OpenVinoEmbedder) -> list[list[str]]:

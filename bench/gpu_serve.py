@@ -74,12 +74,12 @@ def prepare(args: argparse.Namespace) -> None:
     from assistant.answer import should_abstain
     from assistant.pack import pack, plan_budget, render_passages
     from assistant.prompt import SYSTEM, build_messages
-    from assistant.retrieve import Retriever
+    from assistant.retrieve.retriever import Retriever
     from assistant.tokens import LocalTokenCounter
     from core.config import load_settings
     from ingest.pipeline import ingest_paths
-    from ingest.store import open_store
-    from ui.cli_common import offline_environment
+    from store.store import open_store
+    from ui.cli.common import offline_environment
 
     offline_environment()
     base = load_settings(REPO / "config.toml")

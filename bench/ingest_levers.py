@@ -28,11 +28,11 @@ sys.path.insert(0, str(REPO))
 from assistant.evaluation.baseline import build_starter_index  # noqa: E402
 from bench.ingest_speed import count_pages  # noqa: E402
 from core.config import Settings, load_settings  # noqa: E402
-from ingest.embed import load_embedder  # noqa: E402
-from ingest.embed_openvino import OpenVinoEmbedder  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
-from ingest.store import open_store  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from store.embed.embedder import load_embedder  # noqa: E402
+from store.embed.openvino import OpenVinoEmbedder  # noqa: E402
+from store.store import open_store  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 
 
 def settings_for(tmp: Path, runtime: str) -> Settings:

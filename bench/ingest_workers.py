@@ -25,9 +25,9 @@ from core.config import Settings, load_settings  # noqa: E402
 from core.types import IngestReport  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
 from ingest.queue import wait_for_batch  # noqa: E402
-from ingest.store import open_store  # noqa: E402
 from ingest.workers import threads_per_worker  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from store.store import open_store  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 
 
 def settings_in(folder: Path) -> Settings:

@@ -209,10 +209,10 @@ def main() -> int:
     from assistant.serving.serve import VllmServer
     from assistant.serving.testmodel import build_test_model
     from core.config import load_settings
-    from tests.stores import ingest_paths
-    from tests.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S, free_port
-    from ui.app import create_server
-    from ui.cli_common import offline_environment
+    from devtools.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S, free_port
+    from tests.support.stores import ingest_paths
+    from ui.cli.common import offline_environment
+    from ui.web.app import create_server
     from ui.wiring import open_services, users_for
 
     offline_environment()

@@ -35,7 +35,7 @@ from core.config import Settings, load_settings  # noqa: E402
 from core.text import split_sentences  # noqa: E402
 from core.types import Answer  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 from ui.wiring import open_services, services_for  # noqa: E402
 
 VARIANTS = {

@@ -51,8 +51,8 @@ from bench.common import (  # noqa: E402
     questions,
 )
 from core.types import Answer, Message  # noqa: E402
-from ingest.store import Store, open_store  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from store.store import Store, open_store  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 from ui.wiring import prime_counts, warm_up  # noqa: E402
 
 # The retriever's own stages (`Retrieval.timings_ms`), reported beside the bench's: BM25 and

@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from core.config import load_settings  # noqa: E402
-from ingest.ocr import OcrOptions, image_only_pdf, ocr_options  # noqa: E402
-from ingest.parse_pdf import parse_pdf  # noqa: E402
+from ingest.parse.ocr import OcrOptions, image_only_pdf, ocr_options  # noqa: E402
+from ingest.parse.pdf import parse_pdf  # noqa: E402
 
 
 def _timed(paths: list[Path], repeat: int, **options: object) -> tuple[float, int]:

@@ -33,8 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from core.config import Settings, load_settings  # noqa: E402
-from ingest.store import open_ledger  # noqa: E402
-from tests.app_processes import (  # noqa: E402
+from devtools.app_processes import (  # noqa: E402
     AppProcess,
     passages,
     shared_env,
@@ -43,10 +42,11 @@ from tests.app_processes import (  # noqa: E402
     wait_for_file,
     wait_ready,
 )
-from tests.chroma_server import chroma_command  # noqa: E402
-from tests.postgres import throwaway_cluster  # noqa: E402
-from tests.vllm_server import free_port  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from devtools.chroma_server import chroma_command  # noqa: E402
+from devtools.postgres import throwaway_cluster  # noqa: E402
+from devtools.vllm_server import free_port  # noqa: E402
+from store.store import open_ledger  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 from ui.wiring import store_for, users_for  # noqa: E402
 
 PASSWORD = "bench-password"
@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--refresh-s", type=float, default=1.0)
     parser.add_argument("--ledger-url", default="", help="PostgreSQL ledger (default: SQLite)")
     parser.add_argument("--postgres", action="store_true",
-                        help="the ledger in a throwaway PostgreSQL cluster (tests/postgres.py)")
+                        help="the ledger in a throwaway PostgreSQL cluster (devtools/postgres.py)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args()
     offline_environment()

@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO))
 from core.config import load_settings  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
 from ingest.reindex import reindex  # noqa: E402
-from ingest.store import open_store  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from store.store import open_store  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 
 TOPICS = [
     ("Annual leave", "年假"),

@@ -30,17 +30,17 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from assistant.retrieve import Retriever  # noqa: E402
+from assistant.retrieve.retriever import Retriever  # noqa: E402
 from assistant.window import fill_window, snapshot_neighbours  # noqa: E402
 from bench.common import Host  # noqa: E402
 from bench.common import questions as bench_questions  # noqa: E402
 from core.config import load_settings  # noqa: E402
 from core.types import Chunk, DocMeta  # noqa: E402
-from ingest.ledger import Ledger  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
-from ingest.store import open_store  # noqa: E402
-from ingest.vectors import group_metadata  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from store.ledger import Ledger  # noqa: E402
+from store.store import open_store  # noqa: E402
+from store.vectors import group_metadata  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 
 # The bench store's HNSW settings (Chroma's collection `configuration`). Chroma persists the
 # whole index (and pickles its id map) every `sync_threshold` added vectors: at the default
@@ -169,18 +169,19 @@ STAGES = ("lexical", "lexical_more", "dense", "dense_embed", "dense_search", "re
 
 
 def use_openvino_questions(store, settings) -> str:  # type: ignore[no-untyped-def]
-    """Questions on the passage embedder's OpenVINO export, as a warm app embeds them: main's
-    `ingest.question_openvino` (its PRECISION) where this checkout has it, else `OpenVinoEmbedder`
-    (bfloat16 on AMX, one thread a question: what the 2026-12-01 1M runs used)."""
+    """Questions on the passage embedder's OpenVINO export, as a warm app embeds them:
+    main's `store.embed.question_openvino` (its PRECISION) where this checkout has it, else
+    `OpenVinoEmbedder` (bfloat16 on AMX, one thread a question: what the 2026-12-01 1M runs
+    used)."""
     # looked for by file: the editable install's finder would find main's copy of a module
     # this checkout lacks
     if (REPO / "ingest" / "question_openvino.py").is_file():
-        from ingest.question_openvino import PRECISION, open_openvino_question_encoder
+        from store.embed.question_openvino import PRECISION, open_openvino_question_encoder
 
         encoder, how = open_openvino_question_encoder(settings.embed), f"openvino {PRECISION}"
     else:
-        from ingest.embed import export_root, resolve_model_path
-        from ingest.embed_openvino import OpenVinoEmbedder
+        from store.embed.embedder import export_root, resolve_model_path
+        from store.embed.openvino import OpenVinoEmbedder
 
         folder = Path(resolve_model_path(settings.embed.model))
         encoder = OpenVinoEmbedder(settings.embed, export_root(settings.embed), folder)

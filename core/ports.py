@@ -1,13 +1,14 @@
 """The ports: what the pipelines need from the outside services, as narrow protocols. Each has
-one real adapter (named beside it) and, for the tests of pure logic, a fake in `tests/fakes.py`.
+one real adapter (named beside it) and, for the tests of pure logic, a fake in
+`tests/support/fakes.py`.
 
-    Embedder      texts -> unit vectors               ingest/embed.py (sentence-transformers)
-    VectorIndex   upsert / query / delete vectors     ingest/vectors.py (Chroma)
-    Generator     messages -> streamed answer text    assistant/llm.py (vLLM's OpenAI API)
-    TokenCounter  tokens as the served model counts   assistant/tokens.py (its tokenizer)
-    Reranker      re-order (question, passage)        assistant/rerank.py (a cross-encoder)
+    Embedder      texts -> unit vectors             store/embed/embedder.py (sentence-transformers)
+    VectorIndex   upsert / query / delete vectors   store/vectors.py (Chroma)
+    Generator     messages -> streamed answer text  assistant/llm.py (vLLM's OpenAI API)
+    TokenCounter  tokens as the served model counts assistant/tokens.py (its tokenizer)
+    Reranker      re-order (question, passage)      assistant/retrieve/rerank.py (a cross-encoder)
 
-The ledger (ingest/ledger.py) is the store of record beside them; `ingest.store.Store` holds
+The ledger (store/ledger/) is the store of record beside them; `store.store.Store` holds
 one of each for a process.
 """
 
@@ -24,7 +25,7 @@ import numpy.typing as npt
 from core.types import Message, Passage
 
 Vectors = npt.NDArray[np.float32]
-# Stored on every vector: doc id, groups as "|a|b|", one flag per group (ingest.vectors).
+# Stored on every vector: doc id, groups as "|a|b|", one flag per group (store.vectors).
 Metadata = dict[str, str | int | float | bool]
 
 

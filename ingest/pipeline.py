@@ -2,22 +2,22 @@
 
 Public functions (the CLI and the app call these and nothing deeper):
 
-    store = open_store(settings)                          (ingest/store.py; one per process)
+    store = open_store(settings)                          (store/store.py; one per process)
     ingest_paths(store, [Path("data/samples")], groups=None, prune=False) -> IngestReport
     reindex(store, full=False) -> IngestReport            (ingest/reindex.py)
     delete_document(store, "leave.pdf") -> DocRecord
     list_documents(store) -> list[DocRecord]
     store_status(store) -> dict
 
-Per file: an unchanged file (same size and mtime, or same sha256) is skipped without parsing; a
-new or changed one is parsed in a worker process with a time limit (the next file is parsed
-while this one is written), chunked, its new passages embedded (through the cache, together with
-other files' passages in waves of `ingest.embed_wave`, in a background thread: ingest/waves.py)
-and upserted into Chroma, and only then made live in the ledger in one transaction, files in
-the order they were found; vectors that stopped being live are deleted afterwards. A crash
-anywhere leaves the old or the new version live; orphans are collected at the start of the next
-run. Every writing function holds the store's write lock (`store.writing`, ingest/lock.py) for
-its whole run, so that collection never meets another run's unfinished work.
+Per file: an unchanged file (same size and mtime, or same sha256) is skipped without parsing; a new
+or changed one is parsed in a worker process with a time limit (the next file is parsed while this
+one is written), chunked, its new passages embedded (through the cache, together with other files'
+passages in waves of `ingest.embed_wave`, in a background thread: ingest/embed_ahead.py) and
+upserted into Chroma, and only then made live in the ledger in one transaction, files in the order
+they were found; vectors that stopped being live are deleted afterwards. A crash anywhere leaves the
+old or the new version live; orphans are collected at the start of the next run. Every writing
+function holds the store's write lock (`store.writing`, store/write_lock.py) for its whole run, so
+that collection never meets another run's unfinished work.
 
 Parallel ingestion keeps this one writer: `workers=N` parses and embeds in N processes each
 (ingest/workers.py) and commits here with `Writer.commit`; `queue=True` decides what changed as
@@ -45,15 +45,15 @@ from core.errors import IngestError, KbError
 from core.ports import Vectors
 from core.text import load_segmenter
 from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
-from ingest.convert_doc import soffice
-from ingest.lazy_vectors import LazyVectorIndex
+from ingest.embed_ahead import EmbedAhead
 from ingest.parse import ParsePool
+from ingest.parse.legacy_doc import soffice
 from ingest.prepare import Prepared, chunk_document
 from ingest.prepare import lexical_terms as lexical_terms  # re-exported: callers import it here
-from ingest.store import Store
-from ingest.vectors import group_metadata
-from ingest.waves import EmbedAhead
 from ingest.workers import prepare_in_processes
+from store.lazy_vectors import LazyVectorIndex
+from store.store import Store
+from store.vectors import group_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -418,7 +418,7 @@ def _ingest_paths(
 
     if not queue and todo:
         # passages of several files are embedded together, beside the chunking and commits
-        # (ingest/waves.py); files are committed in the order they were found
+        # (ingest/embed_ahead.py); files are committed in the order they were found
         with EmbedAhead[_Staged](
             lambda texts: store.embedder.embed_batch(texts),
             settings.ingest.embed_wave,

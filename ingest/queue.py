@@ -7,7 +7,7 @@ processes on any machine that shares the ledger and the vector store take them.
 
 A worker claims the oldest open job (`Ledger.claim_job`: `FOR UPDATE SKIP LOCKED` on
 PostgreSQL, a `BEGIN IMMEDIATE` transaction on SQLite), parses the file in its time-limited
-parse process (ingest/parse.py), chunks and embeds it (ingest/prepare.py) without any lock, and
+parse process (ingest/parse/), chunks and embeds it (ingest/prepare.py) without any lock, and
 only then takes the store's write lock for the commit: recovery of an interrupted writer, the
 vectors Chroma lacks, the ledger switch (`Writer.commit`, the path `kb ingest` takes), the job's
 outcome. So there is one writer at a time, as with `kb ingest`, and the slow work (parsing,
@@ -39,11 +39,11 @@ from types import TracebackType
 
 from core.errors import BrokenFile, IngestError
 from core.types import FileOutcome, IngestReport
-from ingest.ledger import Job
 from ingest.parse import ParsePool
 from ingest.pipeline import Progress, Writer, recover, sha256_file
 from ingest.prepare import Prepared, prepare
-from ingest.store import Store
+from store.ledger import Job
+from store.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from core.errors import IngestError
 from core.types import DocMeta, DocRecord, FileOutcome, IngestReport
-from ingest.ledger import KEPT_NOTE
 from ingest.parse import ParsePool
 from ingest.pipeline import Progress, Writer, ingest_paths, recover, sha256_file
 from ingest.prepare import lexical_terms
-from ingest.store import Store
+from store.ledger import KEPT_NOTE
+from store.store import Store
 
 logger = logging.getLogger(__name__)
 

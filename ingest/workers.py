@@ -3,7 +3,7 @@
     for meta, result in prepare_in_processes(settings, [(meta, path), ...], workers=2):
         writer.commit(result)     # result: a Prepared document, or the IngestError its file got
 
-Files are parsed by `ParsePool` (ingest/parse.py: N time- and memory-limited processes) and
+Files are parsed by `ParsePool` (ingest/parse/: N time- and memory-limited processes) and
 each parsed document goes to one of N embedding processes, which chunk it and embed its
 passages with an embedder of their own (through the shared embedding cache) and send back a
 `Prepared` document (ingest/prepare.py). The parse processes go on with later files while
@@ -29,10 +29,10 @@ from pathlib import Path
 from core.config import Settings
 from core.errors import BrokenFile, IngestError, KbError
 from core.types import DocMeta, ParsedDoc
-from ingest.embed import open_embedder
 from ingest.parse import ParsePool
 from ingest.prepare import Prepared, prepare
-from ingest.store import embed_cache_path
+from store.embed.embedder import open_embedder
+from store.store import embed_cache_path
 
 logger = logging.getLogger(__name__)
 

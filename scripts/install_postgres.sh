@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Debian's PostgreSQL server binaries (initdb, pg_ctl, postgres), which the tests of the
 # PostgreSQL ledger (store.ledger_url) use to start a throwaway cluster on loopback
-# (tests/postgres.py); no cluster is created or started here. Safe to run again; needs root or
+# (devtools/postgres.py); no cluster is created or started here. Safe to run again; needs root or
 # sudo. Without it, those tests skip with this hint.
 # Usage: scripts/install_postgres.sh
 set -euo pipefail

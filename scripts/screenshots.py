@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.devtools import BrowserError, Page, chromium_page  # noqa: E402
+from devtools.chromium import BrowserError, Page, chromium_page  # noqa: E402
 
 SAMPLES = REPO / "data" / "samples" / "docs"
 # What the shots need: the 差旅费 series (the 2024 table of hotel rates), an English PDF, a .docx.
@@ -104,7 +104,7 @@ def demo_app(work: Path) -> Iterator[str]:
 
     from core.config import load_settings
     from ingest.pipeline import ingest_paths
-    from ui.app import create_server
+    from ui.web.app import create_server
     from ui.wiring import open_services, store_for
 
     docs = work / "docs"

@@ -30,9 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from core.config import Settings, load_settings  # noqa: E402
+from devtools.chromium import CHROMIUM, BrowserError, Page, chromium_page  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
-from tests.devtools import CHROMIUM, BrowserError, Page, chromium_page  # noqa: E402
-from ui.cli_common import offline_environment  # noqa: E402
+from ui.cli.common import offline_environment  # noqa: E402
 from ui.wiring import open_services  # noqa: E402
 
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
@@ -112,7 +112,7 @@ def click_text(selector: str, text: str) -> str:
 def shoot(settings: Settings, out: Path, profile: Path) -> None:
     import uvicorn
 
-    from ui.app import create_server
+    from ui.web.app import create_server
 
     services = open_services(settings)
     port = free_port()

@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False \
   GRADIO_ANALYTICS_ENABLED=False VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 TOKENIZERS_PARALLELISM=false
 scripts/setup.sh
-.venv/bin/ruff check core assistant ingest ui tests scripts bench
-.venv/bin/mypy core ingest assistant ui
+.venv/bin/ruff check core store ingest assistant ui tests scripts bench devtools
+.venv/bin/mypy core store ingest assistant ui
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

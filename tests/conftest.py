@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from core.config import Settings, load_settings
-from tests.chroma_server import chroma_server  # noqa: F401  (the fixture, for every folder)
-from tests.postgres import ledger_url, postgres  # noqa: F401  (the fixtures, for every folder)
-from tests.vllm_server import vllm_server  # noqa: F401  (the fixture, for every test folder)
+from devtools.chroma_server import chroma_server  # noqa: F401  (the fixture, for every folder)
+from devtools.postgres import ledger_url, postgres  # noqa: F401  (the fixtures, for every folder)
+from devtools.vllm_server import vllm_server  # noqa: F401  (the fixture, for every test folder)
 
 REPO = Path(__file__).resolve().parents[1]
 

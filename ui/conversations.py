@@ -17,7 +17,7 @@ import uuid
 
 from core.errors import KbError
 from core.types import Answer, ConversationRecord, StoredTurn, Turn
-from ingest.ledger import Ledger
+from store.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from typing import Any
 from core.access import parse_groups
 from core.errors import KbError
 from core.types import Answer, QuestionRecord, User
-from ingest.ledger import Ledger
+from store.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 

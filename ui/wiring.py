@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING
 from core.config import Settings
 from core.ports import Generator
 from core.text import load_segmenter
-from ingest.embed import torch_device
-from ingest.lazy_vectors import LazyVectorIndex
-from ingest.store import Store, open_ledger, open_store
+from store.embed.embedder import torch_device
+from store.lazy_vectors import LazyVectorIndex
+from store.store import Store, open_ledger, open_store
 from ui.conversations import Conversations
 from ui.users import Users
 
 if TYPE_CHECKING:
     from assistant.answer import Assistant
-    from ui.metrics import Metrics
+    from ui.web.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class Services:
         """The app's counters, made on first use (prometheus_client is ~0.1 s of a command's
         start that never serves them)."""
         if self._metrics is None:
-            from ui.metrics import Metrics
+            from ui.web.metrics import Metrics
 
             self._metrics = Metrics()
         return self._metrics
@@ -75,7 +75,7 @@ def open_assistant(store: Store) -> Assistant:
     from assistant.answer import Assistant
     from assistant.llm import LlmClient
     from assistant.replicas import ReplicaPool
-    from assistant.rerank import load_reranker
+    from assistant.retrieve.rerank import load_reranker
     from assistant.tokens import LazyTokenCounter, load_token_counter
 
     settings = store.settings
@@ -99,13 +99,13 @@ def open_assistant(store: Store) -> Assistant:
 
 def warm_up(store: Store) -> threading.Thread:
     """For a long-running process (the app), in a background thread: open Chroma (a query
-    process opens it on first use: `ingest/lazy_vectors.py`), load jieba's dictionary (else
+    process opens it on first use: `store/lazy_vectors.py`), load jieba's dictionary (else
     the first Chinese question waits ~1 s for it) and the OpenVINO question encoder
-    (`ingest/question_openvino.py`: ~4x faster per question than numpy, slower to load), which
+    (`store/embed/question_openvino.py`: ~4x faster per question than numpy, slower to load), which
     the store's questions switch to once loaded (they stay on numpy where there is no export)."""
 
     def load() -> None:
-        from ingest.question_openvino import open_openvino_question_encoder
+        from store.embed.question_openvino import open_openvino_question_encoder
 
         if isinstance(store.vectors, LazyVectorIndex):
             try:
@@ -141,7 +141,7 @@ def prime_counts(assistant: Assistant, limit: int = PRIME_CHUNKS) -> int:
 
 
 def open_services(settings: Settings, *, warm: bool = False) -> Services:
-    """The store (Chroma opened on first use: `ingest/lazy_vectors.py`), the assistant and the
+    """The store (Chroma opened on first use: `store/lazy_vectors.py`), the assistant and the
     accounts of one process. `warm` (a long-running process: the app) opens Chroma, loads the
     faster question encoder (`warm_up`) and counts the passages' lines (`prime_counts`) in
     the background at once."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from core.config import Settings
 from core.errors import ConfigError
-from ingest.embed import resolve_model_path, torch_device
+from store.embed.embedder import resolve_model_path, torch_device
 
 INSTALL_HINT = (
     "the LlamaIndex baseline needs the eval extra: .venv/bin/pip install -e '.[eval]' "

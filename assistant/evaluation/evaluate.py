@@ -35,7 +35,7 @@ from core.config import Settings
 from core.text import detect_lang
 from core.types import Passage
 from ingest.pipeline import ingest_paths
-from ingest.store import Store
+from store.store import Store
 
 _SPACE = re.compile(r"\s+")
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr@10", "in_window", "abstain_acc")

@@ -24,7 +24,7 @@ from assistant.answerable import (
     fit_logistic,
     model_json,
 )
-from assistant.lexical import BM25Index, tokenize
+from assistant.retrieve.lexical import BM25Index, tokenize
 from core.errors import ConfigError
 from core.types import Passage
 
@@ -202,9 +202,9 @@ def test_cached_evidence_equals_evidence_tokenized_afresh(make_settings: Any) ->
     """On a real store (the sample documents): the evidence of each sample question, its
     passages' terms cached from earlier questions, equals that of tokenizing them again."""
     from assistant import answerable
-    from assistant.retrieve import Retriever
-    from ingest.store import open_store
-    from tests.stores import ingest_paths
+    from assistant.retrieve.retriever import Retriever
+    from store.store import open_store
+    from tests.support.stores import ingest_paths
 
     repo = Path(__file__).resolve().parents[2]
     settings = make_settings()

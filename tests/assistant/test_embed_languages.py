@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.retrieve import Retriever
-from ingest.store import open_store
-from tests.stores import ingest_paths
-from tests.tiny_bert import tiny_bert
+from assistant.retrieve.retriever import Retriever
+from store.store import open_store
+from tests.support.stores import ingest_paths
+from tests.support.tiny_bert import tiny_bert
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.fuse import rrf, score_fuse, tied_ranks, weights_for_lang
+from assistant.retrieve.fuse import rrf, score_fuse, tied_ranks, weights_for_lang
 
 
 def test_scores_are_weighted_reciprocal_ranks() -> None:

@@ -10,13 +10,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from assistant.fuse import score_fuse
-from assistant.lexical import BM25Index, tokenize_query
-from assistant.retrieve import Retriever, _score_fused
+from assistant.retrieve.fuse import score_fuse
+from assistant.retrieve.lexical import BM25Index, tokenize_query
+from assistant.retrieve.retriever import Retriever, _score_fused
 from core.errors import ConfigError
 from core.text import tokenize
-from ingest.store import open_store
-from tests.stores import ingest_paths
+from store.store import open_store
+from tests.support.stores import ingest_paths
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"

@@ -7,7 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assistant.lexical import BM25Index, TitleIndex, load_synonyms, name_runs, tokenize_query
+from assistant.retrieve.lexical import (
+    BM25Index,
+    TitleIndex,
+    load_synonyms,
+    name_runs,
+    tokenize_query,
+)
 from core.errors import ConfigError
 from core.text import cn_numeral_value, detect_lang, stem, tokenize
 

@@ -9,10 +9,10 @@ from assistant.answer import Assistant
 from core.config import load_settings
 from core.errors import GenerationUnavailable
 from core.types import Block, DocMeta, ParsedDoc
-from ingest.ledger import Ledger
 from ingest.pipeline import Writer
-from ingest.store import Store
-from tests.fakes import FakeCounter, FakeEmbedder, FakeGenerator, MemoryVectorIndex
+from store.ledger import Ledger
+from store.store import Store
+from tests.support.fakes import FakeCounter, FakeEmbedder, FakeGenerator, MemoryVectorIndex
 
 REPO = Path(__file__).resolve().parents[2]
 LEAVE = "Employees may carry over up to five days of unused annual leave into the next year."

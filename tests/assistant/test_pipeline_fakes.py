@@ -1,5 +1,5 @@
-"""The query pipeline's own logic on fakes of every port (tests/fakes.py): a real ledger in a
-temp folder, an in-memory vector index, a hashing embedder and a queued generator. No torch,
+"""The query pipeline's own logic on fakes of every port (tests/support/fakes.py): a real ledger
+in a temp folder, an in-memory vector index, a hashing embedder and a queued generator. No torch,
 Chroma or model server: these run in milliseconds. The same paths run against the real parts in
 test_answer.py."""
 
@@ -16,10 +16,10 @@ from assistant.answer import Assistant
 from core.config import Settings, load_settings
 from core.errors import GenerationUnavailable, StoreError
 from core.types import Block, DocMeta, ParsedDoc
-from ingest.ledger import Ledger
 from ingest.pipeline import Writer, ingest_paths
-from ingest.store import Store
-from tests.fakes import FakeCounter, FakeEmbedder, FakeGenerator, MemoryVectorIndex
+from store.ledger import Ledger
+from store.store import Store
+from tests.support.fakes import FakeCounter, FakeEmbedder, FakeGenerator, MemoryVectorIndex
 
 REPO = Path(__file__).resolve().parents[2]
 LEAVE = "Employees may carry over up to five days of unused annual leave into the next year."
@@ -205,7 +205,7 @@ def test_the_prompt_bound_handed_to_the_client_holds_with_the_real_tokenizer(
     least the prompt's own count (the test model's tokenizer) and leave room for the answer."""
     from assistant.serving.testmodel import build_test_model
     from assistant.tokens import LocalTokenCounter
-    from tests.vllm_server import MODEL_DIR
+    from devtools.vllm_server import MODEL_DIR
 
     settings = settings_for(tmp_path)
     llm = dataclasses.replace(settings.llm, max_model_len=900, answer_tokens=128)

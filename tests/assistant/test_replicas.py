@@ -18,7 +18,7 @@ from assistant.llm import LlmClient
 from assistant.replicas import ReplicaPool
 from assistant.serving.serve import VllmServer
 from core.errors import GenerationUnavailable
-from tests.vllm_server import CACHE_DIR, READY_TIMEOUT_S, free_port
+from devtools.vllm_server import CACHE_DIR, READY_TIMEOUT_S, free_port
 
 CHAT = [{"role": "user", "content": "年假有几天?"}]
 
@@ -162,9 +162,9 @@ def test_two_real_servers_one_killed_midway_no_question_fails(
 
 def test_llm_endpoints_in_config_give_a_replica_pool(tmp_path: Any) -> None:
     from core.config import Settings
-    from ingest.ledger import Ledger
-    from ingest.store import Store
-    from tests.fakes import FakeEmbedder, MemoryVectorIndex
+    from store.ledger import Ledger
+    from store.store import Store
+    from tests.support.fakes import FakeEmbedder, MemoryVectorIndex
     from ui.wiring import open_assistant
 
     urls = ("http://10.0.0.5:8000/v1", "http://10.0.0.6:8000/v1")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.retrieve import Retriever
+from assistant.retrieve.retriever import Retriever
 from core.errors import ConfigError
-from tests.stores import ingest_paths
-from tests.tiny_bert import tiny_bert
+from tests.support.stores import ingest_paths
+from tests.support.tiny_bert import tiny_bert
 from ui.wiring import open_services
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from assistant.lexical import TitleIndex
-from assistant.retrieve import _by_amount, _by_title
+from assistant.retrieve.lexical import TitleIndex
+from assistant.retrieve.retriever import _by_amount, _by_title
 
 
 def _snapshot() -> Any:
@@ -64,13 +64,13 @@ def test_the_dense_side_runs_beside_bm25_and_returns_what_it_would_alone(
 
     import numpy as np
 
-    from assistant.retrieve import Retriever
+    from assistant.retrieve.retriever import Retriever
     from core.config import load_settings
     from core.types import Block, DocMeta, ParsedDoc
-    from ingest.ledger import Ledger
     from ingest.pipeline import Writer
-    from ingest.store import Store
-    from tests.fakes import FakeEmbedder, MemoryVectorIndex
+    from store.ledger import Ledger
+    from store.store import Store
+    from tests.support.fakes import FakeEmbedder, MemoryVectorIndex
 
     class ThreadNoting(FakeEmbedder):
         def __init__(self) -> None:
@@ -114,10 +114,10 @@ def _store_of_groups(tmp_path: Path, vectors: dict[str, Any]) -> Any:
     visible to "finance" only (10%), the rest to "all"; `vectors[doc]` gives each doc's."""
     from core.config import load_settings
     from core.types import Chunk, DocMeta
-    from ingest.ledger import Ledger
-    from ingest.store import Store
-    from ingest.vectors import group_metadata
-    from tests.fakes import FakeEmbedder, MemoryVectorIndex
+    from store.ledger import Ledger
+    from store.store import Store
+    from store.vectors import group_metadata
+    from tests.support.fakes import FakeEmbedder, MemoryVectorIndex
 
     repo = Path(__file__).resolve().parents[2]
     settings = load_settings(repo / "config.toml", environ={}).with_store(tmp_path / "store")
@@ -167,7 +167,7 @@ def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
     visible vectors are never loaded. Only allowed chunks come back, the nearest first."""
     import numpy as np
 
-    import assistant.retrieve as retrieve
+    import assistant.retrieve.retriever as retrieve
 
     rng = np.random.default_rng(1)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -191,7 +191,7 @@ def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
 ) -> None:
     import numpy as np
 
-    import assistant.retrieve as retrieve
+    import assistant.retrieve.retriever as retrieve
 
     rng = np.random.default_rng(2)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -223,7 +223,7 @@ def test_a_small_store_is_searched_exactly_whatever_share_the_user_sees(
     Chroma's approximate index; the same nearest chunks."""
     import numpy as np
 
-    import assistant.retrieve as retrieve
+    import assistant.retrieve.retriever as retrieve
 
     rng = np.random.default_rng(3)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -253,7 +253,7 @@ def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs
     from concurrent.futures import Future
 
     from assistant.pack import render_passages
-    from assistant.retrieve import COUNT_AHEAD, Retriever
+    from assistant.retrieve.retriever import COUNT_AHEAD, Retriever
     from core.types import Passage
 
     rows = {f"c{i}": i for i in range(COUNT_AHEAD + 5)}
@@ -278,11 +278,11 @@ def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs
 def test_counting_ahead_leaves_retrieval_and_packing_as_they_were(make_settings: Any) -> None:
     """Over the sample documents, with the test model's counter where it is built: the same
     passages, evidence and packed window with the lines counted ahead as without."""
-    from assistant.retrieve import Retriever
+    from assistant.retrieve.retriever import Retriever
     from assistant.tokens import LocalTokenCounter
     from assistant.window import fill_window, snapshot_neighbours
-    from ingest.store import open_store
-    from tests.stores import ingest_paths
+    from store.store import open_store
+    from tests.support.stores import ingest_paths
 
     repo = Path(__file__).resolve().parents[2]
     model = repo / ".cache" / "test-model"

@@ -28,7 +28,7 @@ from assistant.tokens import (
     split_at_seams,
 )
 from core.config import LlmSettings
-from tests.vllm_server import MODEL_DIR
+from devtools.vllm_server import MODEL_DIR
 
 
 @pytest.fixture(scope="module")

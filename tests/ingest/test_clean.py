@@ -5,7 +5,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingest.clean import (
+from ingest.parse.clean import (
     clean_text,
     display_width,
     join_lines,

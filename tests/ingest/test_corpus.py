@@ -13,8 +13,8 @@ import pytest
 from core.config import IngestSettings
 from core.errors import IngestError
 from core.types import ParsedDoc
-from ingest.convert_doc import soffice
 from ingest.parse import ParsePool
+from ingest.parse.legacy_doc import soffice
 
 DOC = "ok" if soffice() else "unsupported"  # legacy .doc: converted by LibreOffice when present
 

@@ -31,10 +31,10 @@ from pathlib import Path
 import docx
 import pytest
 
-from assistant.retrieve import Retriever
+from assistant.retrieve.retriever import Retriever
 from core.config import Settings, load_settings
-from ingest.store import open_store
-from tests.stores import ingest_paths, list_documents, store_problems, store_status
+from store.store import open_store
+from tests.support.stores import ingest_paths, list_documents, store_problems, store_status
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"

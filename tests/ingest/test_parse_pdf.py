@@ -6,7 +6,7 @@ import pytest
 
 from core.errors import BrokenFile, EncryptedFile, NoText
 from core.types import ParsedDoc
-from ingest.parse_pdf import parse_pdf
+from ingest.parse.pdf import parse_pdf
 
 
 def _text(doc: ParsedDoc) -> str:

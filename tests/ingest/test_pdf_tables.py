@@ -14,8 +14,8 @@ from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, Tabl
 
 from core.types import Block, ParsedDoc
 from ingest.chunk import chunk_blocks
-from ingest.parse_pdf import parse_pdf
-from ingest.pdf_tables import place_tables, table_rows
+from ingest.parse.pdf import parse_pdf
+from ingest.parse.pdf_tables import place_tables, table_rows
 
 ZH_HEADER = ["城市级别", "城市范围", "住宿标准（元/人·晚）"]
 ZH_ROWS = [

@@ -12,18 +12,24 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.answer import passage_to_json
-from assistant.retrieve import Retriever
+from assistant.retrieve.retriever import Retriever
+from devtools.postgres import with_ledger
 from ingest import pipeline
 from ingest import reindex as reindexing
-from ingest.convert_doc import soffice
-from ingest.embed import CachedEmbedder, open_embedder
-from ingest.lazy_vectors import LazyVectorIndex
-from ingest.ledger import Ledger
-from ingest.store import Store, embed_cache_path, open_ledger, open_store
-from ingest.vectors import open_vector_index
-from tests.fakes import FakeEmbedder, MemoryVectorIndex
-from tests.postgres import with_ledger
-from tests.stores import delete_document, ingest_paths, reindex, store_problems, store_status
+from ingest.parse.legacy_doc import soffice
+from store.embed.embedder import CachedEmbedder, open_embedder
+from store.lazy_vectors import LazyVectorIndex
+from store.ledger import Ledger
+from store.store import Store, embed_cache_path, open_ledger, open_store
+from store.vectors import open_vector_index
+from tests.support.fakes import FakeEmbedder, MemoryVectorIndex
+from tests.support.stores import (
+    delete_document,
+    ingest_paths,
+    reindex,
+    store_problems,
+    store_status,
+)
 from ui.cli import main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,12 +26,12 @@ import pytest
 
 from core.config import Settings
 from core.types import IngestReport
+from devtools.postgres import RunningPostgres, with_ledger
 from ingest import pipeline
-from ingest.ledger import Job
 from ingest.queue import run_worker, wait_for_batch
-from ingest.store import open_store
-from tests.postgres import RunningPostgres, with_ledger
-from tests.stores import ingest_paths, list_documents, store_problems
+from store.ledger import Job
+from store.store import open_store
+from tests.support.stores import ingest_paths, list_documents, store_problems
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"

@@ -15,8 +15,8 @@ import pytest
 from core.config import Settings
 from core.types import IngestReport
 from ingest import pipeline
-from ingest.store import open_store
-from tests.stores import store_problems
+from store.store import open_store
+from tests.support.stores import store_problems
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -85,7 +85,7 @@ def test_two_workers_make_the_store_one_worker_makes(
     assert second["chunks"] == first["chunks"] and len(first["chunks"]) > 20
     assert first["vectors"].shape == second["vectors"].shape
     assert np.abs(first["vectors"]).sum() > 0
-    # one worker embeds several files' passages per batch (ingest/waves.py), the workers one
+    # one worker embeds several files' passages per batch (ingest/embed_ahead.py), the workers one
     # file's: other batch shapes, so bfloat16 rounds a little differently (cosine > 0.9999)
     np.testing.assert_allclose(second["vectors"], first["vectors"], atol=2e-3)
     assert np.einsum("ij,ij->i", first["vectors"], second["vectors"]).min() > 0.9999

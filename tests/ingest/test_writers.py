@@ -17,17 +17,17 @@ from typing import Any
 
 import pytest
 
-from assistant.retrieve import Retriever
+from assistant.retrieve.retriever import Retriever
 from core.config import Settings
 from core.errors import StoreError
+from devtools.postgres import with_ledger
 from ingest import pipeline
-from ingest.ledger import KEPT_NOTE, Ledger
 from ingest.reindex import reindex
-from ingest.store import Store, open_ledger, open_store
-from tests.fakes import FakeEmbedder, MemoryVectorIndex
-from tests.postgres import with_ledger
-from tests.stores import ingest_paths, list_documents, store_problems
-from tests.stores import reindex as reindex_settings
+from store.ledger import KEPT_NOTE, Ledger
+from store.store import Store, open_ledger, open_store
+from tests.support.fakes import FakeEmbedder, MemoryVectorIndex
+from tests.support.stores import ingest_paths, list_documents, store_problems
+from tests.support.stores import reindex as reindex_settings
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
@@ -273,13 +273,13 @@ def test_a_killed_writers_advisory_lock_is_released(postgres: Any) -> None:
     import subprocess
     import sys
 
-    from ingest.lock import AdvisoryLock
+    from store.write_lock import AdvisoryLock
 
     url = postgres.database("killed_writer")
     code = (
         "import sys, time\n"
-        "from ingest.ledger import Ledger\n"
-        "from ingest.lock import AdvisoryLock\n"
+        "from store.ledger import Ledger\n"
+        "from store.write_lock import AdvisoryLock\n"
         "with AdvisoryLock(Ledger(sys.argv[1]), 0).hold('kb killed-writer'):\n"
         "    print('held', flush=True)\n"
         "    time.sleep(600)\n"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from core.config import Settings, load_settings
-from tests.vllm_server import free_port
+from devtools.vllm_server import free_port
 from ui.wiring import open_services, users_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ class Store:
 def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     """data/samples (a subset) ingested with the repository's config: hr-only/ is group hr.
     Users: alice (all, hr, admin) and bob (all)."""
-    from tests.stores import ingest_paths
+    from tests.support.stores import ingest_paths
 
     if not SAMPLES.is_dir():
         pytest.skip(f"{SAMPLES} is missing (run scripts/make_samples.py)")
@@ -77,8 +77,8 @@ class Running:
     settings: Settings
     tokens: dict[str, str]
     assistant: Any
-    app: Any  # ui.app.App: the handlers, for calls a browser cannot make
-    guard: Any = None  # ui.auth.LoginGuard of the server (tests reset it)
+    app: Any  # ui.web.app.App: the handlers, for calls a browser cannot make
+    guard: Any = None  # ui.web.auth.LoginGuard of the server (tests reset it)
 
     def client(self, user: str | None) -> Any:
         from gradio_client import Client
@@ -90,7 +90,7 @@ class Running:
 def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
     import uvicorn
 
-    from ui.app import UVICORN_OPTIONS, create_server
+    from ui.web.app import UVICORN_OPTIONS, create_server
 
     services = open_services(settings)
     assistant = services.assistant

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from assistant.answerable import AnswerableModel, LangModel
-from ui.abstain_cli import fit_sets, other_sets, parse_names, two_fold
 from ui.cli import main
+from ui.cli.abstain import fit_sets, other_sets, parse_names, two_fold
 
 GOOD = {"amount_mass": 1.2, "documents": 0.4, "absent": 0.0}
 BAD = {"amount_mass": 0.2, "documents": 1.0, "absent": 0.5}

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from gradio_client import handle_file
 
-from tests.stores import list_documents
+from tests.support.stores import list_documents
 from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow

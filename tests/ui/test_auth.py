@@ -16,10 +16,10 @@ from core.access import parse_groups
 from core.config import UiSettings
 from core.errors import KbError
 from core.types import User
-from ingest.ledger import Ledger
-from ui import admin
-from ui.auth import LoginGuard, SessionTable, login_check
+from store.ledger import Ledger
 from ui.users import Users
+from ui.web import admin
+from ui.web.auth import LoginGuard, SessionTable, login_check
 
 
 class Clock:
@@ -243,7 +243,7 @@ def test_kb_users_commands(tmp_path: Path) -> None:
 
 def test_model_errors_stay_in_the_log() -> None:
     from core.types import Answer, Citation
-    from ui import render
+    from ui.web import render
 
     why = "vLLM at http://10.1.2.3:8000/v1 did not answer /tokenize (connection refused)"
     only = Answer("Passages [1]", citations=[Citation(1, "leave.pdf", 3, "", "5 days", "c1")],
@@ -259,7 +259,7 @@ def test_tokens_from_before_the_migration_get_90_days(tmp_path: Path) -> None:
     import sqlite3
     import time
 
-    from ingest.ledger import MIGRATIONS
+    from store.ledger import MIGRATIONS
 
     path = tmp_path / "ledger.sqlite"
     db = sqlite3.connect(path)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.devtools import CHROMIUM, Page, chromium_page
+from devtools.chromium import CHROMIUM, Page, chromium_page
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.ui.conftest import Running, Store, _serve
 from tests.ui.test_app import ask
-from ui.gate import Gate
+from ui.web.gate import Gate
 
 pytestmark = pytest.mark.slow
 

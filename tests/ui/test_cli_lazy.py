@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import docx
 
-from tests.stores import ingest_paths
+from tests.support.stores import ingest_paths
 from ui.cli import COMMAND_HOMES, COMMAND_MODULES, main
 
 REPO = Path(__file__).resolve().parents[2]

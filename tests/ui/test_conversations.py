@@ -19,11 +19,11 @@ import pytest
 from core.config import Settings
 from core.errors import KbError
 from core.types import Answer, Citation, Turn
-from ingest.ledger import Ledger
+from devtools.vllm_server import free_port
+from store.ledger import Ledger
 from tests.ui.test_app import FakeRequest, ask, message_text
-from tests.vllm_server import free_port
-from ui.app import Conversation
 from ui.conversations import Conversations, title_from
+from ui.web.app import Conversation
 from ui.wiring import users_for
 
 LEAVE = "How many days of annual leave can I carry over?"
@@ -37,7 +37,8 @@ def answer(text: str, mode: str = "generated", **kw: object) -> Answer:
 
 @pytest.fixture
 def ledger_where(tmp_path: Path, ledger_url: str) -> Path | str:
-    """Where the ledger is: a SQLite file, then a fresh PostgreSQL database (tests/postgres.py)."""
+    """Where the ledger is: a SQLite file, then a fresh PostgreSQL database
+    (devtools/postgres.py)."""
     return ledger_url or tmp_path / "ledger.sqlite"
 
 

@@ -21,10 +21,10 @@ import pytest
 from assistant.llm import probe
 from assistant.serving.testmodel import build_test_model
 from core.config import load_settings
-from tests.stores import ingest_paths
+from devtools.vllm_server import MODEL_DIR, READY_TIMEOUT_S, free_port
+from tests.support.stores import ingest_paths
 from tests.ui.conftest import REPO, SAMPLES
 from tests.ui.test_app import message_text
-from tests.vllm_server import MODEL_DIR, READY_TIMEOUT_S, free_port
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from ingest.embed import torch_device
 from ingest.queue import run_worker
-from ingest.store import open_store
+from store.embed.embedder import torch_device
+from store.store import open_store
 from ui.cli import main
 
 REPO = Path(__file__).resolve().parents[2]

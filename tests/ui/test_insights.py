@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from core.types import Answer, Citation, QuestionRecord
-from ingest.ledger import Ledger
-from ui import insights
+from store.ledger import Ledger
+from ui.web import insights
 
 DAY = 86_400.0
 

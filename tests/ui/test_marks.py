@@ -12,10 +12,10 @@ from reportlab.pdfbase.cidfonts import UnicodeCIDFont
 from reportlab.pdfgen.canvas import Canvas
 
 from core.types import Passage
-from ingest.ocr import Word
-from ingest.page_words import cited_boxes, find_boxes
-from ui.marks import draw_boxes, mark_page, what_to_mark
-from ui.render import passage_html
+from ingest.parse.ocr import Word
+from ingest.parse.page_words import cited_boxes, find_boxes
+from ui.web.marks import draw_boxes, mark_page, what_to_mark
+from ui.web.render import passage_html
 
 DPI = 80
 HEIGHT = A4[1]

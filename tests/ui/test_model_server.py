@@ -25,9 +25,9 @@ import pytest
 from assistant.serving.serve import VllmServer
 from assistant.serving.testmodel import build_test_model
 from core.config import LlmSettings
+from devtools.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S, free_port
 from tests.ui.conftest import Running, Store, _serve
 from tests.ui.test_app import message_text
-from tests.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 

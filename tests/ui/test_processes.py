@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from core.config import load_settings
-from tests.app_processes import REPO, passages, running_apps, shared_env, wait_for_file
+from devtools.app_processes import REPO, passages, running_apps, shared_env, wait_for_file
 from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from core.config import Settings
 from core.types import Answer, Citation, Passage
-from ui import admin, render
-from ui.i18n import lang_from_header, t
+from ui.web import admin, render
+from ui.web.i18n import lang_from_header, t
 
 
 def passage(chunk_id: str = "c1", superseded: bool = False) -> Passage:

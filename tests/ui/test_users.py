@@ -10,7 +10,7 @@ import pytest
 from core.access import parse_groups
 from core.errors import KbError
 from core.types import Answer, Citation
-from ingest.ledger import Ledger
+from store.ledger import Ledger
 from ui.users import Users, hash_password, verify_password
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import core.text
 from assistant.serving.testmodel import build_test_model
-from tests.stores import ingest_paths
-from tests.vllm_server import MODEL_DIR
+from devtools.vllm_server import MODEL_DIR
+from tests.support.stores import ingest_paths
 from ui.wiring import open_services, prime_counts, warm_up
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,351 @@
+"""Parsing entry point: sniff the type by content, check the size, parse within a time limit.
+
+    parse_file(Path("policy.pdf"), settings.ingest) -> ParsedDoc(blocks=[...], pages=12)
+
+    with ParsePool(settings.ingest, workers=2) as pool:
+        for path, result in pool.imap(paths):   # result: ParsedDoc or an IngestError
+            ...                                  # meanwhile the workers parse the next files
+
+`parse_file` raises only `IngestError` subclasses for files it cannot use, among them the
+bounds: `max_file_mb`, `max_unpacked_mb` (TooLarge), `max_blocks` (TooManyBlocks) and running
+out of memory (OverMemory). `ParsePool` parses in worker processes forked from a clean server
+process (`_start_method`: never from the parent, which may hold torch and threads) whose
+address space is limited to `parse_memory_mb` (`resource.RLIMIT_AS`),
+kills and replaces a worker whose file takes longer than `file_timeout_s` (ParseTimeout),
+replaces one that ran out of memory, and gives the file of a worker that died (segfault) a
+BrokenFile; the batch always goes on.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import multiprocessing
+import resource
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.connection import Connection, wait
+from multiprocessing.context import ForkServerContext, SpawnContext
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from types import TracebackType
+
+from core.config import IngestSettings
+from core.errors import (
+    BrokenFile,
+    EncryptedFile,
+    IngestError,
+    NoText,
+    OverMemory,
+    ParseTimeout,
+    TooLarge,
+    TooManyBlocks,
+    UnsupportedFile,
+)
+from core.types import ParsedDoc
+
+logger = logging.getLogger(__name__)
+
+Parser = Callable[[Path, IngestSettings], ParsedDoc]
+Result = ParsedDoc | IngestError
+
+_OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ZIP = b"PK\x03\x04"
+_OLE_ENCRYPTED = "EncryptionInfo".encode("utf-16-le")
+TABLE_SHARE = 0.15  # of a file's time limit, at most, spent looking for PDF tables
+WORKER_START_S = 60.0  # a worker that is not ready by then is a broken installation
+
+
+def sniff(path: Path) -> str:
+    """ "pdf", "docx" or "doc" (legacy Word, or another old Office file) by content, not by
+    name; UnsupportedFile or EncryptedFile otherwise."""
+    with path.open("rb") as handle:
+        head = handle.read(1024)
+    if b"%PDF-" in head:
+        return "pdf"
+    if head.startswith(_ZIP):
+        try:
+            with zipfile.ZipFile(path) as package:
+                names = set(package.namelist())
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise BrokenFile(
+                f"{path.name}: a damaged zip file ({exc}); re-save it as .docx or remove it"
+            ) from exc
+        if "word/document.xml" in names:
+            return "docx"
+        raise UnsupportedFile(
+            f"{path.name}: a zip file that is not a Word document (only PDF and .docx are "
+            "ingested; export it to PDF or .docx, or remove it)"
+        )
+    if head.startswith(_OLE2):
+        if _OLE_ENCRYPTED in path.read_bytes():
+            raise EncryptedFile(
+                f"{path.name}: a password-protected Office file (remove the password in Word "
+                "and save as .docx, or remove the file)"
+            )
+        return "doc"
+    if head.lstrip().startswith(b"{\\rtf"):
+        raise UnsupportedFile(f"{path.name}: RTF is not ingested: save it as .docx or PDF")
+    raise UnsupportedFile(
+        f"{path.name}: not a PDF or .docx by its content (only those are ingested); "
+        "export it to PDF or .docx, or remove it"
+    )
+
+
+def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
+    """Parse one file in this process; raises only IngestError subclasses for bad files."""
+    try:
+        size = path.stat().st_size
+        if size > settings.max_file_mb * 1024 * 1024:
+            raise TooLarge(
+                f"{path.name}: {size / 1024 / 1024:.1f} MB is over ingest.max_file_mb = "
+                f"{settings.max_file_mb:g} (raise the limit or split the file)"
+            )
+        if size == 0:
+            raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
+        kind = sniff(path)
+        # Each kind's parser is imported when a file of that kind comes: a process that only
+        # hands files to workers (ingest, re-index, the app) imports neither (pypdf and
+        # python-docx: ~0.25 s); the workers' server imports both once (`_start_method`)
+        if kind == "pdf":
+            from ingest.parse.ocr import ocr_options
+            from ingest.parse.pdf import parse_pdf
+
+            parsed = parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
+                               table_seconds=settings.file_timeout_s * TABLE_SHARE,
+                               ocr=ocr_options(settings))
+        elif kind == "doc":
+            from ingest.parse.legacy_doc import doc_to_docx
+            from ingest.parse.word import parse_docx
+
+            with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
+                parsed = parse_docx(doc_to_docx(path, Path(folder)),
+                                    int(settings.max_unpacked_mb * 1024 * 1024),
+                                    settings.max_blocks)
+        else:
+            from ingest.parse.word import parse_docx
+
+            parsed = parse_docx(path, int(settings.max_unpacked_mb * 1024 * 1024),
+                                settings.max_blocks)
+        if len(parsed.blocks) > settings.max_blocks:
+            raise TooManyBlocks(
+                f"{path.name}: {len(parsed.blocks)} blocks (paragraphs, headings, tables) is "
+                f"over ingest.max_blocks = {settings.max_blocks} (split the file, or raise the "
+                "limit)"
+            )
+        return parsed
+    except IngestError:
+        raise
+    except MemoryError as exc:
+        raise _over_memory(path, settings) from exc
+    except OSError as exc:
+        raise BrokenFile(f"{path.name}: cannot be read ({exc}); check the file") from exc
+    except Exception as exc:  # MemoryError, RecursionError, a parser bug on a strange file
+        logger.warning("%s: unexpected parser failure", path.name, exc_info=True)
+        raise BrokenFile(
+            f"{path.name}: the parser failed ({type(exc).__name__}: {exc}); "
+            "re-save or re-export the file, or remove it"
+        ) from exc
+
+
+def _over_memory(path: Path, settings: IngestSettings) -> OverMemory:
+    return OverMemory(
+        f"{path.name}: parsing needed more than ingest.parse_memory_mb = "
+        f"{settings.parse_memory_mb:g} MiB (a malformed or oversized file: split or re-save it, "
+        "or raise the limit)"
+    )
+
+
+def _limit_memory(megabytes: float) -> None:
+    """Cap this process's address space; a larger allocation raises MemoryError."""
+    if megabytes > 0:
+        limit = int(megabytes * 1024 * 1024)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+@functools.cache
+def _start_method() -> ForkServerContext | SpawnContext:
+    """Where workers come from: forked from a server process that multiprocessing spawns once
+    per process, clean, with the parsers imported ("forkserver"; "spawn" where there is none).
+    A fresh interpreter importing them took 0.3-0.5 s a worker, which every ingest, upload and
+    re-index paid, however small; a fork of the server takes ~10 ms, plus what the program's
+    main module imports, which each worker still runs, as under spawn (BENCHMARKS.md, issue 12
+    seventh pass)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__, "ingest.parse.word", "ingest.parse.pdf"])
+    return context
+
+
+def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
+    """Worker loop: receive a path, send back a ParsedDoc or an IngestError; None stops."""
+    # The worker has no log handlers: keep pypdf's and pdfminer's per-font warnings off stderr.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    _limit_memory(settings.parse_memory_mb)
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)  # under pdfplumber (tables)
+    conn.send("ready")
+    while True:
+        try:
+            path = conn.recv()
+        except EOFError:
+            return
+        if path is None:
+            return
+        result: Result
+        try:
+            result = parser(path, settings)
+        except IngestError as exc:
+            result = exc
+        except MemoryError:
+            result = _over_memory(path, settings)
+        except Exception as exc:
+            result = BrokenFile(f"{path.name}: the parser failed ({type(exc).__name__}: {exc})")
+        conn.send(result)
+
+
+class _Worker:
+    """One worker process and its pipe; `job` (input index, path) and `deadline` while busy."""
+
+    def __init__(self, settings: IngestSettings, parser: Parser) -> None:
+        context = _start_method()
+        self.conn, child = context.Pipe()
+        self.process: BaseProcess = context.Process(
+            target=_worker, args=(child, settings, parser), daemon=True, name="kb-parse"
+        )
+        self.process.start()
+        child.close()
+        self.ready = False
+        self.job: tuple[int, Path] | None = None
+        self.deadline = 0.0
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
+        if not self.conn.poll(WORKER_START_S) or self.conn.recv() != "ready":
+            raise RuntimeError("parse worker did not start; check the installation")
+        self.ready = True
+
+    def give(self, index: int, path: Path, timeout_s: float) -> None:
+        self.wait_ready()
+        self.job = (index, path)
+        self.deadline = time.monotonic() + timeout_s
+        self.conn.send(path)
+
+    def stop(self, force: bool = False) -> None:
+        """An idle worker is told to stop and left to exit by itself: its interpreter's
+        shutdown took 0.05-0.15 s that every ingest waited for (multiprocessing reaps it when it
+        next starts a process, or at exit). One still starting is told and waited for; a busy
+        one, or with `force`, is killed."""
+        if not force and self.job is None and self.process.is_alive():
+            try:
+                self.conn.send(None)
+                if self.ready:
+                    self.conn.close()
+                    return
+            except (BrokenPipeError, OSError):
+                pass
+            self.process.join(timeout=2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5)
+        self.conn.close()
+
+
+class ParsePool:
+    """Parse files in worker processes with a per-file time limit; see the module docstring."""
+
+    def __init__(
+        self, settings: IngestSettings, workers: int = 1, *, parser: Parser = parse_file
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self._settings = settings
+        self._parser = parser
+        self._size = workers
+        self._workers: list[_Worker] = []  # started on first use: an unchanged corpus needs none
+
+    def imap(self, paths: Iterable[Path]) -> Iterator[tuple[Path, Result]]:
+        """Yield (path, ParsedDoc or IngestError) for each path, in input order."""
+        todo = list(enumerate(Path(p) for p in paths))
+        todo.reverse()
+        while len(self._workers) < min(self._size, len(todo)):
+            self._workers.append(_Worker(self._settings, self._parser))
+        done: dict[int, tuple[Path, Result]] = {}
+        next_out = 0
+        while todo or any(w.job is not None for w in self._workers):
+            self._refill(todo)
+            for index, path, result in self._collect():
+                done[index] = (path, result)
+            self._refill(todo)  # the next files are parsed while the caller uses these
+            while next_out in done:
+                yield done.pop(next_out)
+                next_out += 1
+
+    def _refill(self, todo: list[tuple[int, Path]]) -> None:
+        """Give each idle worker the next file (`todo` is reversed: the next one is last)."""
+        for worker in self._workers:
+            if worker.job is None and todo:
+                index, path = todo.pop()
+                worker.give(index, path, self._settings.file_timeout_s)
+
+    def _collect(self) -> list[tuple[int, Path, Result]]:
+        """Wait for a result, a dead worker or the nearest deadline; replace lost workers."""
+        busy = [(w, w.job) for w in self._workers if w.job is not None]
+        timeout = max(0.0, min(w.deadline for w, _ in busy) - time.monotonic())
+        wait([w.conn for w, _ in busy] + [w.process.sentinel for w, _ in busy], timeout)
+        out: list[tuple[int, Path, Result]] = []
+        for worker, (index, path) in busy:
+            result: Result | None = None
+            lost = False
+            try:
+                if worker.conn.poll():
+                    result = worker.conn.recv()
+            except (EOFError, OSError):
+                pass
+            if result is None and not worker.process.is_alive():
+                result, lost = self._crashed(path, worker.process.exitcode), True
+            elif result is None and time.monotonic() >= worker.deadline:
+                result, lost = self._timed_out(path), True
+            if result is None:
+                continue
+            # a worker that ran out of memory may keep its heap: the next file gets a fresh one
+            lost = lost or isinstance(result, OverMemory)
+            out.append((index, path, result))
+            worker.job = None
+            if lost:
+                worker.stop(force=True)
+                self._workers[self._workers.index(worker)] = _Worker(self._settings, self._parser)
+        return out
+
+    def _crashed(self, path: Path, code: int | None) -> IngestError:
+        logger.warning("%s: parse worker died (exit code %s)", path.name, code)
+        return BrokenFile(
+            f"{path.name}: the parser process died (exit code {code}: a crash or out of "
+            "memory); the file is probably malformed: re-save or re-export it, or remove it"
+        )
+
+    def _timed_out(self, path: Path) -> IngestError:
+        limit = self._settings.file_timeout_s
+        logger.warning("%s: parse took longer than %gs, worker killed", path.name, limit)
+        return ParseTimeout(
+            f"{path.name}: parsing took longer than {limit:g}s (raise "
+            "ingest.file_timeout_s, or split or simplify the file)"
+        )
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.stop()
+
+    def __enter__(self) -> ParsePool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,260 @@
+"""Admin commands: `kb ingest`, `kb reindex`, `kb docs`, `kb delete`, `kb status`.
+
+Exit code 0 when the run completed (even with failed files); non-zero only when the command
+itself could not run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from tqdm import tqdm
+
+from core.access import parse_groups
+from core.config import Settings
+from core.types import IngestReport
+from ingest.pipeline import (
+    Progress,
+    delete_document,
+    ingest_paths,
+    list_documents,
+    store_status,
+)
+from ingest.queue import run_worker, wait_for_batch
+from ingest.reindex import reindex
+from ingest.workers import limit_torch_threads
+from ui.cli.common import with_settings
+from ui.wiring import store_for
+
+
+def _groups(value: str | None) -> list[str] | None:
+    return list(parse_groups(value)) if value else None
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
+    if not enabled:
+        yield None
+        return
+    bar = tqdm(total=0, unit="file", dynamic_ncols=True, leave=False)
+
+    def update(done: int, total: int, path: str) -> None:
+        bar.total = total
+        bar.set_postfix_str(Path(path).name[-40:])
+        bar.update(done - bar.n)
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
+def _print_report(report: IngestReport) -> None:
+    failed = [o for o in report.outcomes if o.outcome == "failed" or o.status != "ok"]
+    for outcome in report.outcomes:
+        if outcome.outcome in ("ingested", "updated", "removed"):
+            click.echo(
+                f"  {outcome.outcome:<9} {outcome.path}"
+                + (f" ({outcome.chunks} chunks)" if outcome.chunks else "")
+            )
+    for outcome in failed:
+        click.echo(f"  {'failed':<9} {outcome.path}: {outcome.reason}")
+    counts = report.counts
+    click.echo(
+        f"ingested {counts['ingested']}, unchanged {counts['unchanged']}, updated "
+        f"{counts['updated']}, removed {counts['removed']}, failed {len(failed)} "
+        f"({report.embedded} passages embedded, {report.seconds:.1f} s)"
+    )
+
+
+@click.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--groups", help="Access groups for these documents, comma-separated (default: config)."
+)
+@click.option("--prune", is_flag=True, help="Remove documents whose files disappeared from PATHS.")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Processes that parse, and processes that embed (one writer).",
+)
+@click.option("--queue", is_flag=True, help="Leave new and changed files to `kb worker`s.")
+@click.option("--wait", is_flag=True, help="With --queue: wait for the workers, then report.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@with_settings
+def ingest_command(
+    settings: Settings,
+    paths: tuple[Path, ...],
+    groups: str | None,
+    prune: bool,
+    workers: int,
+    queue: bool,
+    wait: bool,
+    quiet: bool,
+) -> None:
+    """Ingest PDF and DOCX files and folders; unchanged files are skipped.
+
+    \b
+    kb ingest data/samples
+    kb ingest policies/hr --groups hr --prune
+    kb ingest /srv/policies --workers 4        # parse and embed in 4 processes each
+    kb ingest /srv/policies --queue --wait     # `kb worker` processes do the files
+    """
+    if wait and not queue:
+        raise click.UsageError("--wait goes with --queue")
+    with store_for(settings) as store, _progress_bar(not quiet) as progress:
+        report = ingest_paths(
+            store, list(paths), _groups(groups), prune, progress, workers, queue=queue
+        )
+        if report.queued and not wait:
+            _print_report(report)
+            click.echo(
+                f"{report.queued} files queued (batch {report.batch}) for `kb worker` processes"
+            )
+            return
+        if report.queued:
+            if not quiet:
+                click.echo(f"waiting for `kb worker`s to take {report.queued} queued files")
+            report = wait_for_batch(store, report, progress)
+    _print_report(report)
+
+
+@click.command("reindex")
+@click.option(
+    "--full", is_flag=True, help="Rebuild everything into a fresh collection, then switch."
+)
+@click.option("--workers", default=1, show_default=True, help="Parser processes.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@with_settings
+def reindex_command(settings: Settings, full: bool, workers: int, quiet: bool) -> None:
+    """Re-index every ingested source (incremental), or rebuild everything (--full).
+
+    \b
+    kb reindex
+    kb reindex --full
+    """
+    with store_for(settings) as store, _progress_bar(not quiet) as progress:
+        report = reindex(store, full, progress, workers)
+    _print_report(report)
+
+
+def _record_json(record: Any) -> dict[str, Any]:
+    meta = record.meta
+    return {
+        "id": meta.id,
+        "path": meta.path,
+        "root": meta.root,
+        "title": meta.title,
+        "lang": meta.lang,
+        "groups": list(meta.groups),
+        "status": record.status,
+        "reason": record.reason,
+        "chunks": record.chunk_count,
+        "sha256": meta.sha256,
+        "size": meta.size,
+        "version": meta.version,
+        "effective_date": meta.effective_date,
+        "series": meta.series,
+        "updated_at": record.updated_at,
+    }
+
+
+@click.command("docs")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
+@with_settings
+def docs_command(settings: Settings, as_json: bool) -> None:
+    """List documents: status, chunks, groups, reason."""
+    with store_for(settings) as store:
+        records = [_record_json(r) for r in list_documents(store)]
+    if as_json:
+        click.echo(json.dumps(records, ensure_ascii=False, indent=2))
+        return
+    for r in records:
+        reason = f"  {r['reason']}" if r["reason"] else ""
+        click.echo(
+            f"{r['id']}  {r['status']:<11} {r['chunks']:>5}  {','.join(r['groups']):<12} "
+            f"{r['path']}{reason}"
+        )
+    click.echo(f"{len(records)} documents")
+
+
+@click.command("delete")
+@click.argument("doc")
+@with_settings
+def delete_command(settings: Settings, doc: str) -> None:
+    """Remove a document (id, path or file name) from the store."""
+    with store_for(settings) as store:
+        record = delete_document(store, doc)
+    click.echo(f"deleted {record.meta.path} ({record.chunk_count} chunks)")
+
+
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@with_settings
+def status_command(settings: Settings, as_json: bool) -> None:
+    """Store summary: documents, chunks, size, embedder, last run."""
+    with store_for(settings) as store:
+        status = store_status(store)
+    if as_json:
+        click.echo(json.dumps(status, ensure_ascii=False, indent=2))
+        return
+    by_status = ", ".join(f"{k} {v}" for k, v in sorted(status["by_status"].items())) or "none"
+    click.echo(f"store      {status['store']}")
+    click.echo(f"documents  {status['documents']} ({by_status})")
+    click.echo(
+        f"chunks     {status['chunks']} (vectors {status['vectors']} in {status['collection']})"
+    )
+    click.echo(f"size       {status['store_bytes'] / 1e6:.1f} MB")
+    click.echo(f"embedder   {status['embedder']}")
+    jobs = status["jobs"]
+    if jobs.get("queued") or jobs.get("running"):
+        click.echo(f"queue      {jobs.get('queued', 0)} queued, {jobs.get('running', 0)} running")
+    run = status["last_run"]
+    if run:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started_at"]))
+        click.echo(
+            f"last run   {run['kind']} at {when}: ingested {run['ingested']}, unchanged "
+            f"{run['unchanged']}, updated {run['updated']}, removed {run['removed']}, "
+            f"failed {run['failed']}"
+        )
+
+
+@click.command("worker")
+@click.option("--drain", is_flag=True, help="Stop when no job is left (default: keep waiting).")
+@click.option(
+    "--threads",
+    default=0,
+    type=click.IntRange(min=0),
+    help="torch threads for embedding (0: torch's default; cores / workers on a shared box).",
+)
+@with_settings
+def worker_command(settings: Settings, drain: bool, threads: int) -> None:
+    """Take files queued by `kb ingest --queue`: parse and embed them, then commit each under
+    the store's write lock. Run one or more on any machine sharing the ledger and the store.
+
+    \b
+    kb worker                   # until stopped (Ctrl+C, SIGTERM)
+    kb worker --drain           # until the queue is empty
+    """
+    limit_torch_threads(threads)
+    with store_for(settings) as store:
+        done = run_worker(store, drain=drain)
+    click.echo(f"{done} jobs done")
+
+
+COMMANDS = [
+    ingest_command,
+    reindex_command,
+    docs_command,
+    delete_command,
+    status_command,
+    worker_command,
+]

@@ -1,0 +1,196 @@
+"""Query commands: `kb ask`, `kb retrieve`, `kb eval`. Output formats are stable: other tools
+read them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from core.access import parse_groups
+from core.config import Settings
+from core.types import Answer
+from ui.cli.common import with_settings
+
+
+def _groups(value: str | None, settings: Settings) -> list[str]:
+    return list(parse_groups(value) if value else settings.ingest.default_groups)
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+@click.command("ask")
+@click.argument("question")
+@click.option("--groups", help="The asker's access groups, comma-separated (default: config).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object when done.")
+@with_settings
+def ask_command(settings: Settings, question: str, groups: str | None, as_json: bool) -> None:
+    """Answer a question with citations; streams the answer, then the sources.
+
+    \b
+    kb ask "How many days of annual leave can I carry over?"
+    kb ask "出差住宿标准是多少？" --groups all,hr --json
+    """
+    from assistant.answer import answer_to_json
+    from ui.wiring import services_for
+
+    with services_for(settings) as services:
+        final: Answer | None = None
+        for item in services.assistant.ask_stream(question, _groups(groups, settings)):
+            if isinstance(item, Answer):
+                final = item
+            elif not as_json:
+                click.echo(item, nl=False)
+    if final is None:
+        raise click.ClickException("no answer was produced")
+    if as_json:
+        click.echo(_dump(answer_to_json(final)))
+        return
+    click.echo("")
+    if final.mode == "generated" and final.answer != "":
+        click.echo("")
+    for c in final.citations:
+        where = _place(c.page, c.section, c.page_label)
+        click.echo(f"[{c.n}] {c.file} {where}" + ("" if c.supported else " (unsupported)"))
+    t = final.timings_ms
+    click.echo(f"({final.mode}; " + ", ".join(f"{k} {v:.0f} ms" for k, v in t.items()) + ")")
+
+
+def _place(page: int | None, section: str, page_label: str | None) -> str:
+    """Where a passage stands, for the terminal: `p.3 (printed i)`, or the section path."""
+    if page is None:
+        return section
+    return f"p.{page}" + (f" (printed {page_label})" if page_label else "")
+
+
+@click.command("retrieve")
+@click.argument("question", required=False)
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A JSONL file of {id, question}: one output line each.",
+)
+@click.option("--groups", help="The asker's access groups, comma-separated (default: config).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@with_settings
+def retrieve_command(
+    settings: Settings,
+    question: str | None,
+    questions_file: Path | None,
+    groups: str | None,
+    as_json: bool,
+) -> None:
+    """Show the passages a question puts into the prompt: packed into the passage budget, in
+    the order the prompt shows them (document order), with the text and page span as packed.
+
+    \b
+    kb retrieve "年假可以结转吗？" --json
+    kb retrieve --questions qa.jsonl --json
+    """
+    from assistant.answer import passage_to_json, should_abstain
+    from assistant.evaluation.evaluate import load_questions
+    from assistant.window import fill_window, snapshot_neighbours, window_counter
+    from ui.wiring import services_for
+
+    if (question is None) == (questions_file is None):
+        raise click.UsageError("give a QUESTION or --questions FILE")
+    items: list[dict[str, Any]]
+    if questions_file is not None:
+        items = load_questions(questions_file)
+    else:
+        items = [{"id": None, "question": question}]
+    count = window_counter(settings)
+    with services_for(settings) as services:
+        retriever = services.assistant.retriever
+        for item in items:
+            retrieval = retriever.retrieve(item["question"], _groups(groups, settings))
+            abstain = should_abstain(retrieval, settings)
+            packed = fill_window(
+                retrieval.passages,
+                item["question"],
+                retrieval.lang,
+                count,
+                settings,
+                snapshot_neighbours(retriever.snapshot()),
+            )
+            passages = [passage_to_json(p, n) for n, p in enumerate(packed, 1)]
+            if as_json:
+                line: dict[str, Any] = {"abstain": abstain, "passages": passages}
+                if questions_file is not None:
+                    line = {"id": item.get("id"), **line}
+                click.echo(_dump(line))
+                continue
+            click.echo(f"{item['question']}" + ("  (would abstain)" if abstain else ""))
+            for p in passages:
+                where = _place(p["page"], p["section"], p["page_label"])
+                click.echo(f"  {p['rank']}. {p['file']} {where}  {p['score']:.4f}")
+                click.echo(f"     {p['text'][:160]!r}")
+
+
+@click.command("eval")
+@click.argument("set_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.option("--no-baseline", is_flag=True, help="Skip the LlamaIndex starter comparison.")
+@click.option("--llm", is_flag=True, help="Also ask the model: citation precision.")
+@click.option(
+    "--lang",
+    "llm_lang",
+    type=click.Choice(["en", "zh"]),
+    default=None,
+    help="With --llm: only questions in this language.",
+)
+@with_settings
+def eval_command(
+    settings: Settings,
+    set_dir: Path,
+    as_json: bool,
+    no_baseline: bool,
+    llm: bool,
+    llm_lang: str | None,
+) -> None:
+    """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter.
+
+    \b
+    kb eval ../shared/eval/public
+    """
+    from assistant.evaluation.evaluate import METRICS, run_eval
+    from ui.wiring import open_services
+
+    report = run_eval(
+        settings, set_dir, open_services, baseline=not no_baseline, llm=llm, llm_lang=llm_lang
+    )
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    for system in ("ours", "llamaindex_starter"):
+        if system not in report:
+            continue
+        click.echo(system)
+        for lang, metrics in report[system].items():
+            rows = [(lang, metrics)]
+            rows += [(f"  {k}", m) for k, m in metrics.get("kinds", {}).items()]
+            for name, m in rows:
+                values = "  ".join(
+                    f"{key} " + ("–" if m[key] is None else f"{m[key]:.3f}") for key in METRICS
+                )
+                click.echo(f"  {name:<14} {values}  ({m['counts']}; n={m['questions']})")
+    if "citations" in report:
+        c = report["citations"]
+
+        def share(value: float | None) -> str:
+            return "–" if value is None else f"{value:.3f}"
+
+        click.echo(
+            f"citation precision {share(c['citation_precision'])} "
+            f"({c['markers']} markers in {c['answered']} generated answers); after the "
+            f"support check {share(c['citation_precision_after_check'])} "
+            f"({c['markers_after_check']} markers)"
+        )
+
+
+COMMANDS = [ask_command, retrieve_command, eval_command]

@@ -1,0 +1,139 @@
+"""Chinese and English labels of the web app.
+
+The language follows the browser's Accept-Language header at page load and can be switched on
+the page; server-made text (source cards, notices, timings) uses the same table.
+
+    t("send", "zh") -> "发送"
+    lang_from_header("zh-CN,zh;q=0.9,en;q=0.8") -> "zh"
+"""
+
+from __future__ import annotations
+
+LANGS = ("en", "zh")
+
+LABELS: dict[str, tuple[str, str]] = {
+    # key: (English, Chinese)
+    "title": ("Policy assistant", "制度问答助手"),
+    "chat_tab": ("Ask", "提问"),
+    "admin_tab": ("Admin", "管理"),
+    "question": ("Your question", "您的问题"),
+    "placeholder": ("e.g. How many days of annual leave can I carry over?",
+                    "例如：年假可以结转几天？"),
+    "send": ("Send", "发送"),
+    "new_chat": ("New conversation", "新对话"),
+    "language": ("Language", "语言"),
+    "signed_in": ("Signed in as {user} · groups: {groups}", "当前用户 {user} · 用户组：{groups}"),
+    "logout": ("Log out", "退出登录"),
+    "sources": ("Sources", "来源"),
+    "view_source": ("View source", "查看原文"),
+    "pick_source": ("Citation", "引用"),
+    "source_view": ("Source", "原文"),
+    "page_n": ("page {n}", "第 {n} 页"),
+    "printed": ("printed {label}", "页码 {label}"),
+    "section": ("section", "章节"),
+    "superseded": ("superseded by a newer version", "已被新版本取代"),
+    "ocr": ("read by OCR from a scan: check the page image", "扫描件经OCR识别：请对照页面图像"),
+    "unsupported": ("not clearly supported by this passage", "该段落未明确支持此说法"),
+    "details": ("Details", "详情"),
+    "timings": ("retrieve {retrieve} ms · pack {pack} ms · first token {first_token} ms · "
+                "total {total} ms",
+                "检索 {retrieve} 毫秒 · 组装 {pack} 毫秒 · 首字 {first_token} 毫秒 · "
+                "总计 {total} 毫秒"),
+    "retrieval_only": ("Retrieval only: the language model is unavailable",
+                       "仅检索：语言模型暂不可用"),
+    "fallback": ("Passages instead of the model's answer, which could not be checked",
+                 "以原文代替无法核对的模型回答"),
+    "model_answer": ("Show the model's answer", "查看模型的回答"),
+    "unverified": ("Some statements could not be matched to a source; check the citations.",
+                   "部分内容未能与来源对应，请核对引用。"),
+    "feedback": ("Feedback on the last answer", "对上一个回答的反馈"),
+    "comment": ("Comment (optional)", "意见（可选）"),
+    "thumbs_up": ("👍 Helpful", "👍 有帮助"),
+    "thumbs_down": ("👎 Not helpful", "👎 没帮助"),
+    "feedback_saved": ("Thank you: feedback saved.", "谢谢，反馈已保存。"),
+    "no_answer_yet": ("Ask a question first.", "请先提问。"),
+    "thinking": ("Searching the documents…", "正在检索文档…"),
+    "empty_question": ("Type a question first.", "请先输入问题。"),
+    "upload": ("Upload PDF or DOCX files", "上传 PDF 或 DOCX 文件"),
+    "groups": ("Access groups", "访问组"),
+    "ingest": ("Ingest", "导入"),
+    "report": ("Report", "导入结果"),
+    "documents": ("Documents", "文档"),
+    "refresh": ("Refresh", "刷新"),
+    "delete_doc": ("Document to delete (id or path)", "要删除的文档（ID 或路径）"),
+    "delete": ("Delete", "删除"),
+    "reindex_mode": ("Re-index", "重建索引"),
+    "incremental": ("incremental", "增量"),
+    "full": ("full", "全量"),
+    "reindex": ("Run re-index", "开始重建索引"),
+    "stats": ("Store", "存储状态"),
+    "feedback_list": ("Feedback", "用户反馈"),
+    "insights": ("Questions and knowledge gaps", "提问与知识缺口"),
+    "figures": ("Figures", "统计"),
+    "per_day": ("Questions per day", "每日提问数"),
+    "latency": ("Time per stage (ms)", "各阶段耗时（毫秒）"),
+    "most_cited": ("Documents cited most", "被引用最多的文件"),
+    "never_cited": ("Documents never cited", "从未被引用的文件"),
+    "gaps": ("Knowledge gaps: abstained or thumbs-down, most frequent first",
+             "知识缺口：未能回答或被点踩的问题，按次数排序"),
+    "gap": ("Knowledge gap", "知识缺口"),
+    "gap_note": ("Which document should answer this?", "应由哪份文件回答？"),
+    "save": ("Save", "保存"),
+    "export_csv": ("Export gaps (CSV)", "导出缺口（CSV）"),
+    "admin_only": ("Administrators only.", "仅限管理员。"),
+    "not_signed_in": ("Please sign in.", "请先登录。"),
+    "denied": ("That source is outside your groups.", "该来源不在您的访问范围内。"),
+    "model_down": ("The language model did not answer; an administrator can see why in the "
+                   "server log.", "语言模型未响应；管理员可在服务器日志中查看原因。"),
+    "busy": ("Too many questions at once: please try again in a few seconds.",
+             "当前提问人数过多，请几秒后再试。"),
+    "page_image": ("The cited page", "引用所在页面"),
+    "groups_outside": ("You may only give documents your own groups: {groups}",
+                       "只能为文档指定您自己的访问组：{groups}"),
+    "no_pdftoppm": ("(page image unavailable: install poppler-utils; showing the page text)",
+                    "（无法渲染页面图像：请安装 poppler-utils；显示页面文本）"),
+    # conversations (issue 15)
+    "conversations": ("Your conversations", "我的对话"),
+    "conversation_title": ("Title of this conversation", "当前对话的标题"),
+    "rename": ("Rename", "重命名"),
+    "delete_conversation": ("Delete this conversation", "删除当前对话"),
+    "open_one_first": ("Open or start a conversation first.", "请先打开或开始一个对话。"),
+    "renamed": ("Renamed.", "已重命名。"),
+    "conversation_deleted": ("Conversation deleted.", "对话已删除。"),
+    "answer_withheld": ("(This answer cited documents that are now outside your groups.)",
+                        "（此回答引用的文件已不在您的访问范围内。）"),
+    "no_such_conversation": ("That conversation is not one of yours (or was deleted).",
+                             "该对话不属于您（或已被删除）。"),
+    # --- the section view of a Word citation (ui/web/app.py: /section/{chunk_id}) ---
+    "section_view": ("The document at the cited section", "文档中引用所在的章节"),
+    "open_tab": ("Open in a new tab", "在新标签页中打开"),
+    "cited_here": ("cited passage", "被引用的段落"),
+    "open_section": ("open at this section", "在文档中打开此章节"),
+    # --- which mode answered: a generated answer says so too (retrieval_only, fallback above)
+    "generated": ("Written by the language model from the sources below",
+                  "由语言模型根据以下来源撰写"),
+}
+
+
+def t(key: str, lang: str = "en", **values: object) -> str:
+    """The label `key` in `lang` (English when unknown), formatted with `values`."""
+    en, zh = LABELS.get(key, (key, key))
+    text = zh if lang == "zh" else en
+    return text.format(**values) if values else text
+
+
+def lang_from_header(accept_language: str | None) -> str:
+    """The first of our languages the browser prefers; English otherwise."""
+    best, best_q = "en", -1.0
+    for i, part in enumerate((accept_language or "").split(",")):
+        tag, _, params = part.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                q = 0.0
+        code = tag.strip().lower()[:2]
+        if code in LANGS and q - i * 1e-6 > best_q:
+            best, best_q = code, q - i * 1e-6
+    return best
