@@ -122,6 +122,7 @@ def run(name: str, bench: Bench, full: bool) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     report = last_json(done.stdout)
     result = {"bench": name, "command": " ".join(command[1:]), "seconds": round(seconds, 1),
+              "date": time.strftime("%Y-%m-%d", time.gmtime()),  # UTC, for BENCHMARKS.md
               "returncode": done.returncode, "host": host.report(), "report": report}
     if done.returncode != 0 or report is None:
         result["error"] = done.stderr[-3000:]
