@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.recorded import CHOSEN_FLAGS, Recorded, times
-from bench.report_sections import LANGS, SETS, bullet, fraction, gpu_runs, held_out, meets, para
+from bench.report_sections import (
+    LANGS,
+    SETS,
+    bullet,
+    by_users,
+    fraction,
+    gpu_runs,
+    held_out,
+    meets,
+    para,
+)
 
 LANG_NAMES = {"en": "English", "zh": "Chinese"}
 SIXTH = "Issue 12: 1M and overhead, sixth pass (2026-12-01)"
@@ -104,11 +114,8 @@ def latency_goals(rec: Recorded) -> list[Goal]:
 
 def gpu_serving(rec: Recorded) -> Goal:
     here, there = gpu_runs(rec, "gpu", CHOSEN_FLAGS), gpu_runs(rec, "gpu_first", CHOSEN_FLAGS)
-    levels = []
-    for users in sorted({r["concurrency"] for r in here}):
-        at = [r for r in here if r["concurrency"] == users]
-        if any(map(meets, at)):
-            levels.append(f"{users} users: {sum(map(meets, at))} of {len(at)} runs")
+    levels = [f"{users} users: {sum(map(meets, at))} of {len(at)} runs"
+              for users, at in by_users(here).items() if any(map(meets, at))]
     best = max(r["req_per_s"] for r in there if r["ttft_ms_p95"] <= 500)
     met_there = any(map(meets, there))
     measured = (f"met on one lent H200 ({', '.join(levels)}), "

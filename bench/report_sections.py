@@ -227,6 +227,12 @@ def gpu_runs(rec: Recorded, name: str, flags: str) -> list[dict[str, Any]]:
             and run.get("replicas", 1) == 1]
 
 
+def by_users(runs: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """The runs at each concurrency, fewest users first."""
+    return {users: [r for r in runs if r["concurrency"] == users]
+            for users in sorted({r["concurrency"] for r in runs})}
+
+
 def meets(run: dict[str, Any]) -> bool:
     """The GPU serving goal: at least 100 RAG answers/s with TTFT p95 at most 500 ms."""
     return bool(run["req_per_s"] >= 100 and run["ttft_ms_p95"] <= 500)
@@ -240,10 +246,9 @@ def gpu_row(label: str, runs: list[dict[str, Any]]) -> list[str]:
 
 def gpu(rec: Recorded) -> list[str]:
     runs = gpu_runs(rec, "gpu", CHOSEN_FLAGS)
-    rows = [gpu_row(str(users), [r for r in runs if r["concurrency"] == users])
-            for users in sorted({r["concurrency"] for r in runs})]
-    other = gpu_runs(rec, "gpu_first", CHOSEN_FLAGS)
-    rows.append(gpu_row("128, another H200", [r for r in other if r["concurrency"] == 128]))
+    rows = [gpu_row(str(users), at) for users, at in by_users(runs).items()]
+    other = by_users(gpu_runs(rec, "gpu_first", CHOSEN_FLAGS))
+    rows.append(gpu_row("128, another H200", other[128]))
     for run in gpu_runs(rec, "gpu_first", ""):
         if run["concurrency"] in FLAGS_COMPARED_AT:
             rows.append(gpu_row(f"{run['concurrency']}, another H200, kb's flags alone", [run]))
