@@ -113,16 +113,17 @@ def latency_goals(rec: Recorded) -> list[Goal]:
 
 
 def gpu_serving(rec: Recorded) -> Goal:
-    here, there = gpu_runs(rec, "gpu", CHOSEN_FLAGS), gpu_runs(rec, "gpu_first", CHOSEN_FLAGS)
-    levels = [f"{users} users: {sum(map(meets, at))} of {len(at)} runs"
-              for users, at in by_users(here).items() if any(map(meets, at))]
-    best = max(r["req_per_s"] for r in there if r["ttft_ms_p95"] <= 500)
-    met_there = any(map(meets, there))
-    measured = (f"met on one lent H200 ({', '.join(levels)}), "
-                f"{'also' if met_there else 'not'} on another of the same kind "
-                f"(at most {best:.1f}/s within 500 ms there)")
+    """Judged on each lent H200 apart: the host mattered as much as the flags."""
+    found = []
+    for name, where in (("gpu", "one lent H200"), ("gpu_first", "another of the same kind")):
+        runs = gpu_runs(rec, name, CHOSEN_FLAGS)
+        levels = [f"{users} users: {sum(map(meets, at))} of {len(at)} runs"
+                  for users, at in by_users(runs).items() if any(map(meets, at))]
+        best = max((r["req_per_s"] for r in runs if r["ttft_ms_p95"] <= 500), default=0.0)
+        found.append((bool(levels), f"met on {where} ({', '.join(levels)})" if levels
+                      else f"not on {where} (at most {best:.1f}/s within 500 ms)"))
     return Goal("≥ 100 RAG answers/s at TTFT p95 ≤ 500 ms on one H200", "",
-                bool(levels) and met_there, measured)
+                all(met for met, _ in found), ", ".join(text for _, text in found))
 
 
 def goals_section(rec: Recorded) -> list[str]:
