@@ -67,7 +67,8 @@ EVIDENCE = (
     "absent",
     "type_agrees",
 )
-# What the shipped model weighs, and `kb abstain fit` by default (issue 10, BENCHMARKS.md).
+# What the shipped model weighs, and `kb abstain fit` by default (issue 10,
+# docs/benchmarks-history.md).
 FEATURES = ("amount_mass", "documents")
 SHIPPED = Path(__file__).parent / "data" / "answerable.json"
 RARE_TERMS = 3

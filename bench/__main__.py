@@ -4,6 +4,7 @@
     python -m bench query cold       # some of them
     python -m bench all --full       # the full runs (BENCHMARKS.md's figures)
     python -m bench list
+    python -m bench report [--check] # BENCHMARKS.md from the recorded reports (bench/report.py)
 
 Each benchmark is a script in bench/ that prints one JSON report (its last output line or
 block); it runs in its own process, one after another (a 2-core machine: never two at once).
@@ -121,6 +122,7 @@ def run(name: str, bench: Bench, full: bool) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     report = last_json(done.stdout)
     result = {"bench": name, "command": " ".join(command[1:]), "seconds": round(seconds, 1),
+              "date": time.strftime("%Y-%m-%d", time.gmtime()),  # UTC, for BENCHMARKS.md
               "returncode": done.returncode, "host": host.report(), "report": report}
     if done.returncode != 0 or report is None:
         result["error"] = done.stderr[-3000:]
@@ -135,8 +137,14 @@ def run(name: str, bench: Bench, full: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["report"]:  # not a benchmark: the page drawn from the recorded reports
+        from bench.report import main as report
+
+        return report(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", default=["all"], help="all, list, or bench names")
+    parser.add_argument("names", nargs="*", default=["all"],
+                        help="all, list, report, or bench names")
     parser.add_argument("--full", action="store_true", help="the full runs, not the quick ones")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "latest.json")
     args = parser.parse_args(argv)

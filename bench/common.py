@@ -82,7 +82,7 @@ class Host:
     """The machine a run measured on, and what the hypervisor took from it meanwhile. Timings
     compare only on one host: the 1M bench's p95 was 24-40 ms on one of this project's 2-core
     machines (AMD EPYC) and 29-67 ms on another (Intel Xeon), near-idle both and with much the
-    same code (BENCHMARKS.md, issue 12 sixth and seventh passes).
+    same code (docs/benchmarks-history.md, issue 12 sixth and seventh passes).
 
         host = Host()                    # when the run starts
         report["host"] = host.report()   # {"cpu": "AMD EPYC", "cores": 2, ...}

@@ -1,4 +1,4 @@
-"""Markdown rows from `kb eval --json` reports, for BENCHMARKS.md.
+"""Markdown rows from `kb eval --json` reports, for docs/benchmarks-history.md.
 
     python bench/eval_table.py NAME=report.json [NAME=report.json ...] [--kinds]
 

@@ -11,7 +11,7 @@ Three steps, the first on any machine with the kb environment, the others where 
     python3 bench/gpu_serve.py run --prompts prompts.json --model /tmp/ernie --out results.json \\
         --variant 'kb=' --variant 'tuned=--api-server-count 4 --max-num-batched-tokens 16384' \\
         --plan 'rag:1,rag:16,rag:64,rag:256'
-    # 3. anywhere: the Markdown tables of BENCHMARKS.md
+    # 3. anywhere: Markdown tables such as those of docs/benchmarks-history.md
     python3 bench/gpu_serve.py table results.json
 
 `run` imports only assistant.{config,errors,llm,tokens,serve} (httpx and transformers), so those

@@ -6,8 +6,8 @@ Per variant: answers whose shown model text repeats a sentence more than twice (
 shows the passages, with the model's text behind a toggle: its shown model text is none),
 answers whose model text as kept repeats one, answers keeping at least one verified citation,
 fallback rate, and streamed pieces (about one token each) per answer. The config names the
-model server (SmolLM2-135M-Instruct served by `kb llm serve`, see BENCHMARKS.md); start it
-first.
+model server (SmolLM2-135M-Instruct served by `kb llm serve`, see docs/benchmarks-history.md);
+start it first.
 
     .venv/bin/python bench/loop_guard.py --config /tmp/smol.toml --limit 15 \\
         ../shared/eval/public ../shared/eval/public2

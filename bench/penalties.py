@@ -6,7 +6,7 @@ Per setting, the figures of `bench/loop_guard.py`: answers whose shown text repe
 more than twice, answers whose model text as kept repeats one, generations the guard stopped,
 share of answers with a verified citation, fallback rate, streamed pieces (about one token each)
 per answer. The config names the model server (SmolLM2-135M-Instruct served by `kb llm serve`,
-see BENCHMARKS.md); start it first.
+see docs/benchmarks-history.md); start it first.
 
     .venv/bin/python bench/penalties.py --config /tmp/smol.toml --limit 10 \\
         ../shared/eval/public ../shared/eval/public2

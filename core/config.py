@@ -144,7 +144,8 @@ class LlmSettings:
     )
     frequency_penalty: float = field(
         default=0.5,
-        metadata=_doc("OpenAI frequency penalty; 0.0 is off, 0.5 measured (BENCHMARKS.md)"),
+        metadata=_doc("OpenAI frequency penalty; 0.0 is off, 0.5 measured "
+                      "(docs/benchmarks-history.md)"),
     )
     connect_timeout_s: float = field(default=5.0, metadata=_doc("connect time limit"))
     first_token_timeout_s: float = field(default=30.0, metadata=_doc("first token time limit"))

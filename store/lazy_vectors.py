@@ -8,8 +8,8 @@ abstention before the dense side, a command that only reads the ledger).
 
 An opening that fails (`StoreError`: the Chroma folder or server) is raised to the caller and
 tried again on the next use (a Chroma server may come up later). Opening it in a background
-thread instead was measured slower (BENCHMARKS.md, issue 12's second pass): the import holds
-the GIL and the import lock against the main thread's own imports.
+thread instead was measured slower (docs/benchmarks-history.md, issue 12's second pass): the
+import holds the GIL and the import lock against the main thread's own imports.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Pseudo-relevance feedback terms (the ranking is off by default: BENCHMARKS.md, issue 10)."""
+"""Pseudo-relevance feedback terms (the ranking is off by default: docs/benchmarks-history.md,
+issue 10)."""
 
 from __future__ import annotations
 

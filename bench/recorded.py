@@ -1,0 +1,209 @@
+"""The recorded reports BENCHMARKS.md is drawn from, and how a run is named on it.
+
+SOURCES names, for each table of the page, the report files it reads: `kb eval --json` reports
+(bench/eval_public*.json, also the gate values of tests/assistant/test_eval.py), the
+answerability model's note (its held-out checks), and JSON reports under bench/results/. What
+a report does not record itself (the date of runs before the runner recorded one, the command
+or machine of scripts that record neither) is given beside its files.
+
+Recording a new headline run: save its report under bench/results/ (`python -m bench NAME
+--out bench/results/NAME.json` records the host and the date), point its Source here at it, run
+`python -m bench report` and commit both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HISTORY = "docs/benchmarks-history.md"
+RESULTS = "bench/results/"
+
+
+@dataclass(frozen=True)
+class Source:
+    """The report files of one table, and what they do not record themselves."""
+
+    paths: tuple[str, ...]  # from the repository root
+    bench: str = ""  # the entry to read in a `python -m bench` report (a list of entries)
+    date: str = ""  # UTC day of the run, where the report records none
+    command: str = ""  # how it ran, where the report records none
+    machine: str = ""  # where it ran, where the report records no host
+
+
+def _seventh(kind: str, runs: list[str]) -> tuple[str, ...]:
+    return tuple(f"{RESULTS}issue12-seventh-pass-{kind}-{run}.json" for run in runs)
+
+
+QUALITY = "any machine (quality does not depend on it)"
+H200 = "one lent NVIDIA H200, 16 CPU cores, vLLM 0.26.0"
+OTHER_H200 = "another lent H200 of the same kind, vLLM 0.26.0"
+CHOSEN_FLAGS = "--api-server-count 4 --max-num-batched-tokens 16384 --stream-interval 8"
+GPU_RUN = "bench/gpu_serve.py run … --variant 'NAME:rag:USERS:REQUESTS,…=FLAGS'"
+
+SOURCES: dict[str, Source] = {
+    "public": Source(("bench/eval_public.json",), machine=QUALITY),
+    "public2": Source(("bench/eval_public2.json",), machine=QUALITY),
+    # its command and held-out checks are in the model's note
+    "abstain": Source(("assistant/data/answerable.json",), date="2026-12-01", machine=QUALITY),
+    "ingest": Source((f"{RESULTS}issue12-eighth-pass-bench-ingest.json",), bench="ingest",
+                     date="2026-12-02"),
+    "generated": Source((f"{RESULTS}issue12-seventh-pass-bench-ingest-generated.json",),
+                        bench="ingest-generated", date="2026-12-02"),
+    "reindex": Source((f"{RESULTS}issue12-eighth-pass-bench-reindex.json",), bench="reindex",
+                      date="2026-12-02"),
+    # these reports name their GPU and CPU cores
+    "gpu_ingest": Source(
+        tuple(f"{RESULTS}gpu-2026-12-01-ingest-corpus-w{n}.json" for n in (1, 8)),
+        date="2026-12-01",
+        command="DOCS=/tmp/docs2 WORKERS=1 (then 8) bash bench/gpu_ingest_step.sh 2"),
+    "query": Source((f"{RESULTS}issue12-seventh-pass-bench-reindex-query.json",), bench="query",
+                    date="2026-12-02"),
+    # the five runs on the built store (the run right after the build held the build's memory)
+    "query_1m": Source(_seventh("1m", ["1", "2", "3", "4", "5"]), date="2026-12-01",
+                       command="bench/retrieve_latency.py --chunks 1000000 --no-build "
+                       "--no-where --questions-openvino"),
+    "cold": Source((f"{RESULTS}issue12-seventh-pass-bench-ingest-cold-reindex.json",),
+                   bench="cold", date="2026-12-01"),
+    "overhead": Source(_seventh("overhead", [str(n) for n in range(1, 9)]), date="2026-12-01",
+                       command="bench/overhead.py --quick --pause 0.5"),
+    "gpu": Source(tuple(f"{RESULTS}gpu-2026-11-30-s2-{run}.json"
+                        for run in ("levels", "one", "rep", "procs8")),
+                  date="2026-11-30", command=GPU_RUN, machine=H200),
+    # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
+    "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),
+                        date="2026-11-30", command=GPU_RUN, machine=OTHER_H200),
+}
+
+
+class Recorded:
+    """The reports of SOURCES as one checkout holds them."""
+
+    def __init__(self, root: Path = REPO, sources: dict[str, Source] = SOURCES) -> None:
+        self.root, self.sources = root, sources
+
+    def reports(self, name: str) -> list[Any]:
+        """The reports of one source; for a `python -m bench` report, its entry that ran."""
+        source = self.sources[name]
+        found = []
+        for path in source.paths:
+            data = json.loads((self.root / path).read_text("utf-8"))
+            if source.bench:
+                entries = [e for e in data if e["bench"] == source.bench and e["returncode"] == 0]
+                if not entries:
+                    raise ValueError(f"{path}: no {source.bench!r} entry that ran")
+                data = entries[0]
+            found.append(data)
+        return found
+
+    def report(self, name: str) -> Any:
+        """The one report of a source (its inner report for a `python -m bench` entry)."""
+        (data,) = self.reports(name)
+        return data["report"] if self.sources[name].bench else data
+
+    def run_line(self, name: str, what: str = "", command: str = "") -> str:
+        """`command` · machine · date · report files, for the line under a table: the
+        command given, else the one the reports record, else their source's."""
+        source, reports = self.sources[name], self.reports(name)
+        recorded = sorted({shown(r["command"]) for r in reports if "command" in r})
+        command = f"`{command}`" if command else " / ".join(f"`{c}`" for c in recorded)
+        command = command or f"`{source.command}`"
+        dates = sorted({r["date"] for r in reports if "date" in r}) or [source.date]
+        if not dates[0]:
+            raise ValueError(f"{name}: neither the reports nor the source give a date")
+        files = link(files_named(source.paths), source.paths[0] if len(source.paths) == 1
+                     else Path(source.paths[0]).parent.as_posix() + "/")
+        where = machine(reports, source.machine)
+        lead = f"{what}: " if what else ""
+        return f"- {lead}{command} · {where} · {', '.join(dates)} · {files}"
+
+    def history_link(self, title: str, text: str) -> str:
+        """A link to a section of the history, which must hold that heading."""
+        headings = (self.root / HISTORY).read_text("utf-8").splitlines()
+        if not any(line.lstrip("#").strip() == title for line in headings if line[:1] == "#"):
+            raise ValueError(f"{HISTORY} has no section {title!r}")
+        return f"[{text}]({HISTORY}#{anchor(title)})"
+
+
+def shown(command: str) -> str:
+    """A recorded command with the checkout's paths made relative, as a user would type it.
+
+    shown("/work/main/bench/cold_start.py --rounds 5") -> "bench/cold_start.py --rounds 5"
+    """
+    words = []
+    for word in command.split():
+        if word.startswith("/") and "/shared/" in word:
+            word = "../shared/" + word.split("/shared/", 1)[1]
+        elif word.startswith("/") and "/bench/" in word:
+            word = "bench/" + word.split("/bench/", 1)[1]
+        words.append(word)
+    return " ".join(words)
+
+
+def machine(reports: list[Any], declared: str) -> str:
+    """The hosts the reports recorded (`python -m bench` entries and newer scripts), else the
+    machine their source declares.
+
+    machine([{"host": {"cpu": "AMD EPYC", "cores": 2, "steal_share": 0.0004}}], "")
+        -> "AMD EPYC, 2 cores, 0.04% of CPU time stolen"
+    """
+    hosts = [r.get("host") or r.get("report", {}).get("host") for r in reports]
+    hosts = [h for h in hosts if h]
+    gpus = sorted({f"{r['gpu']}, {r['cpus']} CPU cores, torch {r['torch']}"
+                   for r in reports if "gpu" in r})
+    if not hosts:
+        if not (gpus or declared):
+            raise ValueError("a report without its host needs the machine in its Source")
+        return "; ".join(gpus) or declared
+    kinds = sorted({f"{h['cpu']}, {h['cores']} cores" for h in hosts})
+    stolen = [h["steal_share"] for h in hosts if h.get("steal_share") is not None]
+    text = "; ".join(kinds)
+    if stolen:
+        text += f", {span(stolen, '{:.2%}')} of CPU time stolen"
+    if len(hosts) < len(reports):
+        text += f" (host recorded in {len(hosts)} of {len(reports)} reports)"
+    return text
+
+
+def files_named(paths: tuple[str, ...]) -> str:
+    """Several report files as one name, the parts that differ in braces.
+
+    files_named(("r/a-1.json", "r/a-2.json")) -> "r/a-{1,2}.json"
+    """
+    if len(paths) == 1:
+        return paths[0]
+    head = os.path.commonprefix(paths)
+    tail = os.path.commonprefix([p[len(head):][::-1] for p in paths])[::-1]
+    middles = [p[len(head) : len(p) - len(tail)] for p in paths]
+    return f"{head}{{{','.join(middles)}}}{tail}"
+
+
+def link(name: str, target: str) -> str:
+    return f"[`{name.removeprefix(RESULTS)}`]({target})"
+
+
+def anchor(title: str) -> str:
+    """GitHub's anchor for a heading.
+
+    anchor("Load: 50 askers at once: `bench/load.py`") -> "load-50-askers-at-once-benchloadpy"
+    """
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def span(values: list[float], fmt: str = "{}") -> str:
+    """The range of some figures: "a–b", or "a" when they are all equal.
+
+    span([0.3, 0.1, 0.2], "{:.1f}") -> "0.1–0.3"
+    """
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
+def times(value: float) -> str:
+    """A ratio as the page writes it: 1.25×, 7.9×, 37.4×, 1,058×."""
+    return f"{value:,.0f}×" if value >= 100 else f"{value:.3g}×"

@@ -1,0 +1,68 @@
+"""`python -m bench report`: BENCHMARKS.md written from the recorded reports, or checked.
+
+    python -m bench report            # write BENCHMARKS.md
+    python -m bench report --check    # exit 1, with the lines that differ, when it is stale
+
+The reports are those bench/recorded.py's SOURCES names; bench/report_sections.py draws the
+tables from them and bench/report_goals.py judges the goals. tests/bench/test_report.py runs the
+check, so CI fails while the page differs from what the reports produce.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.recorded import Recorded  # noqa: E402
+from bench.report_goals import goals_section  # noqa: E402
+from bench.report_sections import gpu, head, ingest, latency, load, quality, reproduce  # noqa: E402
+
+PAGE = "BENCHMARKS.md"
+
+
+def render(root: Path = REPO) -> str:
+    """BENCHMARKS.md as the reports of the checkout at `root` produce it."""
+    rec = Recorded(root)
+    parts = (head(rec), goals_section(rec), quality(rec), ingest(rec), latency(rec), gpu(rec),
+             load(rec), reproduce())
+    return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
+
+
+def stale_lines(root: Path = REPO) -> list[str]:
+    """Where BENCHMARKS.md differs from what the reports produce, as a unified diff; empty when
+    it is what they produce."""
+    path = root / PAGE
+    current = path.read_text("utf-8").splitlines() if path.is_file() else []
+    wanted = render(root).splitlines()
+    return list(difflib.unified_diff(current, wanted, PAGE, "python -m bench report", n=0,
+                                     lineterm=""))
+
+
+def main(argv: list[str] | None = None, root: Path = REPO) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench report",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 and print the lines that differ when stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        diff = stale_lines(root)
+        if diff:
+            print(f"{PAGE} is not what the reports produce (run `python -m bench report`):")
+            print("\n".join(diff))
+            return 1
+        print(f"{PAGE} is what the reports produce")
+        return 0
+    text = render(root)
+    (root / PAGE).write_text(text, "utf-8")
+    print(f"{PAGE} written from the reports ({len(text.splitlines())} lines)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
