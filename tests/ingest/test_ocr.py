@@ -18,7 +18,7 @@ from assistant.answer import Assistant
 from core.config import load_settings
 from core.errors import NoText
 from core.types import Block, DocMeta, ParsedDoc
-from ingest.parse.ocr import OcrOptions, read_tsv
+from ingest.ocr import OcrOptions, read_tsv
 from ingest.parse.page_words import cited_boxes
 from ingest.parse.pdf import parse_pdf
 from ingest.pipeline import Writer
@@ -111,7 +111,7 @@ def test_a_mixed_pdf_is_read_page_by_page(tmp_path: Path, tesseract: None) -> No
 def test_without_ocr_a_scan_has_no_text(tmp_path: Path) -> None:
     path = tmp_path / "blank.pdf"
     Image.new("L", (300, 400), 255).save(path, resolution=72.0)
-    with pytest.raises(NoText, match="blank.pdf: no text layer.*ingest.parse.ocr"):
+    with pytest.raises(NoText, match="blank.pdf: no text layer.*ingest.ocr"):
         parse_pdf(path, ocr=None)
 
 
