@@ -228,8 +228,14 @@ class AnswerSettings:
 @dataclass(frozen=True)
 class UiSettings:
     metrics_token: str = field(
-        default="", metadata=_doc("bearer token /metrics asks for; empty: open to all")
+        default="", metadata=_doc("bearer token a scraper sends for /metrics; empty: none")
     )
+    metrics_allow: tuple[str, ...] = field(
+        default=("127.0.0.1", "::1"),
+        metadata=_doc("addresses, CIDRs that read /metrics without the token"))
+    max_body_bytes: int = field(
+        default=6 * 1024 * 1024,
+        metadata=_doc("largest request body (uploads: upload_max_mb per file); more: 413"))
     host: str = field(default="127.0.0.1", metadata=_doc("where `kb serve` listens"))
     port: int = field(default=7860, metadata=_doc("port of `kb serve`"))
     demo: bool = field(default=False, metadata=_doc("demo mode: a sample user, no login"))

@@ -16,7 +16,6 @@ none of it. Cited PDF pages come from `GET /page/{chunk_id}` and cited Word sect
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 import shutil
@@ -46,9 +45,11 @@ from ingest.reindex import reindex
 from ui.web import admin, insights, marks, render
 from ui.web.api import api_router
 from ui.web.auth import LoginGuard, SessionTable, client_address, login_check, shared_cookie_id
+from ui.web.bodies import BodyLimit, body_cap
 from ui.web.gate import Gate
 from ui.web.i18n import LANGS, lang_from_header, t
 from ui.web.metrics import CONTENT_TYPE, Metrics
+from ui.web.metrics_access import MetricsAccess
 from ui.web.proxies import TrustedProxies
 from ui.wiring import Services, open_services
 
@@ -704,6 +705,8 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
                        ui.login_lockout_s)
     cookies: list[str] = []  # Gradio's session cookie names, known once it is mounted
     proxies = TrustedProxies.parse(ui.trusted_proxies, "ui.trusted_proxies")
+    scrapers = MetricsAccess.parse(ui.metrics_allow, ui.metrics_token)
+    max_body = body_cap(ui.max_body_bytes)
 
     def session_user(request: Request) -> User | None:
         if demo:
@@ -717,7 +720,7 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
     server.include_router(api_router(assistant, users, services.metrics, kb_app.gate,
                                      settings.ui.busy_retry_after_s, services.conversations))
-    server.add_api_route("/metrics", metrics_route(services.metrics, settings.ui.metrics_token),
+    server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)
     server.include_router(page_router(kb_app, session_user))
     server.state.kb_app = kb_app
@@ -730,12 +733,19 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
         auth_message=t("title") + " · " + t("title", "zh"),
         max_file_size=f"{int(ui.upload_max_mb)}mb", css=render.CSS,
         footer_links=["api"], run_history=False, show_error=False,
+        # FastAPI's schema of Gradio's own routes answered anyone at /openapi.json: gone.
+        # Gradio's /gradio_api/info and /gradio_api/openapi.json (the "Use via API" page) ask
+        # for a login.
+        app_kwargs={"openapi_url": None},
     )
     gradio_app: Any = next(r.app for r in mounted.routes if isinstance(r, Mount))
     gradio_app.tokens = sessions
     gradio_app.cookie_id = shared_cookie_id(users)  # one cookie name for every app process
     cookie_id = gradio_app.cookie_id
     cookies += [f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"]
+    # bodies are capped inside GuardGradio (which settles the address the refusal logs);
+    # uploads, for admins only, keep Gradio's own limit per file (ui.upload_max_mb)
+    mounted.add_middleware(BodyLimit, max_bytes=max_body, exempt=GuardGradio.UPLOADS)
     mounted.add_middleware(GuardGradio, session_user=session_user, proxies=proxies)
     if settings.retrieve.refresh_s > 0:  # see what other processes ingest (issue 13)
         services.on_close.append(assistant.retriever.refresh_every(settings.retrieve.refresh_s))
@@ -744,16 +754,23 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     return cast(FastAPI, mounted)
 
 
-def metrics_route(metrics: Metrics, token: str) -> Any:
-    """`GET /metrics` in Prometheus text format; with `ui.metrics_token` set, only for a
-    scraper that sends it as a bearer token."""
+def metrics_route(metrics: Metrics, access: MetricsAccess) -> Any:
+    """`GET /metrics` in Prometheus text format, for the addresses of `ui.metrics_allow` and a
+    scraper that sends `ui.metrics_token` as a bearer token (401 or 403 for anyone else)."""
 
     async def route(request: Request) -> Response:
-        if token:
-            sent = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-            if not hmac.compare_digest(sent, token):
-                return Response(status_code=401)
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        address = request.client.host if request.client else "?"
+        verdict = access.verdict(address, request.headers.get("authorization", ""))
+        if verdict == 200:
+            return Response(metrics.render(), media_type=CONTENT_TYPE)
+        logger.warning("/metrics refused for %s (%d)", address, verdict)
+        if verdict == 401:
+            return JSONResponse({"error": "/metrics: send ui.metrics_token as the bearer token "
+                                          "(none or a wrong one came)"},
+                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return JSONResponse({"error": f"/metrics: {address} is not in ui.metrics_allow (add "
+                                      "the scraper's address there, or give it "
+                                      "ui.metrics_token)"}, status_code=403)
 
     return route
 
@@ -820,6 +837,7 @@ class GuardGradio:
     chat needs neither; the admin tab's uploads do)."""
 
     ADMIN_ONLY = ("/gradio_api/upload", "/gradio_api/file=", "/gradio_api/file/")
+    UPLOADS = ("/gradio_api/upload",)
 
     def __init__(self, app: ASGIApp, session_user: Any, proxies: TrustedProxies) -> None:
         self.app, self.session_user, self.proxies = app, session_user, proxies
