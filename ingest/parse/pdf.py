@@ -37,7 +37,7 @@ from ingest.parse.clean import (
     typical_width,
     word_vocabulary,
 )
-from ingest.ocr import OcrOptions, check_tesseract, ocr_page
+from ingest.parse.ocr import OcrOptions, check_tesseract, ocr_page
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from assistant.answer import Assistant
 from core.config import load_settings
 from core.errors import NoText
 from core.types import Block, DocMeta, ParsedDoc
-from ingest.ocr import OcrOptions, read_tsv
+from ingest.parse.ocr import OcrOptions, read_tsv
 from ingest.parse.page_words import cited_boxes
 from ingest.parse.pdf import parse_pdf
 from ingest.pipeline import Writer
