@@ -16,6 +16,7 @@ from assistant.retrieve.retriever import Retriever
 from devtools.postgres import with_ledger
 from ingest import pipeline
 from ingest import reindex as reindexing
+from ingest.discover import discover
 from ingest.parse.legacy_doc import soffice
 from store.embed.embedder import CachedEmbedder, open_embedder
 from store.lazy_vectors import LazyVectorIndex
@@ -137,7 +138,7 @@ def test_passages_of_several_files_are_embedded_together_in_file_order(
     settings = make_settings(ingest={"embed_wave": 64})
     report = ingest_paths(settings, [samples])
     assert report.counts["ingested"] == 11 and report.counts["failed"] == 1
-    assert [o.path for o in report.outcomes] == [str(p) for _, p in pipeline.discover([samples])]
+    assert [o.path for o in report.outcomes] == [str(p) for _, p in discover([samples])]
     assert sum(calls) == len(live_chunks(settings))
     assert len(calls) < 11  # 11 files with passages: waves span files
     assert store_problems(settings) == []

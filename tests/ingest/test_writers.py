@@ -23,6 +23,7 @@ from core.errors import StoreError
 from devtools.postgres import with_ledger
 from ingest import pipeline
 from ingest.reindex import reindex
+from ingest.writer import recover
 from store.ledger import KEPT_NOTE, Ledger
 from store.store import Store, open_ledger, open_store
 from tests.support.fakes import FakeEmbedder, MemoryVectorIndex
@@ -227,9 +228,9 @@ def test_recovery_runs_only_under_the_write_lock(make_settings) -> None:
     store = Store(settings, ledger, MemoryVectorIndex(), FakeEmbedder())
     try:
         with pytest.raises(RuntimeError, match="only inside store.writing"):
-            pipeline.recover(store)
+            recover(store)
         with store.writing("kb test"):
-            pipeline.recover(store)
+            recover(store)
     finally:
         store.close()
 
