@@ -1,10 +1,10 @@
 """Settings: `config.toml` read once into frozen dataclasses and passed down.
 
-A config file may name only the keys it changes; every other key keeps its default. Unknown
-sections or keys and values of the wrong type are errors that name the key. Operators override
-per-deployment values with environment variables `KB_<SECTION>_<KEY>` (for example
-`KB_LLM_URL=http://10.0.0.5:8000/v1`, `KB_STORE_PATH=/srv/kb`), parsed as TOML values where they
-parse, else taken as strings.
+A config file may name only the keys it changes; every other key keeps its default. Unknown sections
+or keys and values of the wrong type are errors that name the key; a removed key (`REMOVED`) is a
+warning. Operators override per-deployment values with environment variables `KB_<SECTION>_<KEY>`
+(for example `KB_LLM_URL=http://10.0.0.5:8000/v1`, `KB_STORE_PATH=/srv/kb`), parsed as TOML values
+where they parse, else taken as strings.
 
 Two kinds of keys. What an operator sets (paths, URLs, the model and its server, ports, limits
 that protect the machine, access groups, logins) is in `config.toml`, each key with its default
@@ -19,6 +19,7 @@ may still set them.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tomllib
 import typing
@@ -28,7 +29,18 @@ from typing import Any
 
 from core.errors import ConfigError
 
+logger = logging.getLogger(__name__)
+
 ENV_PREFIX = "KB_"
+
+# Keys that were dropped, and why: a config file that still sets one gets a warning, not an
+# error (docs/tuning.md, "Removed").
+REMOVED: dict[str, dict[str, str]] = {
+    "retrieve": {
+        "feedback_weight": "pseudo-relevance feedback was a dropped experiment (it lowered hit@1 "
+                           "on both public sets) and left the code",
+    },
+}
 
 # Set for every process we start or run: nothing reaches for a model hub or sends telemetry.
 OFFLINE_ENV = {
@@ -195,11 +207,6 @@ class RetrieveSettings:
     amount_weight: float = field(
         default=0.5, metadata=_tuning("RRF weight, passages stating the amount a question asks for")
     )
-    feedback_weight: float = field(
-        default=0.0,
-        metadata=_tuning("RRF weight, BM25 with pseudo-relevance feedback terms; a dropped "
-                         "experiment, off, to be removed"),
-    )
     rrf_k: int = field(default=60, metadata=_tuning("RRF constant"))
     hit_share: float = field(
         default=0.9, metadata=_tuning("share of the passage budget for hits before neighbours")
@@ -326,6 +333,10 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
 def _build(cls: type[Any], section: str, values: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
+    for key in sorted(set(values) & set(REMOVED.get(section, {}))):
+        logger.warning("config key %s.%s is ignored: %s; delete it from the config file",
+                       section, key, REMOVED[section][key])
+        values = {k: v for k, v in values.items() if k != key}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(

@@ -5,7 +5,6 @@ searches again from, the lexical candidates, and each is one function of one sha
     by_coverage   the candidates by how much of the question each holds
     by_title      those of the documents whose title the question quotes, tied per document
     by_amount     those that state an amount in the unit the question asks for
-    by_feedback   BM25 again, the question plus the terms its top candidates share
 
 `RANKINGS` names them for RRF and `ranking_weights` gives each its weight. `score_fused`
 combines the lexical and dense candidates into one ranking by their scores instead of their
@@ -23,7 +22,6 @@ from dataclasses import dataclass
 
 from assistant.retrieve.asked_amount import expected_units, states_amount
 from assistant.retrieve.fuse import DENSE, LEXICAL, score_fuse, tied_ranks
-from assistant.retrieve.query_expansion import feedback_terms
 from assistant.retrieve.snapshot import Mask, Snapshot
 from core.config import RetrieveSettings
 
@@ -42,11 +40,6 @@ TITLE = "title"
 # A fifth: the lexical candidates that state an amount in the unit the question asks for
 # ("休息几天" -> "每周至少休息一日"), in lexical order.
 AMOUNT = "amount"
-# A sixth: BM25 again, the question plus the terms its top lexical passages share
-# (assistant/retrieve/query_expansion.py), for questions worded unlike their passage.
-FEEDBACK = "feedback"
-FEEDBACK_PASSAGES = 3
-FEEDBACK_TERMS = 8
 
 
 @dataclass(frozen=True)
@@ -83,24 +76,12 @@ def by_amount(snap: Snapshot, query: Query, lexical: Scored) -> list[str]:
     return [cid for cid, _ in lexical if states_amount(snap.texts[snap.row_of[cid]], units)]
 
 
-def by_feedback(snap: Snapshot, query: Query, lexical: Scored) -> list[str]:
-    """BM25 over the rows the asker may see, for the question's terms plus the rarest terms
-    its FEEDBACK_PASSAGES best lexical candidates share (`feedback_terms`); none without
-    lexical candidates."""
-    if not lexical:
-        return []
-    texts = [snap.texts[snap.row_of[c]] for c, _ in lexical[:FEEDBACK_PASSAGES]]
-    extra = feedback_terms(query.terms, texts, snap.bm25.idf, FEEDBACK_TERMS)
-    expanded = [*query.terms, *extra]
-    return [c for c, _ in snap.bm25.search(expanded, query.candidates, query.allowed)]
-
 
 # The rankings beside the lexical and dense ones, in the order RRF adds up their votes.
 RANKINGS: dict[str, Callable[[Snapshot, Query, Scored], Ranking]] = {
     COVERAGE: by_coverage,
     TITLE: by_title,
     AMOUNT: by_amount,
-    FEEDBACK: by_feedback,
 }
 
 
@@ -109,13 +90,12 @@ def ranking_weights(cfg: RetrieveSettings, lang: str) -> dict[str, float]:
     vote, and is not built).
 
     ranking_weights(RetrieveSettings(), "en")
-        -> {"coverage": 0.0, "title": 0.3, "amount": 0.5, "feedback": 0.0}
+        -> {"coverage": 0.0, "title": 0.3, "amount": 0.5}
     """
     return {
         COVERAGE: cfg.coverage_weight_en if lang == "en" else cfg.coverage_weight,
         TITLE: cfg.title_weight,
         AMOUNT: cfg.amount_weight,
-        FEEDBACK: cfg.feedback_weight,
     }
 
 

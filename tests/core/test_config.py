@@ -174,3 +174,13 @@ def test_environment_overrides(tmp_path):
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_settings(tmp_path / "nope.toml", environ={})
+
+
+def test_a_removed_key_is_ignored_with_a_warning(tmp_path, caplog):
+    """retrieve.feedback_weight left the code (docs/tuning.md, "Removed"): an old config file
+    that still sets it loads, and its operator is told to delete it."""
+    path = tmp_path / "c.toml"
+    path.write_text("[retrieve]\nfeedback_weight = 0.5\ntop_k = 7\n")
+    settings = load_settings(path, environ={})
+    assert settings.retrieve.top_k == 7 and not hasattr(settings.retrieve, "feedback_weight")
+    assert "retrieve.feedback_weight is ignored" in caplog.text
