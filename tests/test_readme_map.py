@@ -27,6 +27,8 @@ def named_paths(text: str) -> set[str]:
     for row in text.splitlines():
         folder = ""
         for name in re.findall(r"`([\w./-]+)`", row):
+            if name.startswith("/"):  # a route, not a path
+                continue
             if "/" in name:
                 found.add(name)
                 folder = name if name.endswith("/") else folder
