@@ -9,8 +9,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
 from assistant.lexical import TitleIndex
 from assistant.retrieve import _by_amount, _by_title
 
@@ -276,18 +274,18 @@ def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs
 
 
 def test_counting_ahead_leaves_retrieval_and_packing_as_they_were(make_settings: Any) -> None:
-    """Over the sample documents, with the test model's counter where it is built: the same
-    passages, evidence and packed window with the lines counted ahead as without."""
+    """Over the sample documents, with the test model's counter (built here when absent): the
+    same passages, evidence and packed window with the lines counted ahead as without."""
     from assistant.retrieve import Retriever
+    from assistant.serving.testmodel import build_test_model
     from assistant.tokens import LocalTokenCounter
     from assistant.window import fill_window, snapshot_neighbours
     from ingest.store import open_store
     from tests.stores import ingest_paths
+    from tests.vllm_server import MODEL_DIR
 
     repo = Path(__file__).resolve().parents[2]
-    model = repo / ".cache" / "test-model"
-    if not (model / "config.json").is_file():
-        pytest.skip("the test model is not built (.cache/test-model)")
+    model = build_test_model(MODEL_DIR)
     settings = make_settings()
     ingest_paths(settings, [repo / "data" / "samples" / "docs"])
     questions = ["How many days of annual leave can I carry over?", "差旅住宿标准是多少？",
