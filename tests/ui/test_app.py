@@ -4,7 +4,6 @@ Real store (data/samples), real embedder, real vLLM test server (or none, for re
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from gradio_client import handle_file
 
 from tests.stores import list_documents
+from tests.system_deps import tool
 from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow
@@ -89,7 +89,7 @@ def test_retrieval_only_demo_answer_has_citation_links(demo_server: Any) -> None
     assert "Employee-Leave-Policy.pdf" in final and "<mark>" in final
     html = client.predict(outputs[-1][2]["value"], "en", api_name="/view_source")
     assert "Employee-Leave-Policy.pdf" in html and "page" in html
-    if shutil.which("pdftoppm"):  # poppler-utils installed: the page from the checked route
+    if tool("pdftoppm", "poppler-utils (scripts/install_chromium.sh)"):  # from the checked route
         assert re.search(r'<img class="kb-page" src="page/[^"]+"', html), html
         src = re.search(r'src="(page/[^"]+)"', html)
         assert src and httpx.get(demo_server.url + src.group(1)).status_code == 200
