@@ -12,7 +12,8 @@ being tested. Then:
   ledger and Chroma agree exactly (no orphan vectors, nothing staged, no stray collection).
 
 A kill lands a little after its line (the time the test takes to read it), so each point is
-"during or just after" that step. Two points (SHORT) run in CI; `-m crash` runs the other 13:
+"during or just after" that step. Two points (SHORT) run in a plain `pytest`; `-m crash` runs
+the other 13, as scripts/test.sh (CI) does after the rest:
 
     pytest -m crash tests/ingest/test_crash.py
 """
@@ -41,6 +42,8 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
 NEW_RULE = "Employees may not accept cryptocurrency gifts of any value."
 RUN_LIMIT_S = 180
+
+pytestmark = pytest.mark.slow  # each point runs `kb` twice
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ def settings_for(exports: Path, **values: object) -> EmbedSettings:
     return replace(EmbedSettings(), export_dir=str(exports), **values)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # exports the model to OpenVINO
 def test_openvino_vectors_match_torch_float32(exports: Path) -> None:
     openvino = load_embedder(settings_for(exports))
     torch = load_embedder(settings_for(exports, runtime="torch"))

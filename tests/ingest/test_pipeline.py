@@ -215,6 +215,7 @@ def test_prune_and_delete(make_settings, samples: Path) -> None:
     assert store_status(settings)["documents"] == 9
 
 
+@pytest.mark.slow  # a full re-index of the samples
 def test_full_reindex_switches_collection_and_keeps_answers(
     make_settings, samples: Path, ledger_url: str
 ) -> None:
@@ -289,6 +290,7 @@ def test_crash_before_the_switch_keeps_the_old_version(
     assert vector_ids(settings) == set(live)
 
 
+@pytest.mark.slow  # `kb ingest` in a new process
 def test_bad_files_get_a_status_and_the_batch_goes_on(
     make_settings, tmp_path: Path, shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -408,6 +410,7 @@ def test_a_store_from_before_page_labels_is_migrated(make_settings, samples: Pat
     assert len(records) == 11 and all(r.meta.page_labels == () for r in records)
 
 
+@pytest.mark.slow  # embeds a file of many passages
 def test_chunks_per_file_are_capped(make_settings, tmp_path: Path) -> None:
     """A file that chunks into more than ingest.max_chunks passages gets its own status; its
     previous version stays searchable, through an ingest and through a full re-index."""
