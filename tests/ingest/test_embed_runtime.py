@@ -32,6 +32,9 @@ from tests.fakes import FakeEmbedder
 from tests.tiny_bert import tiny_bert
 
 REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow  # OpenVINO exports and compiles, torch for the reference vectors
+
 PASSAGES = [
     "Annual leave: employees accrue 1.67 days of paid leave per month of service.",
     "年假：员工累计工作已满1年不满10年的，年休假5天；已满10年不满20年的，年休假10天。",
@@ -57,7 +60,6 @@ def settings_for(exports: Path, **values: object) -> EmbedSettings:
     return replace(EmbedSettings(), export_dir=str(exports), **values)  # type: ignore[arg-type]
 
 
-@pytest.mark.slow  # exports the model to OpenVINO
 def test_openvino_vectors_match_torch_float32(exports: Path) -> None:
     openvino = load_embedder(settings_for(exports))
     torch = load_embedder(settings_for(exports, runtime="torch"))

@@ -345,6 +345,7 @@ def test_bad_files_get_a_status_and_the_batch_goes_on(
     ] == [True]
 
 
+@pytest.mark.slow  # parses every gold file of ../shared
 def test_gold_quotes_survive_parsing_and_chunking(make_settings, shared: Path) -> None:
     """For every gold quote of the public set, some chunk of the gold file (whose page span
     includes the gold page, for PDFs) contains it once all whitespace is removed."""
