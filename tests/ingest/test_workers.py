@@ -63,6 +63,7 @@ def ingest(settings: Settings, docs: Path, workers: int) -> IngestReport:
         store.close()
 
 
+@pytest.mark.slow  # two full ingests of the samples
 def test_two_workers_make_the_store_one_worker_makes(
     make_settings: Any, docs: Path, tmp_path: Path
 ) -> None:
