@@ -10,8 +10,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from assistant.retrieve.retriever.lexical import TitleIndex
-from assistant.retrieve.retriever.rankings import Query, by_amount, by_title
+
+from assistant.retrieve.lexical import TitleIndex
+from assistant.retrieve.rankings import Query, by_amount, by_title
 
 
 def _snapshot() -> Any:
@@ -67,8 +68,8 @@ def test_the_dense_side_runs_beside_bm25_and_returns_what_it_would_alone(
     its figures are those of the dense ranking computed on this thread."""
 
     import numpy as np
-    from assistant.retrieve.retriever.retriever import Retriever
 
+    from assistant.retrieve.retriever import Retriever
     from core.config import load_settings
     from core.types import Block, DocMeta, ParsedDoc
     from ingest.pipeline import Writer
@@ -169,9 +170,10 @@ def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
     """Issue 12: a group that sees 10% of a corpus too large for the exact search
     (EXACT_UP_TO) gets Chroma's unfiltered nearest n * SURVIVE_MARGIN / share, masked; its
     visible vectors are never loaded. Only allowed chunks come back, the nearest first."""
-    import assistant.retrieve.retriever.dense as dense
     import numpy as np
-    from assistant.retrieve.retriever.retriever import Retriever
+
+    import assistant.retrieve.dense as dense
+    from assistant.retrieve.retriever import Retriever
 
     rng = np.random.default_rng(1)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -193,9 +195,10 @@ def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
 def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    import assistant.retrieve.retriever.dense as dense
     import numpy as np
-    from assistant.retrieve.retriever.retriever import Retriever
+
+    import assistant.retrieve.dense as dense
+    from assistant.retrieve.retriever import Retriever
 
     rng = np.random.default_rng(2)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -225,9 +228,10 @@ def test_a_small_store_is_searched_exactly_whatever_share_the_user_sees(
     """Issue 12: up to EXACT_STORE_UP_TO live chunks, a user who sees most of the store gets
     the exact search over their visible vectors too (faster than Chroma's query), never
     Chroma's approximate index; the same nearest chunks."""
-    import assistant.retrieve.retriever.dense as dense
     import numpy as np
-    from assistant.retrieve.retriever.retriever import Retriever
+
+    import assistant.retrieve.dense as dense
+    from assistant.retrieve.retriever import Retriever
 
     rng = np.random.default_rng(3)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -256,9 +260,8 @@ def test_a_small_store_is_searched_exactly_whatever_share_the_user_sees(
 def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs() -> None:
     from concurrent.futures import Future
 
-    from assistant.retrieve.retriever.dense import COUNT_AHEAD, DenseSearch
-
     from assistant.pack import render_passages
+    from assistant.retrieve.dense import COUNT_AHEAD, DenseSearch
     from core.types import Passage
 
     rows = {f"c{i}": i for i in range(COUNT_AHEAD + 5)}
@@ -282,8 +285,7 @@ def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs
 def test_counting_ahead_leaves_retrieval_and_packing_as_they_were(make_settings: Any) -> None:
     """Over the sample documents, with the test model's counter (built here when absent): the
     same passages, evidence and packed window with the lines counted ahead as without."""
-    from assistant.retrieve.retriever.retriever import Retriever
-
+    from assistant.retrieve.retriever import Retriever
     from assistant.serving.testmodel import build_test_model
     from assistant.tokens import LocalTokenCounter
     from assistant.window import fill_window, snapshot_neighbours

@@ -113,7 +113,7 @@ def test_a_mixed_pdf_is_read_page_by_page(tmp_path: Path, tesseract: None) -> No
 def test_without_ocr_a_scan_has_no_text(tmp_path: Path) -> None:
     path = tmp_path / "blank.pdf"
     Image.new("L", (300, 400), 255).save(path, resolution=72.0)
-    with pytest.raises(NoText, match="blank.pdf: no text layer.*ingest.parse.ocr"):
+    with pytest.raises(NoText, match="blank.pdf: no text layer.*ingest.ocr"):
         parse_pdf(path, ocr=None)
 
 

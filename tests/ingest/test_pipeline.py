@@ -11,10 +11,10 @@ from pathlib import Path
 
 import docx
 import pytest
-from assistant.retrieve.retriever.retriever import Retriever
 from click.testing import CliRunner
 
 from assistant.answer import passage_to_json
+from assistant.retrieve.retriever import Retriever
 from devtools.postgres import with_ledger
 from ingest import pipeline
 from ingest import reindex as reindexing
