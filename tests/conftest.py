@@ -32,7 +32,7 @@ MARK_BY_FIXTURE = {
     "demo_server": "slow",
     "login_server": "slow",
     "chroma_server": "slow",  # `chroma run`
-    "postgres": "slow",  # a throwaway PostgreSQL cluster (tests/postgres.py)
+    "postgres": "slow",  # a throwaway PostgreSQL cluster (devtools/postgres.py)
     "browser": "slow",  # headless Chromium
     "tesseract": "slow",  # OCR
 }

@@ -2,7 +2,7 @@
 installed (CI). It is a script written into a test's folder and put first on PATH; it answers
 `--convert-to FORMAT --outdir DIR SOURCE` by copying a known `.docx` to `DIR/<stem>.<FORMAT>`,
 where LibreOffice writes its output, and appends its command line to a log. The real LibreOffice
-is still tested where it is installed (tests/ingest/test_convert_doc.py).
+is still tested where it is installed (tests/ingest/test_legacy_doc.py).
 
     fake = install_fake_soffice(tmp_path, monkeypatch)          # converts
     fake = install_fake_soffice(tmp_path, monkeypatch, "fail")  # exits 1, a message on stderr
