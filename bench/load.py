@@ -212,7 +212,7 @@ def main() -> int:
     from devtools.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S, free_port
     from tests.support.stores import ingest_paths
     from ui.cli.common import offline_environment
-    from ui.web.app import create_server
+    from ui.web.server import create_server
     from ui.wiring import open_services, users_for
 
     offline_environment()

@@ -104,7 +104,7 @@ def demo_app(work: Path) -> Iterator[str]:
 
     from core.config import load_settings
     from ingest.pipeline import ingest_paths
-    from ui.web.app import create_server
+    from ui.web.server import create_server
     from ui.wiring import open_services, store_for
 
     docs = work / "docs"

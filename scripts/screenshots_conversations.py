@@ -112,7 +112,7 @@ def click_text(selector: str, text: str) -> str:
 def shoot(settings: Settings, out: Path, profile: Path) -> None:
     import uvicorn
 
-    from ui.web.app import create_server
+    from ui.web.server import create_server
 
     services = open_services(settings)
     port = free_port()

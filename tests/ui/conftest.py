@@ -88,7 +88,7 @@ class Running:
     settings: Settings
     tokens: dict[str, str]
     assistant: Any
-    app: Any  # ui.web.app.App: the handlers, for calls a browser cannot make
+    app: Any  # ui.web.page.App: the handlers, for calls a browser cannot make
     guard: Any = None  # ui.web.auth.LoginGuard of the server (tests reset it)
 
     def client(self, user: str | None) -> Any:
@@ -101,7 +101,7 @@ class Running:
 def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
     import uvicorn
 
-    from ui.web.app import UVICORN_OPTIONS, create_server
+    from ui.web.server import UVICORN_OPTIONS, create_server
 
     services = open_services(settings)
     assistant = services.assistant

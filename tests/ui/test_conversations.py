@@ -23,7 +23,7 @@ from devtools.vllm_server import free_port
 from store.ledger import Ledger
 from tests.ui.test_app import FakeRequest, ask, message_text
 from ui.conversations import Conversations, title_from
-from ui.web.app import Conversation
+from ui.web.handlers import Conversation
 from ui.wiring import users_for
 
 LEAVE = "How many days of annual leave can I carry over?"

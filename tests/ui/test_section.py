@@ -23,7 +23,7 @@ from assistant.section import overlap, section_span
 from core.config import load_settings
 from tests.support.stores import ingest_paths
 from tests.ui.conftest import PASSWORDS, REPO
-from ui.web.app import create_server
+from ui.web.server import create_server
 from ui.wiring import open_services, users_for
 
 pytestmark = pytest.mark.slow
@@ -53,7 +53,7 @@ def write_handbook(path: Path) -> None:
 @dataclass
 class Handbook:
     client: TestClient
-    app: Any  # ui.web.app.App
+    app: Any  # ui.web.page.App
     chunks: list[tuple[str, tuple[str, ...], str]]  # (chunk id, heading path, text) in order
     secret: str  # a chunk of a document of group hr only
 

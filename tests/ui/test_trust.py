@@ -20,7 +20,7 @@ import pytest
 
 from tests.ui.conftest import PASSWORDS, SAMPLES
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS, FakeRequest, ask, hr_chunk_ids, message_text
-from ui.web.app import Conversation
+from ui.web.handlers import Conversation
 from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow

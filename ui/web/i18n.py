@@ -104,7 +104,7 @@ LABELS: dict[str, tuple[str, str]] = {
                         "（此回答引用的文件已不在您的访问范围内。）"),
     "no_such_conversation": ("That conversation is not one of yours (or was deleted).",
                              "该对话不属于您（或已被删除）。"),
-    # --- the section view of a Word citation (ui/web/app.py: /section/{chunk_id}) ---
+    # --- the section view of a Word citation (ui/web/server.py: /section/{chunk_id}) ---
     "section_view": ("The document at the cited section", "文档中引用所在的章节"),
     "open_tab": ("Open in a new tab", "在新标签页中打开"),
     "cited_here": ("cited passage", "被引用的段落"),

@@ -1,0 +1,137 @@
+"""The admin tab's handlers: uploads ingested into the groups an admin may give, documents
+deleted, the store re-indexed, the tables of documents, store status and feedback, and the
+insights (use, latency, cited documents, knowledge gaps and their notes).
+
+    handlers.ingest_upload(files, groups, request)   # -> (report rows, document rows)
+    handlers.insights(request)                        # -> figures, plots, tables, the gaps' CSV
+
+Every handler is refused to anyone but an admin (`Handlers.admin`), and shows only what lies in
+the admin's groups (everything to a see-all admin). The tables' rows and the upload checks are in
+`ui/web/admin.py`, the insights' figures in `ui/web/insights.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from core.access import parse_groups
+from core.types import User
+from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
+from ingest.reindex import reindex
+from ui.web import admin, insights
+from ui.web.handlers import Handlers
+from ui.web.i18n import t
+
+logger = logging.getLogger(__name__)
+
+
+class AdminHandlers(Handlers):
+    """The admin tab's handlers."""
+
+    def ingest_upload(self, files: list[Any] | None, groups: list[str] | None,
+                      request: gr.Request,
+                      progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
+        user = self.admin(request)
+        chosen = parse_groups(groups or []) or self.settings.ingest.default_groups
+        if not user.see_all and not set(chosen) <= set(user.groups):
+            raise gr.Error(t("groups_outside", groups=", ".join(user.groups)))
+        pairs = []
+        for f in files or []:
+            temp = Path(f if isinstance(f, str) else getattr(f, "name", str(f)))
+            pairs.append((temp, getattr(f, "orig_name", None) or temp.name))
+        stored, rejected = admin.store_uploads(self.settings, pairs, chosen)
+        report = None
+        if stored:
+            progress((0, len(stored)), desc="ingest")
+
+            def step(done: int, total: int, path: str) -> None:
+                progress((done, total), desc=Path(path).name)
+
+            report = ingest_paths(self.store, stored, list(chosen), progress=step)
+            self.metrics.ingested(report)
+            logger.info("%s ingested %d uploads into %s", user.name, len(stored), chosen)
+        return admin.report_rows(report, rejected), self._docs(user)
+
+    def delete(self, ref: str, request: gr.Request) -> tuple[Any, ...]:
+        user = self.admin(request)
+        ref = (ref or "").strip()
+        found = [r for r in list_documents(self.store) if ref in (r.meta.id, r.meta.path)]
+        if not found or not all(self.sees(user, r.meta.groups) for r in found):
+            raise gr.Error(f"no document {ref!r} in your groups")
+        record = delete_document(self.store, ref)
+        return f"deleted {record.meta.path} ({record.chunk_count} chunks)", self._docs(user)
+
+    def reindex(self, mode: str, request: gr.Request,
+                progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
+        user = self.admin(request)
+
+        def step(done: int, total: int, path: str) -> None:
+            progress((done, max(total, 1)), desc=Path(path).name)
+
+        report = reindex(self.store, full=(mode == "full"), progress=step)
+        self.metrics.ingested(report)
+        rows = [r for r in admin.report_rows(report) if self._row_visible(user, r[0])]
+        return rows, self._docs(user)
+
+    def admin_tables(self, request: gr.Request) -> tuple[Any, ...]:
+        user = self.admin(request)
+        return self._docs(user), store_status(self.store), admin.feedback_rows(
+            self.users.feedback(viewer=user))
+
+    def insights(self, request: gr.Request) -> tuple[Any, ...]:
+        """The admin's view of use: figures, plots, cited documents and knowledge gaps, all
+        within what the admin may see; the gaps also as a CSV file."""
+        user = self.admin(request)
+        rows = self.users.question_records(viewer=user)
+        names = {r.meta.id: r.meta.path for r in list_documents(self.store)
+                 if r.status == "ok" and self.sees(user, r.meta.groups)}
+        doc_of = {chunk: names[doc] for chunk, doc in self.store.ledger.chunk_documents().items()
+                  if doc in names}
+        most, never = insights.cited_documents(rows, doc_of, names.values())
+        gaps = insights.knowledge_gaps(rows, self.users.gap_notes())
+        export = self.exports / f"knowledge-gaps-{user.name}.csv"
+        export.write_text(insights.gaps_csv(gaps), encoding="utf-8")
+        figures = insights.summary(rows)
+        return (
+            figures,
+            pd.DataFrame(insights.daily_table(rows), columns=["day", "language", "questions"]),
+            pd.DataFrame([(stage, pct, ms) for stage, by in insights.latency(rows).items()
+                          for pct, ms in by.items() if ms is not None],
+                         columns=["stage", "percentile", "ms"]),
+            [[name, n] for name, n in most],
+            ", ".join(never),
+            insights.gap_rows(gaps),
+            gr.update(choices=[(g.question, g.key) for g in gaps], value=None),
+            str(export),
+        )
+
+    def save_gap_note(self, key: str | None, note: str, request: gr.Request) -> tuple[Any, ...]:
+        user = self.admin(request)
+        if key:
+            self.users.set_gap_note(key, note or "", user.name)
+        return self.insights(request)
+
+    def known_groups(self, admin_user: User | None = None) -> list[str]:
+        """The groups an admin may give documents: their own, or every known one (see-all)."""
+        if admin_user is not None and not admin_user.see_all:
+            return sorted(admin_user.groups)
+        groups = {"all"}
+        for user in self.users.list_users():
+            groups.update(user.groups)
+        for record in list_documents(self.store):
+            groups.update(record.meta.groups)
+        groups.update(g for gs in self.settings.ingest.folder_groups.values() for g in gs)
+        return sorted(groups)
+
+    def _row_visible(self, user: User, name: str) -> bool:
+        docs = [r for r in list_documents(self.store) if Path(r.meta.path).name == name]
+        return not docs or any(self.sees(user, r.meta.groups) for r in docs)
+
+    def _docs(self, user: User) -> list[list[Any]]:
+        return admin.document_rows([r for r in list_documents(self.store)
+                                    if self.sees(user, r.meta.groups)])
