@@ -52,10 +52,11 @@ LENGTH = re.compile(r"too long|for length|exceeds the \d+-token window")
 MODE = re.compile(r'data-mode="([a-z_]+)"')
 BUSY_PAGE = t("busy", "en")  # the page's refusal past ui.queue_depth (the askers ask in English)
 # A browser waits for the app: its requests have no read timeout. gradio_client's carry httpx's
-# default of 5 s, and on the loaded 2-core machine the app took longer than that to answer
-# POST queue/join (issue 28: 13 of 100 questions failed so, each one the app went on to answer;
-# the API askers, which wait up to the run's limit, had none). So a page asker waits as long as
-# an API asker: each question is bounded by the run's limit (`ask_page`), not by the library.
+# default of 5 s, and on the loaded 2-core machine the app (its event loop sharing the cores
+# with vLLM and, here, the GIL with the askers) took longer than that to answer POST queue/join:
+# issue 28's 13 errors in 100, all on the page; the app replied to every join, the client had
+# given up. The API askers wait up to the run's limit; so now do the page askers: each question
+# is bounded by the run's limit (`ask_page`), not by the library.
 PAGE_TIMEOUT = httpx.Timeout(30.0, read=None)
 
 
