@@ -9,7 +9,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,9 @@ class Running:
         return Client(self.url, auth=auth, verbose=False, download_files=False)
 
 
-def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
+def _serve(settings: Settings, demo: bool,
+           wrap: Callable[[Any], Any] | None = None) -> Iterator[Running]:
+    """The app served on a free port; `wrap` puts an ASGI layer of the test's in front."""
     import uvicorn
 
     from ui.web.server import UVICORN_OPTIONS, create_server
@@ -107,7 +109,8 @@ def _serve(settings: Settings, demo: bool) -> Iterator[Running]:
     assistant = services.assistant
     app = create_server(services, demo=demo)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **UVICORN_OPTIONS))
+    server = uvicorn.Server(uvicorn.Config(wrap(app) if wrap else app, host="127.0.0.1",
+                                           port=port, **UVICORN_OPTIONS))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

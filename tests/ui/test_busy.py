@@ -10,11 +10,15 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from tests.ui.conftest import Running, Store, _serve
+from assistant.serving.testmodel import build_test_model
+from bench.load import ask_page, page_client
+from devtools.vllm_server import MODEL_DIR
+from tests.ui.conftest import PASSWORDS, Running, Store, _serve
 from tests.ui.test_app import ask
 from ui.web.gate import Gate
 
@@ -43,9 +47,18 @@ def busy_server(sample_store: Store, stalled: socket.socket) -> Iterator[Running
         yield running
 
 
-def api_ask(running: Running, user: str, question: str) -> httpx.Response:
-    return httpx.post(running.url + "api/ask", json={"question": question}, timeout=120,
+def api_ask(running: Running, user: str, question: str,
+            timeout_s: float = 120) -> httpx.Response:
+    return httpx.post(running.url + "api/ask", json={"question": question}, timeout=timeout_s,
                       headers={"Authorization": f"Bearer {running.tokens[user]}"})
+
+
+def api_status(running: Running, user: str, question: str, timeout_s: float = 60) -> str:
+    """The HTTP status of a question to the API, or that none came within `timeout_s`."""
+    try:
+        return str(api_ask(running, user, question, timeout_s).status_code)
+    except httpx.TimeoutException:
+        return f"no reply in {timeout_s:.0f} s"
 
 
 def metric(running: Running, line_start: str) -> float:
@@ -96,3 +109,68 @@ def test_past_the_queue_depth_app_and_api_say_busy_at_once(busy_server: Running,
     assert gate.admitted == 0
     again = api_ask(busy_server, "alice", "What is the travel allowance?")
     assert again.status_code == 200, again.text  # the place is free again
+
+
+# anyio's default thread pool: FastAPI's steps that block (the page's login check, the API's
+# token check, the ledger's writes) and, before issue 28, the API's answers shared its 40 threads
+SHARED_THREADS = 40
+QUESTION = "How many days of unused annual leave can I carry over?"
+
+
+@pytest.fixture(scope="module")
+def roomy_stall() -> Iterator[socket.socket]:
+    """A stalled 'model server' with room for every held question's connection."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    yield sock
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def full_server(sample_store: Store, roomy_stall: socket.socket) -> Iterator[Running]:
+    """ui.queue_depth 40, the model server stalled for 120 s: its tokens are counted here (the
+    test model's tokenizer), so each question waits at the model, not at /tokenize (10 s)."""
+    port = roomy_stall.getsockname()[1]
+    llm = dataclasses.replace(sample_store.settings.llm, url=f"http://127.0.0.1:{port}/v1",
+                              model=str(build_test_model(MODEL_DIR)),
+                              connect_timeout_s=10.0, first_token_timeout_s=120.0, retries=0)
+    ui = dataclasses.replace(sample_store.settings.ui, queue_depth=SHARED_THREADS)
+    settings = dataclasses.replace(sample_store.settings, llm=llm, ui=ui)
+    for running in _serve(settings, demo=False):
+        running.tokens = sample_store.tokens
+        yield running
+
+
+def test_held_api_answers_leave_the_page_and_the_api_their_busy_reply(
+        full_server: Running, roomy_stall: socket.socket) -> None:
+    """Issue 28: each API answer held one of the 40 shared threads; with 40 held (a stalled
+    model, ui.queue_depth 40) the page's question and the API's token check waited behind them,
+    and not even "busy" came back until an answer ended (after the model's 120 s)."""
+    gate = full_server.app.gate
+    client = page_client(full_server.url, "alice", PASSWORDS["alice"])  # signed in beforehand
+    held: list[httpx.Response] = []
+    askers = [threading.Thread(target=lambda: held.append(api_ask(full_server, "bob", QUESTION)))
+              for _ in range(SHARED_THREADS)]
+    for asker in askers:
+        asker.start()
+    deadline = time.monotonic() + 60
+    while gate.admitted < SHARED_THREADS:  # every place taken, each question at the model
+        assert time.monotonic() < deadline, f"only {gate.admitted} questions reached the gate"
+        time.sleep(0.05)
+    time.sleep(1.0)  # the last admitted ones reach their threads
+
+    with ThreadPoolExecutor(2) as pool:  # both asked while the 40 are held
+        page = pool.submit(ask_page, client, QUESTION, 60)
+        api = pool.submit(api_status, full_server, "alice", QUESTION)
+        refused = (page.result(), api.result())
+    assert refused[0].busy, refused[0]
+    assert refused[1] == "503", refused[1]
+    assert not held, "refused while every held question was still waiting on the model"
+
+    roomy_stall.close()  # the held questions get the passages
+    for asker in askers:
+        asker.join(timeout=120)
+    client.close()
+    assert [r.status_code for r in held] == [200] * SHARED_THREADS
+    assert gate.admitted == 0

@@ -11,6 +11,7 @@ import json
 import logging
 from typing import Any, Protocol
 
+import anyio
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
@@ -96,6 +97,11 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics,
     with `conversations`, each question is kept in one of the asker's conversations
     (`conversation_id` in and out)."""
     router = APIRouter()
+    # Answers run on threads of their own, one for each place of the gate. On the pool every
+    # other blocking step shares (anyio's 40 threads: this token check, the page's login
+    # check, Gradio's sync routes), 40 answers held by a slow model left none, and even
+    # "busy" waited for an answer to end (issue 28).
+    answering = anyio.CapacityLimiter(gate.depth if gate is not None else 40)
 
     @router.post("/api/ask")
     async def ask(request: Request) -> Any:
@@ -125,8 +131,8 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics,
             return busy(retry_after_s)
         metrics.in_flight.inc()
         try:
-            answer = await run_in_threadpool(assistant.ask, body.question, user.groups, history,
-                                             user.name)
+            answer = await anyio.to_thread.run_sync(assistant.ask, body.question, user.groups,
+                                                    history, user.name, limiter=answering)
         except KbError as exc:
             metrics.failed(type(exc).__name__, via="api")
             return JSONResponse({"error": str(exc)}, status_code=400)
