@@ -23,18 +23,6 @@ from core.errors import ConfigError
 
 ENV_PREFIX = "KB_"
 
-# Set for every process we start or run: nothing reaches for a model hub or sends telemetry.
-OFFLINE_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "GRADIO_ANALYTICS_ENABLED": "False",
-    "VLLM_NO_USAGE_STATS": "1",
-    "DO_NOT_TRACK": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
-
-
 def _doc(text: str) -> Any:
     return {"doc": text}
 
