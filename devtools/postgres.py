@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from core.config import Settings
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 
 READY_TIMEOUT_S = 30.0
 SUPERUSER = "kb"
