@@ -16,29 +16,30 @@ timings.
 
 from __future__ import annotations
 
+import collections.abc as abc  # abc.Generator: `Generator` here is the model's port
 import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from assistant.answerable import load_model
 from assistant.best_sentence import lead_with_best
-from assistant.cite import attribute, verify
+from assistant.cite import Verified, attribute, verify
 from assistant.loopguard import LoopGuard
 from assistant.pack import plan_budget, render_passages
 from assistant.prompt import abstention_text, build_messages, defuse, retrieval_only_text
 from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
 from assistant.tokens import special_tokens
-from assistant.window import fill_budget, snapshot_neighbours
+from assistant.window import Neighbours, fill_budget, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, GenerationError, KbError
 from core.ports import Generator, Reranker, TokenCounter
 from core.text import Lang
-from core.types import Answer, Citation, Passage, Turn
+from core.types import Answer, Citation, Message, Passage, Turn
 from store.store import Store
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,27 @@ UNSUPPORTED = {
     "zh": "模型的回答中没有能被原文证实的引用。",
     "en": "None of the model's citations could be confirmed in the documents.",
 }
+
+
+@dataclass
+class _Asking:
+    """A question being answered: what each exit records with its answer."""
+
+    question: str
+    user: str
+    lang: Lang
+    started: float  # time.perf_counter() when it was asked
+    timings: dict[str, float]  # milliseconds per step, so far
+
+
+@dataclass(frozen=True)
+class _Streamed:
+    """What the model wrote: its text, whether the loop guard stopped it, and the notice of a
+    server that failed midway ("" when it ended)."""
+
+    raw: str
+    looped: bool
+    notice: str
 
 
 def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
@@ -106,6 +128,20 @@ def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:
         "superseded": p.superseded,
         "chunk_id": p.chunk_id,
     }
+
+
+def _quoted(question: str, passages: Sequence[Passage]) -> tuple[list[Passage], list[Citation]]:
+    """The best three passages, the best first whatever their order, each leading with its
+    best sentence for the question, and a citation of each."""
+    best = sorted(passages, key=lambda p: -p.score)[:3]
+    shown = [replace(p, text=lead_with_best(question, p.text)) for p in best]
+    citations = [
+        Citation(
+            n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label
+        )
+        for n, p in enumerate(shown, 1)
+    ]
+    return shown, citations
 
 
 class Assistant:
@@ -180,6 +216,8 @@ class Assistant:
     def ask_stream(
         self, question: str, groups: Sequence[str], history: Sequence[Turn] = (), user: str = ""
     ) -> Iterator[str | Answer]:
+        """`ask` as it happens: the answer's text in pieces as the model writes it (at once when
+        the model is skipped), then the finished Answer, recorded."""
         started = time.perf_counter()
         question = question.strip()
         if not question:
@@ -187,24 +225,57 @@ class Assistant:
         with self._lock:
             retrieval = self.retriever.retrieve(question, groups)
             neighbours = snapshot_neighbours(self.retriever.snapshot())
-        timings = {"retrieve": retrieval.timings_ms["retrieve"]}
         lang: Lang = "zh" if retrieval.lang == "zh" else "en"
+        timings = {"retrieve": retrieval.timings_ms["retrieve"]}
+        asking = _Asking(question, user, lang, started, timings)
         if should_abstain(retrieval, self.settings):
-            answer = Answer(
-                abstention_text(lang, retrieval.passages[:3]),
-                abstained=True,
-                passages=retrieval.passages[:3],
-                mode="abstained",
-            )
-            yield from self._finish(answer, question, user, started, timings)
+            yield from self._abstain(asking, retrieval.passages)
             return
-        counter, client = self.counter, self.generator
         t_pack = time.perf_counter()
-        turns = (
-            list(history)[-self.settings.answer.history_turns :]
-            if self.settings.answer.history_turns
-            else []
+        try:
+            packed, messages, bound = self._pack(asking, history, retrieval.passages, neighbours)
+        except GenerationError as exc:
+            # also a token counter that cannot be loaded: no model to count for
+            yield from self._retrieval_only(asking, retrieval.passages, str(exc))
+            return
+        asking.timings["pack"] = (time.perf_counter() - t_pack) * 1000
+        try:
+            streamed = yield from self._stream(asking, messages, bound)
+        except GenerationError as exc:  # before the first piece
+            yield from self._retrieval_only(asking, packed, str(exc))
+            return
+        checked = self._verify(streamed.raw, packed, lang)
+        verified = any(c.supported for c in checked.citations)
+        notice, looped = streamed.notice, streamed.looped
+        # an answer cut short (server killed or stalled mid-answer) is incomplete, however well
+        # its first sentences are cited: the best passages are quoted instead
+        if looped or (self.settings.answer.fallback_unverified and (notice or not verified)):
+            why = LOOPED[lang] if looped else notice or UNSUPPORTED[lang]
+            yield from self._fallback(asking, packed, why, streamed.raw)
+            return
+        answer = Answer(
+            checked.text + (("\n" + notice) if notice else ""),
+            citations=checked.citations,
+            passages=packed,
+            unverified=checked.unverified or bool(notice),
+            notice=notice,
+            raw_answer=streamed.raw,
         )
+        yield from self._finish(answer, asking)
+
+    def _pack(
+        self,
+        asking: _Asking,
+        history: Sequence[Turn],
+        passages: list[Passage],
+        neighbours: Neighbours,
+    ) -> tuple[list[Passage], list[Message], int]:
+        """The passages that fit the model's window beside the rules, question and recent
+        turns, the messages that send them, and a bound on the prompt's tokens.
+        GenerationError when the model's tokenizer cannot be loaded."""
+        counter, settings = self.counter, self.settings
+        kept = settings.answer.history_turns
+        turns = list(history)[-kept:] if kept else []
         past = [
             m
             for t in turns
@@ -213,47 +284,45 @@ class Assistant:
                 {"role": "assistant", "content": t.answer},
             )
         ]
-        try:
-            specials = special_tokens(counter)
-            budget = plan_budget(
-                question,
-                past,
-                lang,
-                counter.count,
-                max_model_len=self.settings.llm.max_model_len,
-                answer_tokens=self.settings.llm.answer_tokens,
-                specials=specials,
-            )
-            packed = fill_budget(
-                retrieval.passages,
-                budget.passages,
-                counter.count,
-                neighbours,
-                self.settings.retrieve.hit_share,
-            )
-            block = defuse(render_passages(packed), specials)  # counted as sent
-            # The prompt is at most what the budget left the rest (rules, question, history,
-            # the template and its seams: `plan_budget`'s margin) plus the block, which `pack`
-            # counted (a cached count): the client need not count the prompt before sending it.
-            llm = self.settings.llm
-            bound = llm.max_model_len - llm.answer_tokens - budget.passages + counter.count(block)
-        except GenerationError as exc:
-            # also a token counter that cannot be loaded: no model to count for
-            yield from self._retrieval_only(
-                retrieval.passages, lang, str(exc), question, user, started, timings
-            )
-            return
-        messages = build_messages(question, block, budget.history, lang, specials)
-        timings["pack"] = (time.perf_counter() - t_pack) * 1000
+        specials = special_tokens(counter)
+        budget = plan_budget(
+            asking.question,
+            past,
+            asking.lang,
+            counter.count,
+            max_model_len=settings.llm.max_model_len,
+            answer_tokens=settings.llm.answer_tokens,
+            specials=specials,
+        )
+        packed = fill_budget(
+            passages, budget.passages, counter.count, neighbours, settings.retrieve.hit_share
+        )
+        block = defuse(render_passages(packed), specials)  # counted as sent
+        # The prompt is at most what the budget left the rest (rules, question, history,
+        # the template and its seams: `plan_budget`'s margin) plus the block, which `pack`
+        # counted (a cached count): the client need not count the prompt before sending it.
+        llm = settings.llm
+        bound = llm.max_model_len - llm.answer_tokens - budget.passages + counter.count(block)
+        messages = build_messages(asking.question, block, budget.history, asking.lang, specials)
+        return packed, messages, bound
+
+    def _stream(
+        self, asking: _Asking, messages: list[Message], bound: int
+    ) -> abc.Generator[str, None, _Streamed]:
+        """The model's answer, each piece yielded as it comes, stopped when the model repeats
+        itself (answer.loop_max_repeats). A server that fails midway leaves a notice; one that
+        fails before the first piece raises its GenerationError."""
         pieces: list[str] = []
         notice = ""
         repeats = self.settings.answer.loop_max_repeats
         guard = LoopGuard(max_repeats=repeats) if repeats > 0 else None
         try:
-            with client.stream(messages, prompt_bound=bound) as stream:  # leaving it cancels
+            # leaving the stream cancels the request
+            with self.generator.stream(messages, prompt_bound=bound) as stream:
                 for piece in stream:
                     if not pieces:
-                        timings["first_token"] = (time.perf_counter() - started) * 1000
+                        since = time.perf_counter() - asking.started
+                        asking.timings["first_token"] = since * 1000
                     pieces.append(piece)
                     yield piece
                     if guard is not None and guard.feed(piece):
@@ -261,91 +330,82 @@ class Assistant:
                         break
         except GenerationError as exc:
             if not pieces:
-                yield from self._retrieval_only(
-                    packed, lang, str(exc), question, user, started, timings
-                )
-                return
+                raise
             logger.warning("generation failed mid-answer: %s", exc)
-            notice = MIDWAY_FAILURE[lang]
+            notice = MIDWAY_FAILURE[asking.lang]
         raw = guard.text if guard is not None else "".join(pieces)
-        looped = guard is not None and guard.tripped
+        return _Streamed(raw, looped=guard is not None and guard.tripped, notice=notice)
+
+    def _verify(self, raw: str, packed: list[Passage], lang: Lang) -> Verified:
+        """The model's citations checked against the packed passages (answer.min_support,
+        answer.min_similarity), sentences it left uncited attributed first where
+        answer.attribute_uncited says so."""
+        settings = self.settings.answer
         cited = raw
-        if self.settings.answer.attribute_uncited:
-            cited = attribute(raw, packed, min_support=self.settings.answer.min_support)
-        checked = verify(
+        if settings.attribute_uncited:
+            cited = attribute(raw, packed, min_support=settings.min_support)
+        return verify(
             cited,
             packed,
-            min_support=self.settings.answer.min_support,
-            min_similarity=self.settings.answer.min_similarity,
+            min_support=settings.min_support,
+            min_similarity=settings.min_similarity,
             # no embedding evidence for claims in a language the embedder does not read
             similarity=self._similarity if lang in self.settings.embed.languages else None,
         )
-        verified = any(c.supported for c in checked.citations)
-        # an answer cut short (server killed or stalled mid-answer) is incomplete, however well
-        # its first sentences are cited: the best passages are quoted instead
-        if looped or (self.settings.answer.fallback_unverified and (notice or not verified)):
-            why = LOOPED[lang] if looped else notice or UNSUPPORTED[lang]
-            yield from self._retrieval_only(
-                packed, lang, why, question, user, started, timings, raw_answer=raw
-            )
-            return
-        text = checked.text + (("\n" + notice) if notice else "")
-        answer = Answer(
-            text,
-            citations=checked.citations,
-            passages=packed,
-            unverified=checked.unverified or bool(notice),
-            notice=notice,
-            raw_answer=raw,
-        )
-        yield from self._finish(answer, question, user, started, timings)
 
     def _similarity(self, claim: str, quote: str) -> float:
         """Cosine similarity of two texts by the embedder (its vectors are normalised)."""
         a, b = self.store.embed_question([claim, quote])
         return float(a @ b)
 
-    def _retrieval_only(
-        self,
-        passages: Sequence[Passage],
-        lang: Lang,
-        reason: str,
-        question: str,
-        user: str,
-        started: float,
-        timings: dict[str, float],
-        raw_answer: str | None = None,
-    ) -> Iterator[str | Answer]:
-        """The best passages quoted: the model is unavailable, or (with `raw_answer`) its
-        answer could not be trusted. Each quote leads with its best sentence for the question."""
-        fallback = raw_answer is not None
-        if not fallback:
-            logger.warning("retrieval-only answer: %s", reason)
-        best = sorted(passages, key=lambda p: -p.score)[:3]  # the best first, whatever the order
-        shown = [replace(p, text=lead_with_best(question, p.text)) for p in best]
-        citations = [
-            Citation(
-                n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label
-            )
-            for n, p in enumerate(shown, 1)
-        ]
+    # --- the exits: answers without (or instead of) the model's ---------------------------
+    def _abstain(self, asking: _Asking, passages: list[Passage]) -> Iterator[str | Answer]:
+        """The documents don't cover the question: the nearest three as pointers."""
         answer = Answer(
-            retrieval_only_text(lang, shown, fallback=fallback),
-            citations=citations,
-            # a fallback keeps every packed passage: the model's [n] refer to them
-            passages=list(passages) if fallback else shown,
-            mode="fallback" if fallback else "retrieval_only",
-            notice=reason,
-            raw_answer=raw_answer or "",
+            abstention_text(asking.lang, passages[:3]),
+            abstained=True,
+            passages=passages[:3],
+            mode="abstained",
         )
-        yield from self._finish(answer, question, user, started, timings)
+        yield from self._finish(answer, asking)
 
-    def _finish(
-        self, answer: Answer, question: str, user: str, started: float, timings: dict[str, float]
+    def _retrieval_only(
+        self, asking: _Asking, passages: Sequence[Passage], reason: str
     ) -> Iterator[str | Answer]:
-        timings["total"] = (time.perf_counter() - started) * 1000
-        answer.timings_ms = timings
-        answer.question_id = self._record(answer, question, user)
+        """The model is unavailable (`reason`): the best passages quoted instead."""
+        logger.warning("retrieval-only answer: %s", reason)
+        shown, citations = _quoted(asking.question, passages)
+        answer = Answer(
+            retrieval_only_text(asking.lang, shown, fallback=False),
+            citations=citations,
+            passages=shown,
+            mode="retrieval_only",
+            notice=reason,
+        )
+        yield from self._finish(answer, asking)
+
+    def _fallback(
+        self, asking: _Asking, packed: list[Passage], why: str, raw_answer: str
+    ) -> Iterator[str | Answer]:
+        """The model's answer could not be trusted (`why`): the best passages quoted after it,
+        its text kept in `raw_answer`."""
+        shown, citations = _quoted(asking.question, packed)
+        answer = Answer(
+            retrieval_only_text(asking.lang, shown, fallback=True),
+            citations=citations,
+            passages=list(packed),  # every packed passage: the model's [n] refer to them
+            mode="fallback",
+            notice=why,
+            raw_answer=raw_answer,
+        )
+        yield from self._finish(answer, asking)
+
+    def _finish(self, answer: Answer, asking: _Asking) -> Iterator[str | Answer]:
+        """The answer timed and recorded; yields the text the model did not stream (a
+        fallback's after the model's), then the Answer."""
+        asking.timings["total"] = (time.perf_counter() - asking.started) * 1000
+        answer.timings_ms = asking.timings
+        answer.question_id = self._record(answer, asking.question, asking.user)
         if answer.mode == "fallback":
             yield "\n\n" + answer.answer  # after the model's streamed text
         elif answer.mode != "generated":

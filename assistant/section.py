@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from assistant.retrieve.retriever import Snapshot
+from assistant.retrieve.snapshot import Snapshot
 from core.errors import AccessDenied
 from core.types import Passage
 

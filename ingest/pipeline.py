@@ -22,6 +22,9 @@ that collection never meets another run's unfinished work.
 Parallel ingestion keeps this one writer: `workers=N` parses and embeds in N processes each
 (ingest/workers.py) and commits here with `Writer.commit`; `queue=True` decides what changed as
 above but leaves the new and changed files to `kb worker` processes (ingest/queue.py).
+
+Finding and describing the files (ids, hashes, sidecars, groups) is ingest/discover.py; how a
+document becomes live (the writer, staging, crash recovery) is ingest/writer.py.
 """
 
 from __future__ import annotations
@@ -33,10 +36,9 @@ import os
 import shutil
 import threading
 import time
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +46,14 @@ from core.config import Settings
 from core.errors import IngestError, KbError
 from core.ports import Vectors
 from core.text import load_segmenter
-from core.types import Chunk, DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
+from core.types import DocMeta, DocRecord, FileOutcome, IngestReport
+from ingest.discover import describe, discover, doc_id_for, sha256_file
 from ingest.embed_ahead import EmbedAhead
 from ingest.parse import ParsePool
 from ingest.parse.legacy_doc import soffice
-from ingest.prepare import Prepared, chunk_document
-from ingest.prepare import lexical_terms as lexical_terms  # re-exported: callers import it here
 from ingest.workers import prepare_in_processes
+from ingest.writer import Parsed, Staged, recover
+from ingest.writer import Writer as Writer  # re-exported: tests import it here
 from store.lazy_vectors import LazyVectorIndex
 from store.store import Store
 from store.vectors import group_metadata
@@ -58,232 +61,38 @@ from store.vectors import group_metadata
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
-SIDECAR_SUFFIX = ".meta.toml"
-SIDECAR_KEYS = {"title", "version", "effective_date", "series", "groups"}
 
 
+@dataclass(frozen=True)
+class _ToDo:
+    """A new or changed file, to be parsed and written (or queued)."""
 
-def doc_id_for(root: str, rel: str) -> str:
-    return hashlib.sha1(f"{root}\0{rel}".encode()).hexdigest()[:16]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _sidecar(path: Path) -> dict[str, Any]:
-    """`NAME.meta.toml` or `STEM.meta.toml` beside the file, if present."""
-    for candidate in (
-        path.with_name(path.name + SIDECAR_SUFFIX),
-        path.with_name(path.stem + SIDECAR_SUFFIX),
-    ):
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise IngestError(
-                    f"{candidate.name}: sidecar is not valid TOML ({exc}); fix or remove it"
-                ) from exc
-            unknown = set(data) - SIDECAR_KEYS
-            if unknown:
-                raise IngestError(
-                    f"{candidate.name}: unknown sidecar key {sorted(unknown)[0]!r} "
-                    f"(known: {', '.join(sorted(SIDECAR_KEYS))})"
-                )
-            return {k: (tuple(v) if isinstance(v, list) else str(v)) for k, v in data.items()}
-    return {}
-
-
-def _groups_for(
-    settings: Settings, rel: str, explicit: Sequence[str] | None, sidecar: dict[str, Any]
-) -> tuple[str, ...]:
-    """--groups, else the sidecar's groups, else the longest matching folder mapping, else the
-    default groups."""
-    if explicit:
-        return tuple(sorted(set(explicit)))
-    if sidecar.get("groups"):
-        return tuple(sorted(set(sidecar["groups"])))
-    best = ""
-    for prefix in settings.ingest.folder_groups:
-        norm = prefix.strip("/") + "/"
-        if rel.startswith(norm) and len(norm) > len(best):
-            best = prefix
-    groups = settings.ingest.folder_groups[best] if best else settings.ingest.default_groups
-    return tuple(sorted(set(groups)))
-
-
-def discover(paths: Sequence[Path]) -> Iterator[tuple[Path, Path]]:
-    """(root, file) pairs: a folder is walked (hidden entries and sidecars skipped), a file is
-    its own root's only member."""
-    for given in paths:
-        path = given.expanduser().resolve()
-        if path.is_file():
-            yield path.parent, path
-        elif path.is_dir():
-            for dirpath, dirnames, filenames in os.walk(path):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-                for name in sorted(filenames):
-                    if not name.startswith(".") and not name.endswith(SIDECAR_SUFFIX):
-                        yield path, Path(dirpath) / name
-        else:
-            raise KbError(f"{given}: no such file or folder (check the path)")
-
-
-def _describe(settings: Settings, root: Path, path: Path, groups: Sequence[str] | None) -> DocMeta:
-    rel = path.relative_to(root).as_posix()
-    stat = path.stat()
-    sidecar = _sidecar(path)
-    return DocMeta(
-        id=doc_id_for(str(root), rel),
-        path=rel,
-        root=str(root),
-        sha256="",
-        size=stat.st_size,
-        mtime=stat.st_mtime,
-        title=str(sidecar.get("title", "")),
-        groups=_groups_for(settings, rel, groups, sidecar),
-        version=str(sidecar.get("version", "")),
-        effective_date=str(sidecar.get("effective_date", "")),
-        series=str(sidecar.get("series", "")),
-    )
-
-
-def _same_meta(a: DocMeta, b: DocMeta) -> bool:
-    keys = ("groups", "version", "effective_date", "series")
-    return all(getattr(a, k) == getattr(b, k) for k in keys) and (not b.title or a.title == b.title)
-
-
-class Writer:
-    """Turns a parsed document into live chunks: chunk, tokenize, embed new passages, upsert,
-    then switch the ledger."""
-
-    def __init__(self, store: Store, collection: str) -> None:
-        self.store = store
-        self.collection = collection
-        self.settings = store.settings
-
-    def prepare(
-        self, meta: DocMeta, parsed: ParsedDoc
-    ) -> tuple[DocMeta, list[Chunk], list[list[str]]]:
-        return chunk_document(self.settings, self.store.embedder, meta, parsed)
-
-    def upsert(self, meta: DocMeta, chunks: Sequence[Chunk], skip_existing: bool = True) -> None:
-        ids = [c.id for c in chunks]
-        present = self.store.vectors.existing(self.collection, ids) if skip_existing else set()
-        fresh = [c for c in chunks if c.id not in present]
-        if not fresh:
-            return
-        self.store.ledger.set_meta("dirty", "1")
-        logger.info("%s: embedding %d new passages", meta.path, len(fresh))
-        vectors = self.store.embedder.embed_batch([c.embed_text() for c in fresh])
-        metadata = group_metadata(meta.id, meta.groups)
-        self.store.vectors.upsert(
-            self.collection, [c.id for c in fresh], vectors, [metadata] * len(fresh)
-        )
-
-    def write(self, meta: DocMeta, parsed: ParsedDoc) -> int:
-        meta, chunks, tokens = self.prepare(meta, parsed)
-        self.upsert(meta, chunks)
-        logger.info("%s: switching to %d live chunks", meta.path, len(chunks))
-        stale = self.store.ledger.replace_document(meta, chunks, tokens)
-        self.store.vectors.delete(self.collection, stale)
-        return len(chunks)
-
-    def fresh(self, chunks: Sequence[Chunk]) -> list[int]:
-        """Indexes of the chunks Chroma lacks; the others keep their vectors (ids are stable)."""
-        present = self.store.vectors.existing(self.collection, [c.id for c in chunks])
-        return [i for i, c in enumerate(chunks) if c.id not in present]
-
-    def switch(
-        self,
-        meta: DocMeta,
-        chunks: Sequence[Chunk],
-        terms: Sequence[Sequence[str]],
-        fresh: Sequence[int],
-        vectors: Vectors,
-    ) -> int:
-        """Upsert `vectors[k]` as the vector of `chunks[fresh[k]]`, then make the document live
-        in one ledger transaction and delete the vectors that stopped being live."""
-        if fresh:
-            self.store.ledger.set_meta("dirty", "1")
-            self.store.vectors.upsert(
-                self.collection,
-                [chunks[i].id for i in fresh],
-                vectors,
-                [group_metadata(meta.id, meta.groups)] * len(fresh),
-            )
-        logger.info("%s: switching to %d live chunks", meta.path, len(chunks))
-        stale = self.store.ledger.replace_document(meta, list(chunks), [list(t) for t in terms])
-        self.store.vectors.delete(self.collection, stale)
-        return len(chunks)
-
-    def commit(self, prepared: Prepared) -> int:
-        """`write` for a document prepared elsewhere (ingest/prepare.py): its vectors came with
-        it, so nothing is embedded here; only passages Chroma lacks are upserted."""
-        fresh = self.fresh(prepared.chunks)
-        return self.switch(
-            prepared.meta, prepared.chunks, prepared.terms, fresh, prepared.vectors[fresh]
-        )
+    meta: DocMeta  # with its sha256
+    path: Path
+    had_version: bool  # a version of it is live: "updated" once written, else "ingested"
+    was_english: bool  # its last version was English (jieba need not load for it)
 
 
 @dataclass
-class _Staged:
-    """A file on its way to the ledger: chunked, with the passages Chroma lacks (`fresh`) still
-    to embed; or prepared elsewhere (`--workers`); or failed."""
+class _Run:
+    """One run's report; `finish` adds a file's outcome to it and to the ledger and reports
+    progress."""
 
-    meta: DocMeta
-    label: str
-    had_version: bool
-    chunks: list[Chunk] = field(default_factory=list)
-    terms: list[list[str]] = field(default_factory=list)
-    fresh: list[int] = field(default_factory=list)
-    prepared: Prepared | None = None
-    error: IngestError | None = None
+    store: Store
+    report: IngestReport
+    total: int  # files found
+    progress: Progress | None
+    done: int = 0
+    embedded_elsewhere: int = 0  # passages embedded in worker processes (`workers` > 1)
 
-    def texts(self) -> list[str]:
-        return [self.chunks[i].embed_text() for i in self.fresh]
-
-
-def _stage(
-    writer: Writer, meta: DocMeta, path: Path, had: bool, result: ParsedDoc | Prepared | IngestError
-) -> _Staged:
-    """Chunk a parsed file and find the passages it needs embedded (IngestErrors kept)."""
-    staged = _Staged(meta, str(path), had)
-    if isinstance(result, IngestError):
-        staged.error = result
-    elif isinstance(result, Prepared):
-        staged.prepared = result
-    else:
-        try:
-            staged.meta, staged.chunks, staged.terms = writer.prepare(meta, result)
-        except IngestError as exc:
-            staged.error = exc
-            return staged
-        staged.fresh = writer.fresh(staged.chunks)
-        if staged.fresh:
-            logger.info("%s: embedding %d new passages", meta.path, len(staged.fresh))
-    return staged
-
-
-def recover(store: Store) -> None:
-    """After an interrupted run: drop vectors the ledger does not list, staged chunks and
-    collections that are not live. Only under the write lock: another run's unfinished work
-    looks the same as an interrupted one's."""
-    if not store.writing_now:
-        raise RuntimeError("recover() runs only inside store.writing(): another run may be live")
-    if store.ledger.get_meta("dirty") == "1":
-        logger.info("recovering %s from an interrupted run", store.path)
-        removed = store.vectors.collect_garbage(store.collection, set(store.ledger.chunk_ids()))
-        store.ledger.clear_staging()
-        for name in store.vectors.collections():
-            if name.startswith(store.settings.store.collection) and name != store.collection:
-                store.vectors.drop(name)
-        store.ledger.set_meta("dirty", "0")
-        logger.info("recovered from an interrupted run: %d orphan vectors removed", removed)
+    def finish(self, outcome: FileOutcome) -> None:
+        self.report.outcomes.append(outcome)
+        self.store.ledger.record_file(
+            self.report.run_id, outcome.path, outcome.outcome, outcome.reason
+        )
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, self.total, outcome.path)
 
 
 def ingest_paths(
@@ -314,154 +123,24 @@ def _ingest_paths(
 ) -> IngestReport:
     started = time.perf_counter()
     embedded_before = store.embedded()
-    settings = store.settings
     store.ledger.check_text_version()
     recover(store)
     found = list(discover(paths))
     for given in paths:
         store.ledger.remember_source(str(given.expanduser().resolve()), groups)
-    report = IngestReport(
-        run_id=store.ledger.start_run(
-            "ingest",
-            json.dumps(
-                {"paths": [str(p) for p in paths], "groups": list(groups or []), "prune": prune}
-            ),
-        )
-    )
-    fingerprint = _parse_fingerprint(settings)
+    report = IngestReport(run_id=_start_run(store, paths, groups, prune))
+    run = _Run(store, report, len(found), progress)
+    fingerprint = _parse_fingerprint(store.settings)
     retry_failed = store.ledger.get_meta("parse_fingerprint") != fingerprint
-    writer = Writer(store, store.collection)
-    todo: list[tuple[DocMeta, Path, bool]] = []
-    may_be_chinese = False  # a file to do is new, or was not English last time
-    done = 0
-
-    def finish(outcome: FileOutcome) -> None:
-        nonlocal done
-        report.outcomes.append(outcome)
-        store.ledger.record_file(report.run_id, outcome.path, outcome.outcome, outcome.reason)
-        done += 1
-        if progress:
-            progress(done, len(found), outcome.path)
-
-    for root, path in found:
-        label = str(path)
-        try:
-            meta = _describe(settings, root, path, groups)
-        except (OSError, KbError) as exc:
-            finish(FileOutcome(label, "failed", "failed", str(exc)))
-            continue
-        old = store.ledger.document(meta.id)
-        same_file = old is not None and (old.meta.size, old.meta.mtime) == (
-            meta.size,
-            meta.mtime,
-        )
-        if old and old.status != "ok" and same_file and not retry_failed:
-            finish(FileOutcome(label, "unchanged", old.status, old.reason))
-            continue
-        if old and old.status == "ok" and same_file:
-            meta = replace(meta, sha256=old.meta.sha256)
-        else:
-            meta = replace(meta, sha256=sha256_file(path))
-        if old and old.status == "ok" and old.meta.sha256 == meta.sha256:
-            meta = replace(
-                meta,
-                title=meta.title or old.meta.title,
-                lang=old.meta.lang,
-                page_labels=old.meta.page_labels,
-                ocr_pages=old.meta.ocr_pages,
-            )
-            if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
-                finish(FileOutcome(label, "unchanged", chunks=old.chunk_count))
-                continue
-            store.ledger.update_document_meta(meta)
-            ids = store.ledger.chunk_ids(meta.id)
-            store.vectors.update_metadata(
-                store.collection, ids, [group_metadata(meta.id, meta.groups)] * len(ids)
-            )
-            changed = not _same_meta(old.meta, meta)
-            finish(
-                FileOutcome(
-                    label, "updated" if changed else "unchanged", chunks=old.chunk_count
-                )
-            )
-            continue
-        todo.append((meta, path, old is not None and old.chunk_count > 0))
-        may_be_chinese |= old is None or old.meta.lang != "en"
-
+    todo = _triage(run, found, groups, retry_failed)
     if todo and not queue:
-        logger.info("parsing %d new or changed files", len(todo))
-        # the embedder, Chroma and jieba's dictionary load while the first files parse
-        warm_up = threading.Thread(
-            target=_warm_up, args=(store, may_be_chinese), name="kb-warm-up", daemon=True
-        )
-        warm_up.start()
-    embedded_elsewhere = 0
-
-    def commit(staged: _Staged, vectors: Vectors) -> None:
-        nonlocal embedded_elsewhere
-        try:
-            if staged.error is not None:
-                raise staged.error
-            if staged.prepared is not None:
-                embedded_elsewhere += staged.prepared.embedded
-                count = writer.commit(staged.prepared)
-            else:
-                count = writer.switch(
-                    staged.meta, staged.chunks, staged.terms, staged.fresh, vectors
-                )
-        except IngestError as exc:
-            store.ledger.mark_failed(staged.meta, exc.status, str(exc))
-            finish(FileOutcome(staged.label, "failed", exc.status, str(exc)))
-            return
-        outcome = "updated" if staged.had_version else "ingested"
-        finish(FileOutcome(staged.label, outcome, chunks=count))
-
-    if not queue and todo:
-        # passages of several files are embedded together, beside the chunking and commits
-        # (ingest/embed_ahead.py); files are committed in the order they were found
-        with EmbedAhead[_Staged](
-            lambda texts: store.embedder.embed_batch(texts),
-            settings.ingest.embed_wave,
-            settings.embed.batch_size,
-        ) as ahead:
-            for meta, path, had_version, result in _parsed(settings, todo, workers):
-                staged = _stage(writer, meta, path, had_version, result)
-                for ready, vectors in ahead.add(staged, staged.texts()):
-                    commit(ready, vectors)
-            for ready, vectors in ahead.finish():
-                commit(ready, vectors)
-        warm_up.join()  # nothing of this run outlives its write lock
-
+        _ingest_todo(run, todo, workers)
     if prune:
-        seen = {
-            doc_id_for(str(root), path.relative_to(root).as_posix()) for root, path in found
-        }
-        roots = {str(p.expanduser().resolve()) for p in paths}
-        for record in store.ledger.documents():
-            inside = record.meta.root in roots or any(
-                str(Path(record.meta.root) / record.meta.path).startswith(r + os.sep)
-                for r in roots
-            )
-            if (
-                inside
-                and record.meta.id not in seen
-                and not (Path(record.meta.root) / record.meta.path).exists()
-            ):
-                logger.info("%s: pruning (its file is gone)", record.meta.path)
-                store.vectors.delete(
-                    store.collection, store.ledger.delete_document(record.meta.id)
-                )
-                finish(FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed"))
-
+        _prune(run, paths, found)
     # Every stale vector was deleted as its document switched; only an interrupted run
-    # leaves orphans, and the next run's _recover scans for them.
-    if queue and todo:
-        # added last, so that the worker finishing the last job counts this run's every file
-        report.batch = store.ledger.add_jobs(report.run_id, [(m, had) for m, _, had in todo])
-        report.queued = len(todo)
-        logger.info(
-            "ingest run %d: %d files queued as batch %s", report.run_id, len(todo), report.batch
-        )
+    # leaves orphans, and the next run's `recover` scans for them.
+    if todo and queue:
+        _enqueue(store, report, todo)
     logger.info("ingest run %d: done, marking the store clean", report.run_id)
     store.ledger.set_meta("dirty", "0")
     store.ledger.set_meta("parse_fingerprint", fingerprint)
@@ -469,8 +148,150 @@ def _ingest_paths(
         report.seconds = time.perf_counter() - started
         return report
     report = store.finish_run(report, started, embedded_before)
-    report.embedded += embedded_elsewhere
+    report.embedded += run.embedded_elsewhere
     return report
+
+
+def _start_run(
+    store: Store, paths: Sequence[Path], groups: Sequence[str] | None, prune: bool
+) -> int:
+    asked = {"paths": [str(p) for p in paths], "groups": list(groups or []), "prune": prune}
+    return store.ledger.start_run("ingest", json.dumps(asked))
+
+
+def _triage(
+    run: _Run,
+    found: Sequence[tuple[Path, Path]],
+    groups: Sequence[str] | None,
+    retry_failed: bool,
+) -> list[_ToDo]:
+    """Each file found, compared with the ledger: unchanged ones (same size and mtime, or same
+    sha256; failed ones too, unless `retry_failed`) and ones whose metadata alone changed
+    (updated in place) are finished here; the new and changed ones are returned, to do."""
+    store = run.store
+    todo: list[_ToDo] = []
+    for root, path in found:
+        label = str(path)
+        try:
+            meta = describe(store.settings, root, path, groups)
+        except (OSError, KbError) as exc:
+            run.finish(FileOutcome(label, "failed", "failed", str(exc)))
+            continue
+        old = store.ledger.document(meta.id)
+        same_file = old is not None and (old.meta.size, old.meta.mtime) == (meta.size, meta.mtime)
+        if old and old.status != "ok" and same_file and not retry_failed:
+            run.finish(FileOutcome(label, "unchanged", old.status, old.reason))
+            continue
+        if old and old.status == "ok" and same_file:
+            meta = replace(meta, sha256=old.meta.sha256)
+        else:
+            meta = replace(meta, sha256=sha256_file(path))
+        if old and old.status == "ok" and old.meta.sha256 == meta.sha256:
+            run.finish(_same_content(store, old, meta, label))
+            continue
+        had_version = old is not None and old.chunk_count > 0
+        was_english = old is not None and old.meta.lang == "en"
+        todo.append(_ToDo(meta, path, had_version, was_english))
+    return todo
+
+
+def _same_content(store: Store, old: DocRecord, meta: DocMeta, label: str) -> FileOutcome:
+    """A file whose content is live already: "unchanged", or "updated" where its metadata
+    (sidecar, groups) changed, in the ledger and in Chroma."""
+    meta = replace(
+        meta,
+        title=meta.title or old.meta.title,
+        lang=old.meta.lang,
+        page_labels=old.meta.page_labels,
+        ocr_pages=old.meta.ocr_pages,
+    )
+    if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
+        return FileOutcome(label, "unchanged", chunks=old.chunk_count)
+    store.ledger.update_document_meta(meta)
+    ids = store.ledger.chunk_ids(meta.id)
+    store.vectors.update_metadata(
+        store.collection, ids, [group_metadata(meta.id, meta.groups)] * len(ids)
+    )
+    changed = not _same_meta(old.meta, meta)
+    return FileOutcome(label, "updated" if changed else "unchanged", chunks=old.chunk_count)
+
+
+def _same_meta(a: DocMeta, b: DocMeta) -> bool:
+    keys = ("groups", "version", "effective_date", "series")
+    return all(getattr(a, k) == getattr(b, k) for k in keys) and (not b.title or a.title == b.title)
+
+
+def _ingest_todo(run: _Run, todo: Sequence[_ToDo], workers: int) -> None:
+    """Parse, chunk, embed and commit the new and changed files, in the order they were found."""
+    store, settings = run.store, run.store.settings
+    logger.info("parsing %d new or changed files", len(todo))
+    # the embedder, Chroma and jieba's dictionary load while the first files parse
+    may_be_chinese = not all(item.was_english for item in todo)
+    warm_up = threading.Thread(
+        target=_warm_up, args=(store, may_be_chinese), name="kb-warm-up", daemon=True
+    )
+    warm_up.start()
+    writer = Writer(store, store.collection)
+    # passages of several files are embedded together, beside the chunking and commits
+    # (ingest/embed_ahead.py); files are committed in the order they were found
+    with EmbedAhead[Staged](
+        lambda texts: store.embedder.embed_batch(texts),
+        settings.ingest.embed_wave,
+        settings.embed.batch_size,
+    ) as ahead:
+        for item, result in _parsed(settings, todo, workers):
+            staged = writer.stage(item.meta, item.path, item.had_version, result)
+            for ready, vectors in ahead.add(staged, staged.texts()):
+                _commit(run, writer, ready, vectors)
+        for ready, vectors in ahead.finish():
+            _commit(run, writer, ready, vectors)
+    warm_up.join()  # nothing of this run outlives its write lock
+
+
+def _commit(run: _Run, writer: Writer, staged: Staged, vectors: Vectors) -> None:
+    """Make a staged file live with its new passages' `vectors`, or record why it failed."""
+    try:
+        if staged.error is not None:
+            raise staged.error
+        if staged.prepared is not None:
+            run.embedded_elsewhere += staged.prepared.embedded
+            count = writer.commit(staged.prepared)
+        else:
+            count = writer.switch(staged.meta, staged.chunks, staged.terms, staged.fresh, vectors)
+    except IngestError as exc:
+        run.store.ledger.mark_failed(staged.meta, exc.status, str(exc))
+        run.finish(FileOutcome(staged.label, "failed", exc.status, str(exc)))
+        return
+    outcome = "updated" if staged.had_version else "ingested"
+    run.finish(FileOutcome(staged.label, outcome, chunks=count))
+
+
+def _prune(run: _Run, paths: Sequence[Path], found: Sequence[tuple[Path, Path]]) -> None:
+    """Remove the documents under `paths` whose files are gone."""
+    store = run.store
+    seen = {doc_id_for(str(root), path.relative_to(root).as_posix()) for root, path in found}
+    roots = {str(p.expanduser().resolve()) for p in paths}
+    for record in store.ledger.documents():
+        file = Path(record.meta.root) / record.meta.path
+        inside = record.meta.root in roots or any(
+            str(file).startswith(r + os.sep) for r in roots
+        )
+        if inside and record.meta.id not in seen and not file.exists():
+            logger.info("%s: pruning (its file is gone)", record.meta.path)
+            store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
+            run.finish(FileOutcome(str(file), "removed"))
+
+
+def _enqueue(store: Store, report: IngestReport, todo: Sequence[_ToDo]) -> None:
+    """The new and changed files as a batch of jobs for `kb worker` (ingest/queue.py)."""
+    # added last, so that the worker finishing the last job counts this run's every file
+    report.batch = store.ledger.add_jobs(
+        report.run_id, [(item.meta, item.had_version) for item in todo]
+    )
+    report.queued = len(todo)
+    logger.info(
+        "ingest run %d: %d files queued as batch %s", report.run_id, len(todo), report.batch
+    )
 
 
 def _warm_up(store: Store, segmenter: bool = True) -> None:
@@ -490,20 +311,20 @@ def _warm_up(store: Store, segmenter: bool = True) -> None:
 
 
 def _parsed(
-    settings: Settings, todo: Sequence[tuple[DocMeta, Path, bool]], workers: int
-) -> Iterator[tuple[DocMeta, Path, bool, ParsedDoc | Prepared | IngestError]]:
+    settings: Settings, todo: Sequence[_ToDo], workers: int
+) -> Iterator[tuple[_ToDo, Parsed]]:
     """Each file to ingest with its parse (one worker: embedded by the writer), or its
     prepared document (several: parsed and embedded in processes, ingest/workers.py)."""
     if workers > 1 and len(todo) > 1:
-        prepared = prepare_in_processes(settings, [(meta, path) for meta, path, _ in todo], workers)
-        for (meta, path, had), (_, result) in zip(todo, prepared, strict=True):
-            yield meta, path, had, result
+        items = [(item.meta, item.path) for item in todo]
+        prepared = prepare_in_processes(settings, items, workers)
+        for item, (_, result) in zip(todo, prepared, strict=True):
+            yield item, result
         return
     with ParsePool(settings.ingest, workers=workers) as pool:
-        for (meta, path, had), (_, parsed) in zip(
-            todo, pool.imap([path for _, path, _ in todo]), strict=True
-        ):
-            yield meta, path, had, parsed
+        parses = pool.imap([item.path for item in todo])
+        for item, (_, parse) in zip(todo, parses, strict=True):
+            yield item, parse
 
 
 def _parse_fingerprint(settings: Settings) -> str:

@@ -6,7 +6,7 @@
 `chunk_document` is what every writer does before it embeds; `prepare` also embeds every
 passage (unchanged ones come from the embedding cache), so that a process that cannot see the
 store (an embedding worker of `kb ingest --workers N`, a `kb worker` before it takes the write
-lock) hands over everything the writer needs: `Writer.commit(prepared)` in ingest/pipeline.py.
+lock) hands over everything the writer needs: `Writer.commit(prepared)` in ingest/writer.py.
 """
 
 from __future__ import annotations

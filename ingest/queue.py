@@ -39,9 +39,11 @@ from types import TracebackType
 
 from core.errors import BrokenFile, IngestError
 from core.types import FileOutcome, IngestReport
+from ingest.discover import sha256_file
 from ingest.parse import ParsePool
-from ingest.pipeline import Progress, Writer, recover, sha256_file
+from ingest.pipeline import Progress
 from ingest.prepare import Prepared, prepare
+from ingest.writer import Writer, recover
 from store.ledger import Job
 from store.store import Store
 

@@ -15,16 +15,19 @@ from dataclasses import replace
 from pathlib import Path
 
 from core.errors import IngestError
-from core.types import DocMeta, DocRecord, FileOutcome, IngestReport
+from core.types import DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
+from ingest.discover import sha256_file
 from ingest.parse import ParsePool
-from ingest.pipeline import Progress, Writer, ingest_paths, recover, sha256_file
+from ingest.pipeline import Progress, ingest_paths
 from ingest.prepare import lexical_terms
+from ingest.writer import Writer, recover
 from store.ledger import KEPT_NOTE
 from store.store import Store
 
 logger = logging.getLogger(__name__)
 
 DROP_GRACE_S = 5.0  # the old collection outlives the switch by this long (questions in flight)
+Final = tuple[DocMeta, str, str, int]  # a document as the switch leaves it: status, reason, chunks
 
 
 def reindex(
@@ -58,61 +61,23 @@ def _incremental(store: Store, progress: Progress | None, workers: int) -> Inges
 def _full_reindex(store: Store, progress: Progress | None, workers: int) -> IngestReport:
     started = time.perf_counter()
     embedded_before = store.embedded()
-    settings = store.settings
     recover(store)
     generation = store.ledger.generation()
     old_collection = store.collection
-    number = int(old_collection.rsplit("_", 1)[-1]) + 1 if old_collection[-1].isdigit() else 1
-    new_collection = f"{settings.store.collection}_{number}"
-    store.vectors.drop(new_collection)
-    store.ledger.clear_staging()
-    store.ledger.set_meta("dirty", "1")
+    new_collection = _empty_next_collection(store)
     logger.info("full re-index into %s (live until the switch: %s)", new_collection, old_collection)
     report = IngestReport(run_id=store.ledger.start_run("reindex-full", ""))
-    writer = Writer(store, new_collection)
     records = store.ledger.documents()
-    finals: list[tuple[DocMeta, str, str, int]] = []
     by_path = {Path(r.meta.root) / r.meta.path: r for r in records}
+    writer = Writer(store, new_collection)
+    finals: list[Final] = []
     existing = [p for p in by_path if p.exists()]
-    with ParsePool(settings.ingest, workers=workers) as pool:
+    with ParsePool(store.settings.ingest, workers=workers) as pool:
         for i, (path, result) in enumerate(pool.imap(existing), 1):
-            record = by_path[path]
-            stat = path.stat()
-            meta = replace(
-                record.meta, sha256=sha256_file(path), size=stat.st_size, mtime=stat.st_mtime
-            )
-            try:
-                if isinstance(result, IngestError):
-                    raise result
-                prepared = writer.prepare(meta, result)  # IngestError past ingest.max_chunks
-            except IngestError as exc:
-                result = exc
-            if isinstance(result, IngestError):
-                kept = _carry_over(store, writer, record)
-                finals.append(
-                    (
-                        record.meta if kept else meta,
-                        result.status,
-                        str(result) + (KEPT_NOTE if kept else ""),
-                        kept,
-                    )
-                )
-                outcome = FileOutcome(str(path), "failed", result.status, str(result))
-            else:
-                meta, chunks, tokens = prepared
-                writer.upsert(meta, chunks, skip_existing=False)
-                logger.info("%s: staging %d chunks", meta.path, len(chunks))
-                store.ledger.stage_chunks(chunks, tokens)
-                finals.append((meta, "ok", "", len(chunks)))
-                outcome = FileOutcome(
-                    str(path),
-                    "updated" if record.chunk_count else "ingested",
-                    chunks=len(chunks),
-                )
+            final, outcome = _restage(store, writer, by_path[path], path, result)
+            finals.append(final)
             report.outcomes.append(outcome)
-            store.ledger.record_file(
-                report.run_id, outcome.path, outcome.outcome, outcome.reason
-            )
+            store.ledger.record_file(report.run_id, outcome.path, outcome.outcome, outcome.reason)
             if progress:
                 progress(i, len(records), str(path))
     gone = [r for p, r in by_path.items() if not p.exists()]
@@ -123,14 +88,55 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
         report.outcomes.append(
             FileOutcome(str(Path(record.meta.root) / record.meta.path), "removed")
         )
-    # A question that took its snapshot before the switch may still be querying the old
-    # collection: give it time to finish before the collection goes.
-    logger.info("waiting %gs for questions in flight on %s", DROP_GRACE_S, old_collection)
-    time.sleep(DROP_GRACE_S)
-    store.vectors.drop(old_collection)
+    _drop_after_grace(store, old_collection)
     logger.info("full re-index done, marking the store clean")
     store.ledger.set_meta("dirty", "0")
     return store.finish_run(report, started, embedded_before)
+
+
+def _empty_next_collection(store: Store) -> str:
+    """The next collection's name (kb_chunks_1 -> kb_chunks_2), dropped if an interrupted
+    rebuild left it, with nothing staged and the store marked dirty (so that a rebuild
+    interrupted now is collected by the next run's `recover`)."""
+    current = store.collection
+    number = int(current.rsplit("_", 1)[-1]) + 1 if current[-1].isdigit() else 1
+    name = f"{store.settings.store.collection}_{number}"
+    store.vectors.drop(name)
+    store.ledger.clear_staging()
+    store.ledger.set_meta("dirty", "1")
+    return name
+
+
+def _restage(
+    store: Store, writer: Writer, record: DocRecord, path: Path, result: ParsedDoc | IngestError
+) -> tuple[Final, FileOutcome]:
+    """One document parsed again into the new collection and the staging table; one whose file
+    no longer parses keeps its live chunks (`_carry_over`) and is reported failed."""
+    stat = path.stat()
+    meta = replace(record.meta, sha256=sha256_file(path), size=stat.st_size, mtime=stat.st_mtime)
+    try:
+        if isinstance(result, IngestError):
+            raise result
+        meta, chunks, tokens = writer.prepare(meta, result)  # IngestError past ingest.max_chunks
+    except IngestError as exc:
+        kept = _carry_over(store, writer, record)
+        reason = str(exc) + (KEPT_NOTE if kept else "")
+        final = (record.meta if kept else meta, exc.status, reason, kept)
+        return final, FileOutcome(str(path), "failed", exc.status, str(exc))
+    writer.upsert(meta, chunks, skip_existing=False)
+    logger.info("%s: staging %d chunks", meta.path, len(chunks))
+    store.ledger.stage_chunks(chunks, tokens)
+    outcome = "updated" if record.chunk_count else "ingested"
+    return (meta, "ok", "", len(chunks)), FileOutcome(str(path), outcome, chunks=len(chunks))
+
+
+def _drop_after_grace(store: Store, collection: str) -> None:
+    """Drop the old collection DROP_GRACE_S after the switch."""
+    # A question that took its snapshot before the switch may still be querying the old
+    # collection: give it time to finish before the collection goes.
+    logger.info("waiting %gs for questions in flight on %s", DROP_GRACE_S, collection)
+    time.sleep(DROP_GRACE_S)
+    store.vectors.drop(collection)
 
 
 def _carry_over(store: Store, writer: Writer, record: DocRecord) -> int:

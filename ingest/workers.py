@@ -22,21 +22,24 @@ import logging
 import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from core.config import Settings
 from core.errors import BrokenFile, IngestError, KbError
+from core.ports import Embedder
 from core.types import DocMeta, ParsedDoc
 from ingest.parse import ParsePool
 from ingest.prepare import Prepared, prepare
+from ingest.processes import WorkerProcess, serve, wait_for_any
 from store.embed.embedder import open_embedder
 from store.store import embed_cache_path
 
 logger = logging.getLogger(__name__)
 
 Result = Prepared | IngestError
+STOP_WAIT_S = 5.0  # for an embedding process told to stop to exit before it is killed
 
 
 def limit_torch_threads(threads: int) -> None:
@@ -53,76 +56,38 @@ def threads_per_worker(workers: int) -> int:
 
 
 def _embed_worker(conn: Connection, settings: Settings, threads: int) -> None:
-    """Receive (meta, parsed), send back a Prepared or an IngestError; None stops."""
+    """Worker: receive (meta, parsed), send back a Prepared or an IngestError; None stops. A
+    model that cannot be loaded is sent instead of "ready"."""
     limit_torch_threads(threads)
     try:
         embedder = open_embedder(settings.embed, embed_cache_path(settings))
     except KbError as exc:
         conn.send(exc)
         return
-    conn.send("ready")
     try:
-        while True:
-            try:
-                job = conn.recv()
-            except EOFError:
-                return
-            if job is None:
-                return
-            meta, parsed = job
-            result: Result
-            try:
-                result = prepare(settings, embedder, meta, parsed)
-            except IngestError as exc:
-                result = exc
-            conn.send(result)
+        serve(conn, lambda job: _prepare_in_worker(settings, embedder, *job))
     finally:
         embedder.close()
 
 
-class _EmbedWorker:
-    """One embedding process and its pipe; `index` of the document it holds, or None."""
+def _prepare_in_worker(
+    settings: Settings, embedder: Embedder, meta: DocMeta, parsed: ParsedDoc
+) -> Result:
+    try:
+        return prepare(settings, embedder, meta, parsed)
+    except IngestError as exc:
+        return exc
 
-    def __init__(self, settings: Settings, threads: int) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.conn, child = context.Pipe()
-        self.process: BaseProcess = context.Process(
-            target=_embed_worker, args=(child, settings, threads), daemon=True, name="kb-embed"
-        )
-        self.process.start()
-        child.close()
-        self.ready = False
-        self.index: int | None = None
-        self.name = ""
 
-    def give(self, index: int, meta: DocMeta, parsed: ParsedDoc) -> None:
-        if not self.ready:
-            # loading torch and the model takes seconds, minutes on a busy machine: wait for
-            # the answer or the process's end, however long it takes
-            wait([self.conn, self.process.sentinel])
-            answer = self.conn.recv() if self.conn.poll() else None
-            if isinstance(answer, KbError):
-                raise answer
-            if answer != "ready":
-                raise KbError(
-                    f"embedding worker exited (code {self.process.exitcode}) while loading "
-                    "the embedder; run `kb ingest` with --workers 1 to see why"
-                )
-            self.ready = True
-        self.index, self.name = index, Path(meta.path).name
-        self.conn.send((meta, parsed))
+@dataclass(frozen=True)
+class _Job:
+    """What the pool remembers of a document an embedding process holds."""
 
-    def stop(self) -> None:
-        if self.process.is_alive():
-            try:
-                self.conn.send(None)
-            except (BrokenPipeError, OSError):
-                pass
-            self.process.join(timeout=5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(timeout=5)
-        self.conn.close()
+    index: int  # in the input
+    name: str  # its file's name, for the crash message
+
+
+_Worker = WorkerProcess[_Job, Result]
 
 
 class _EmbedPool:
@@ -131,49 +96,58 @@ class _EmbedPool:
     def __init__(self, settings: Settings, workers: int) -> None:
         self.settings = settings
         self.threads = threads_per_worker(workers)
-        self.workers = [_EmbedWorker(settings, self.threads) for _ in range(workers)]
+        self.workers = [self._start() for _ in range(workers)]
 
-    def busy(self) -> list[_EmbedWorker]:
-        return [w for w in self.workers if w.index is not None]
+    def _start(self) -> _Worker:
+        context = multiprocessing.get_context("spawn")
+        return WorkerProcess(context, _embed_worker, (self.settings, self.threads), "kb-embed")
 
-    def idle(self) -> _EmbedWorker | None:
-        return next((w for w in self.workers if w.index is None), None)
+    def idle(self) -> _Worker | None:
+        return next((w for w in self.workers if w.job is None), None)
+
+    def give(self, worker: _Worker, index: int, meta: DocMeta, parsed: ParsedDoc) -> None:
+        # loading torch and the model takes seconds, minutes on a busy machine: wait for the
+        # answer or the process's end, however long it takes
+        answer = worker.started(timeout=None)
+        if isinstance(answer, KbError):
+            raise answer
+        if answer != "ready":
+            worker.process.join(timeout=STOP_WAIT_S)  # for its exit code
+            raise KbError(
+                f"embedding worker exited (code {worker.process.exitcode}) while loading "
+                "the embedder; run `kb ingest` with --workers 1 to see why"
+            )
+        worker.give(_Job(index, Path(meta.path).name), (meta, parsed))
 
     def collect(self, timeout: float | None) -> list[tuple[int, Result]]:
         """Finished documents, waiting up to `timeout` seconds (None: until one finishes)."""
-        busy = self.busy()
+        busy = [(w, w.job) for w in self.workers if w.job is not None]
         if not busy:
             return []
-        wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout)
+        wait_for_any([w for w, _ in busy], timeout)
         out: list[tuple[int, Result]] = []
-        for worker in busy:
-            assert worker.index is not None  # busy
-            result: Result | None = None
-            try:
-                if worker.conn.poll():
-                    result = worker.conn.recv()
-            except (EOFError, OSError):
-                pass
+        for worker, job in busy:
+            result = worker.poll()
             if result is None and worker.process.is_alive():
                 continue
             if result is None:
-                code = worker.process.exitcode
-                logger.warning("%s: embedding worker died (exit code %s)", worker.name, code)
-                result = BrokenFile(
-                    f"{worker.name}: the embedding process died (exit code {code}: out of "
-                    "memory?); ingest it again, with fewer --workers if it recurs"
-                )
-                worker.stop()
-                self.workers[self.workers.index(worker)] = _EmbedWorker(
-                    self.settings, self.threads
-                )
-            out.append((worker.index, result))
-            worker.index = None
+                result = self._crashed(job.name, worker.process.exitcode)
+                worker.stop(wait_s=STOP_WAIT_S)
+                self.workers[self.workers.index(worker)] = self._start()
+            out.append((job.index, result))
+            worker.job = None
         return out
+
+    def _crashed(self, name: str, code: int | None) -> IngestError:
+        logger.warning("%s: embedding worker died (exit code %s)", name, code)
+        return BrokenFile(
+            f"{name}: the embedding process died (exit code {code}: out of "
+            "memory?); ingest it again, with fewer --workers if it recurs"
+        )
 
     def close(self) -> None:
         for worker in self.workers:
-            worker.stop()
+            worker.stop(wait_s=STOP_WAIT_S)
 
 
 def prepare_in_processes(
@@ -193,7 +167,7 @@ def prepare_in_processes(
                 else:
                     while (worker := embedders.idle()) is None:
                         done.update(embedders.collect(None))
-                    worker.give(index, metas[index], parsed)
+                    embedders.give(worker, index, metas[index], parsed)
                 done.update(embedders.collect(0))
                 while next_out in done:
                     yield metas[next_out], done.pop(next_out)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Tesseract with its Chinese (simplified) and English data, for OCR of scanned PDF pages
-# (ingest.parse.ocr), and fonts-noto-cjk (the OCR tests draw Chinese pages with it). Safe to run
+# (ingest.ocr), and fonts-noto-cjk (the OCR tests draw Chinese pages with it). Safe to run
 # again; needs root or sudo. Without it, scanned PDFs get status "no_text" with this hint.
 # Usage: scripts/install_ocr.sh
 set -euo pipefail

@@ -1,5 +1,7 @@
 """Fixtures every test folder may use: the shared evaluation material, a session-wide
-embedding cache, settings for a fresh store, and the real vLLM CPU server."""
+embedding cache, settings for a fresh store, and the real vLLM CPU server. Tests that start a
+server or an outside program through a fixture are marked here (`vllm`, `slow`), so the fast
+loop (`scripts/test.sh --fast`) can leave them out without a mark on each test."""
 
 from __future__ import annotations
 
@@ -18,6 +20,32 @@ from devtools.vllm_server import vllm_server  # noqa: F401  (the fixture, for ev
 REPO = Path(__file__).resolve().parents[1]
 
 offline_environment()
+
+
+# The fixtures that start a server or an outside program, and the mark a test using one (directly
+# or through another fixture) gets.
+MARK_BY_FIXTURE = {
+    "vllm_server": "vllm",
+    "app_server": "slow",  # the app on a local port (tests/ui/conftest.py)
+    "demo_server": "slow",
+    "login_server": "slow",
+    "chroma_server": "slow",  # `chroma run`
+    "postgres": "slow",  # a throwaway PostgreSQL cluster (tests/postgres.py)
+    "browser": "slow",  # headless Chromium
+    "tesseract": "slow",  # OCR
+}
+# Parameters that ask for PostgreSQL at run time (request.getfixturevalue("postgres")).
+POSTGRES_PARAMS = ("ledger_url", "queue_ledger")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if any(params.get(name) == "postgres" for name in POSTGRES_PARAMS):
+            used.add("postgres")
+        for mark in sorted({MARK_BY_FIXTURE[name] for name in used & MARK_BY_FIXTURE.keys()}):
+            item.add_marker(mark)
 
 
 def shared_dir() -> Path | None:

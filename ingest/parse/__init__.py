@@ -8,9 +8,9 @@
 
 `parse_file` raises only `IngestError` subclasses for files it cannot use, among them the
 bounds: `max_file_mb`, `max_unpacked_mb` (TooLarge), `max_blocks` (TooManyBlocks) and running
-out of memory (OverMemory). `ParsePool` parses in worker processes forked from a clean server
-process (`_start_method`: never from the parent, which may hold torch and threads) whose
-address space is limited to `parse_memory_mb` (`resource.RLIMIT_AS`),
+out of memory (OverMemory). `ParsePool` parses in worker processes (ingest/processes.py)
+forked from a clean server process (`_start_method`: never from the parent, which may hold
+torch and threads) whose address space is limited to `parse_memory_mb` (`resource.RLIMIT_AS`),
 kills and replaces a worker whose file takes longer than `file_timeout_s` (ParseTimeout),
 replaces one that ran out of memory, and gives the file of a worker that died (segfault) a
 BrokenFile; the batch always goes on.
@@ -26,9 +26,9 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from multiprocessing.connection import Connection, wait
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import TracebackType
 
@@ -45,6 +45,7 @@ from core.errors import (
     UnsupportedFile,
 )
 from core.types import ParsedDoc
+from ingest.processes import WorkerProcess, serve, wait_for_any
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ _ZIP = b"PK\x03\x04"
 _OLE_ENCRYPTED = "EncryptionInfo".encode("utf-16-le")
 TABLE_SHARE = 0.15  # of a file's time limit, at most, spent looking for PDF tables
 WORKER_START_S = 60.0  # a worker that is not ready by then is a broken installation
+STARTING_STOP_S = 2.0  # a worker told to stop while it starts is killed after this long
 
 
 def sniff(path: Path) -> str:
@@ -180,78 +182,36 @@ def _start_method() -> ForkServerContext | SpawnContext:
     return context
 
 
-def _worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
-    """Worker loop: receive a path, send back a ParsedDoc or an IngestError; None stops."""
+def _parse_worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
+    """Worker: receive a path, send back a ParsedDoc or an IngestError; None stops."""
     # The worker has no log handlers: keep pypdf's and pdfminer's per-font warnings off stderr.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     _limit_memory(settings.parse_memory_mb)
     logging.getLogger("pdfminer").setLevel(logging.ERROR)  # under pdfplumber (tables)
-    conn.send("ready")
-    while True:
-        try:
-            path = conn.recv()
-        except EOFError:
-            return
-        if path is None:
-            return
-        result: Result
-        try:
-            result = parser(path, settings)
-        except IngestError as exc:
-            result = exc
-        except MemoryError:
-            result = _over_memory(path, settings)
-        except Exception as exc:
-            result = BrokenFile(f"{path.name}: the parser failed ({type(exc).__name__}: {exc})")
-        conn.send(result)
+    serve(conn, lambda path: _parse_in_worker(path, settings, parser))
 
 
-class _Worker:
-    """One worker process and its pipe; `job` (input index, path) and `deadline` while busy."""
+def _parse_in_worker(path: Path, settings: IngestSettings, parser: Parser) -> Result:
+    try:
+        return parser(path, settings)
+    except IngestError as exc:
+        return exc
+    except MemoryError:
+        return _over_memory(path, settings)
+    except Exception as exc:
+        return BrokenFile(f"{path.name}: the parser failed ({type(exc).__name__}: {exc})")
 
-    def __init__(self, settings: IngestSettings, parser: Parser) -> None:
-        context = _start_method()
-        self.conn, child = context.Pipe()
-        self.process: BaseProcess = context.Process(
-            target=_worker, args=(child, settings, parser), daemon=True, name="kb-parse"
-        )
-        self.process.start()
-        child.close()
-        self.ready = False
-        self.job: tuple[int, Path] | None = None
-        self.deadline = 0.0
 
-    def wait_ready(self) -> None:
-        if self.ready:
-            return
-        if not self.conn.poll(WORKER_START_S) or self.conn.recv() != "ready":
-            raise RuntimeError("parse worker did not start; check the installation")
-        self.ready = True
+@dataclass(frozen=True)
+class _Job:
+    """What the pool remembers of a file a worker parses."""
 
-    def give(self, index: int, path: Path, timeout_s: float) -> None:
-        self.wait_ready()
-        self.job = (index, path)
-        self.deadline = time.monotonic() + timeout_s
-        self.conn.send(path)
+    index: int  # in the input
+    path: Path
+    deadline: float  # time.monotonic() past which the worker is killed
 
-    def stop(self, force: bool = False) -> None:
-        """An idle worker is told to stop and left to exit by itself: its interpreter's
-        shutdown took 0.05-0.15 s that every ingest waited for (multiprocessing reaps it when it
-        next starts a process, or at exit). One still starting is told and waited for; a busy
-        one, or with `force`, is killed."""
-        if not force and self.job is None and self.process.is_alive():
-            try:
-                self.conn.send(None)
-                if self.ready:
-                    self.conn.close()
-                    return
-            except (BrokenPipeError, OSError):
-                pass
-            self.process.join(timeout=2)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(timeout=5)
-        self.conn.close()
+
+_Worker = WorkerProcess[_Job, Result]
 
 
 class ParsePool:
@@ -272,7 +232,7 @@ class ParsePool:
         todo = list(enumerate(Path(p) for p in paths))
         todo.reverse()
         while len(self._workers) < min(self._size, len(todo)):
-            self._workers.append(_Worker(self._settings, self._parser))
+            self._workers.append(self._start())
         done: dict[int, tuple[Path, Result]] = {}
         next_out = 0
         while todo or any(w.job is not None for w in self._workers):
@@ -284,40 +244,43 @@ class ParsePool:
                 yield done.pop(next_out)
                 next_out += 1
 
+    def _start(self) -> _Worker:
+        return WorkerProcess(
+            _start_method(), _parse_worker, (self._settings, self._parser), name="kb-parse"
+        )
+
     def _refill(self, todo: list[tuple[int, Path]]) -> None:
         """Give each idle worker the next file (`todo` is reversed: the next one is last)."""
         for worker in self._workers:
             if worker.job is None and todo:
                 index, path = todo.pop()
-                worker.give(index, path, self._settings.file_timeout_s)
+                if worker.started(WORKER_START_S) != "ready":
+                    raise RuntimeError("parse worker did not start; check the installation")
+                deadline = time.monotonic() + self._settings.file_timeout_s
+                worker.give(_Job(index, path, deadline), path)
 
     def _collect(self) -> list[tuple[int, Path, Result]]:
         """Wait for a result, a dead worker or the nearest deadline; replace lost workers."""
         busy = [(w, w.job) for w in self._workers if w.job is not None]
-        timeout = max(0.0, min(w.deadline for w, _ in busy) - time.monotonic())
-        wait([w.conn for w, _ in busy] + [w.process.sentinel for w, _ in busy], timeout)
+        nearest = min(job.deadline for _, job in busy)
+        wait_for_any([w for w, _ in busy], max(0.0, nearest - time.monotonic()))
         out: list[tuple[int, Path, Result]] = []
-        for worker, (index, path) in busy:
-            result: Result | None = None
+        for worker, job in busy:
+            result = worker.poll()
             lost = False
-            try:
-                if worker.conn.poll():
-                    result = worker.conn.recv()
-            except (EOFError, OSError):
-                pass
             if result is None and not worker.process.is_alive():
-                result, lost = self._crashed(path, worker.process.exitcode), True
-            elif result is None and time.monotonic() >= worker.deadline:
-                result, lost = self._timed_out(path), True
+                result, lost = self._crashed(job.path, worker.process.exitcode), True
+            elif result is None and time.monotonic() >= job.deadline:
+                result, lost = self._timed_out(job.path), True
             if result is None:
                 continue
             # a worker that ran out of memory may keep its heap: the next file gets a fresh one
             lost = lost or isinstance(result, OverMemory)
-            out.append((index, path, result))
+            out.append((job.index, job.path, result))
             worker.job = None
             if lost:
-                worker.stop(force=True)
-                self._workers[self._workers.index(worker)] = _Worker(self._settings, self._parser)
+                worker.kill()
+                self._workers[self._workers.index(worker)] = self._start()
         return out
 
     def _crashed(self, path: Path, code: int | None) -> IngestError:
@@ -336,8 +299,15 @@ class ParsePool:
         )
 
     def close(self) -> None:
+        """An idle worker is told to stop and left to exit by itself: its interpreter's
+        shutdown took 0.05-0.15 s that every ingest waited for (multiprocessing reaps it when it
+        next starts a process, or at exit). One still starting is told and waited for; a busy
+        one is killed."""
         for worker in self._workers:
-            worker.stop()
+            if worker.job is not None:
+                worker.kill()
+            else:
+                worker.stop(wait_s=None if worker.ready else STARTING_STOP_S)
 
     def __enter__(self) -> ParsePool:
         return self

@@ -40,7 +40,7 @@ class OcrOptions:
 
 
 def ocr_options(settings: IngestSettings) -> OcrOptions | None:
-    """The OCR options of `[ingest]`; None when `ingest.parse.ocr` is off."""
+    """The OCR options of `[ingest]`; None when `ingest.ocr` is off."""
     return OcrOptions(settings.ocr_dpi, settings.ocr_languages) if settings.ocr else None
 
 
@@ -65,7 +65,7 @@ def check_tesseract(languages: str) -> str:
     if exe is None:
         raise NoText(
             "no text layer: needs OCR, and Tesseract is not installed (install the Debian "
-            f"packages {PACKAGES}, e.g. scripts/install_ocr.sh; or set ingest.parse.ocr = false)"
+            f"packages {PACKAGES}, e.g. scripts/install_ocr.sh; or set ingest.ocr = false)"
         )
     listed = subprocess.run(
         [exe, "--list-langs"], capture_output=True, text=True, timeout=30, check=False

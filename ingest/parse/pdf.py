@@ -107,7 +107,7 @@ def parse_pdf(
             )
         raise NoText(
             f"{path.name}: no text layer: needs OCR (scanned or image-only PDF; enable "
-            "ingest.parse.ocr, or run OCR, e.g. ocrmypdf, and ingest the result)"
+            "ingest.ocr, or run OCR, e.g. ocrmypdf, and ingest the result)"
         )
     outline = _outline(reader)
     text = "\n".join([*texts, *("\n".join(pages[i - 1]) for i in ocr_pages)])

@@ -1,8 +1,8 @@
-"""The ledger's schema: named migrations, applied in order by `Ledger` (store/ledger/), which
-records each in the `migrations` table. Written once, in SQLite's dialect kept portable
-(`ON CONFLICT`, no `INSERT OR`, no column named `user` in new tables); on PostgreSQL the ledger
-translates the few remaining differences (`postgres_ddl`). Append new ones at the end; never edit
-an applied one.
+"""The ledger's schema: named migrations, applied in order when a ledger opens
+(`LedgerBase._migrate`, store/ledger/base.py), which records each in the `migrations` table.
+Written once, in SQLite's dialect kept portable (`ON CONFLICT`, no `INSERT OR`, no column named
+`user` in new tables); on PostgreSQL the ledger translates the few remaining differences
+(`postgres_ddl`, store/ledger/sql.py). Append new ones at the end; never edit an applied one.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ def tiny_embedder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # builds and exports an embedder
 def test_chinese_questions_get_dense_ranks_only_from_a_declared_chinese_embedder(
     make_settings, tmp_path: Path, tiny_embedder: Path
 ) -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from assistant.retrieve.fuse import score_fuse
 from assistant.retrieve.lexical import BM25Index, tokenize_query
-from assistant.retrieve.retriever import Retriever, _score_fused
+from assistant.retrieve.rankings import score_fused
+from assistant.retrieve.retriever import Retriever
 from core.errors import ConfigError
 from core.text import tokenize
 from store.store import open_store
@@ -35,10 +36,10 @@ def test_dense_only_candidates_get_their_bm25_score_looked_up() -> None:
     dense = [("c2", 0.62), ("c1", 0.60), ("c3", 0.10)]
     weights = {"lexical": 1.0, "dense": 1.0}
     looked_up = {c: float(s) for c, s in zip(TEXTS, index.scores(terms), strict=True)}
-    assert _score_fused(snap, terms, lexical, dense, weights) == score_fuse(
+    assert score_fused(snap, terms, lexical, dense, weights) == score_fuse(
         {"lexical": looked_up, "dense": dict(dense)}, weights
     )
-    assert _score_fused(snap, terms, lexical, dense, weights)[0] == "c1"
+    assert score_fused(snap, terms, lexical, dense, weights)[0] == "c1"
 
 
 def test_score_fusion_reorders_english_and_leaves_chinese_alone(

@@ -397,6 +397,7 @@ def test_closing_a_stream_aborts_the_request(
     stream = client.stream(CHAT, max_tokens=3000, extra_body=fixed)
     for _ in range(3):
         next(stream)
+    assert running_requests(vllm_server.url) >= 1, "vllm:num_requests_running is not reported"
     stream.close()
     deadline = time.monotonic() + 10
     while running_requests(vllm_server.url) > 0:

@@ -9,10 +9,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
-from assistant.retrieve.lexical import TitleIndex
-from assistant.retrieve.retriever import _by_amount, _by_title
+import numpy as np
+from assistant.retrieve.retriever.lexical import TitleIndex
+from assistant.retrieve.retriever.rankings import Query, by_amount, by_title
 
 
 def _snapshot() -> Any:
@@ -30,10 +29,15 @@ def _snapshot() -> Any:
     )
 
 
+def _query(question: str) -> Query:
+    """What the title and amount rankings read of a question: its text."""
+    return Query(question, terms=[], allowed=np.ones(0, dtype=bool), candidates=0)
+
+
 def test_candidates_of_a_named_document_share_its_rank() -> None:
     lexical = [("c2", 9.0), ("c1", 8.0), ("c4", 7.0), ("c3", 6.0)]
-    assert _by_title(_snapshot(), "劳动合同法规定的试用期多长？", lexical) == {"c2": 1}
-    assert _by_title(_snapshot(), "劳动合同法和劳动法有什么不同？", lexical) == {
+    assert by_title(_snapshot(), _query("劳动合同法规定的试用期多长？"), lexical) == {"c2": 1}
+    assert by_title(_snapshot(), _query("劳动合同法和劳动法有什么不同？"), lexical) == {
         "c2": 1,
         "c1": 2,
         "c3": 2,
@@ -41,7 +45,7 @@ def test_candidates_of_a_named_document_share_its_rank() -> None:
 
 
 def test_no_named_document_no_ranking() -> None:
-    assert _by_title(_snapshot(), "试用期最长多久？", [("c1", 1.0)]) == {}
+    assert by_title(_snapshot(), _query("试用期最长多久？"), [("c1", 1.0)]) == {}
 
 
 def test_candidates_stating_the_asked_amount_keep_lexical_order() -> None:
@@ -52,8 +56,8 @@ def test_candidates_stating_the_asked_amount_keep_lexical_order() -> None:
     }
     snap = SimpleNamespace(texts=list(texts.values()), row_of={c: i for i, c in enumerate(texts)})
     lexical = [("c1", 9.0), ("c3", 8.0), ("c2", 7.0)]
-    assert _by_amount(snap, "公司每周至少要让员工休息几天？", lexical) == ["c3", "c2"]
-    assert _by_amount(snap, "休息日可以安排加班吗？", lexical) == []
+    assert by_amount(snap, _query("公司每周至少要让员工休息几天？"), lexical) == ["c3", "c2"]
+    assert by_amount(snap, _query("休息日可以安排加班吗？"), lexical) == []
 
 
 def test_the_dense_side_runs_beside_bm25_and_returns_what_it_would_alone(
@@ -63,8 +67,8 @@ def test_the_dense_side_runs_beside_bm25_and_returns_what_it_would_alone(
     its figures are those of the dense ranking computed on this thread."""
 
     import numpy as np
+    from assistant.retrieve.retriever.retriever import Retriever
 
-    from assistant.retrieve.retriever import Retriever
     from core.config import load_settings
     from core.types import Block, DocMeta, ParsedDoc
     from ingest.pipeline import Writer
@@ -102,7 +106,7 @@ def test_the_dense_side_runs_beside_bm25_and_returns_what_it_would_alone(
     snap = retriever.snapshot()
     allowed = snap.allowed(["all"])
     vector = store.embed_question([question])[0]
-    dense = retriever._dense(snap, vector, allowed, settings.retrieve.candidates)
+    dense = retriever.dense.nearest(snap, vector, allowed, settings.retrieve.candidates)
     assert "salary.pdf" not in {p.file for p in got.passages}  # hr only
     assert dense and np.isclose(got.dense_top, dense[0][1])
     assert got.passages[0].file == "leave.pdf"
@@ -165,9 +169,9 @@ def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
     """Issue 12: a group that sees 10% of a corpus too large for the exact search
     (EXACT_UP_TO) gets Chroma's unfiltered nearest n * SURVIVE_MARGIN / share, masked; its
     visible vectors are never loaded. Only allowed chunks come back, the nearest first."""
+    import assistant.retrieve.retriever.dense as dense
     import numpy as np
-
-    import assistant.retrieve.retriever as retrieve
+    from assistant.retrieve.retriever.retriever import Retriever
 
     rng = np.random.default_rng(1)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -176,11 +180,11 @@ def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
     for d in (0, 1):
         vectors[f"doc{d}"] = _unit(question + 0.3 * rng.standard_normal((10, 16)))
     store = _store_of_groups(tmp_path, vectors)
-    monkeypatch.setattr(retrieve, "EXACT_UP_TO", 5)
-    monkeypatch.setattr(retrieve, "EXACT_STORE_UP_TO", 0)
-    retriever = retrieve.Retriever(store.settings, store)
+    monkeypatch.setattr(dense, "EXACT_UP_TO", 5)
+    monkeypatch.setattr(dense, "EXACT_STORE_UP_TO", 0)
+    retriever = Retriever(store.settings, store)
     snap = retriever.snapshot()
-    got = retriever._dense(snap, question, snap.allowed(["finance"]), 3)
+    got = retriever.dense.nearest(snap, question, snap.allowed(["finance"]), 3)
     assert [c for c, _ in got] == _brute_force(store, {"doc0", "doc1"}, question, 3)
     assert snap._vectors == {}  # no exact search
     store.close()
@@ -189,9 +193,9 @@ def test_a_small_share_of_many_vectors_is_searched_in_chroma_then_masked(
 def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
+    import assistant.retrieve.retriever.dense as dense
     import numpy as np
-
-    import assistant.retrieve.retriever as retrieve
+    from assistant.retrieve.retriever.retriever import Retriever
 
     rng = np.random.default_rng(2)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -200,15 +204,15 @@ def test_too_few_surviving_the_mask_falls_back_to_the_exact_search(
     for d in (0, 1):
         vectors[f"doc{d}"] = _unit(-question + 0.5 * rng.standard_normal((10, 16)))
     store = _store_of_groups(tmp_path, vectors)
-    monkeypatch.setattr(retrieve, "EXACT_UP_TO", 5)
-    monkeypatch.setattr(retrieve, "EXACT_STORE_UP_TO", 0)
-    retriever = retrieve.Retriever(store.settings, store)
+    monkeypatch.setattr(dense, "EXACT_UP_TO", 5)
+    monkeypatch.setattr(dense, "EXACT_STORE_UP_TO", 0)
+    retriever = Retriever(store.settings, store)
     snap = retriever.snapshot()
-    got = retriever._dense(snap, question, snap.allowed(["finance"]), 3)
+    got = retriever.dense.nearest(snap, question, snap.allowed(["finance"]), 3)
     assert [c for c, _ in got] == _brute_force(store, {"doc0", "doc1"}, question, 3)
     assert len(snap._vectors) == 1  # the exact search over finance's 20 vectors
     # all of "all" is 90%: Chroma's unfiltered answer, masked, as before
-    got = retriever._dense(snap, question, snap.allowed(["all"]), 3)
+    got = retriever.dense.nearest(snap, question, snap.allowed(["all"]), 3)
     assert [c for c, _ in got] == _brute_force(
         store, {f"doc{d}" for d in range(2, 20)}, question, 3
     )
@@ -221,9 +225,9 @@ def test_a_small_store_is_searched_exactly_whatever_share_the_user_sees(
     """Issue 12: up to EXACT_STORE_UP_TO live chunks, a user who sees most of the store gets
     the exact search over their visible vectors too (faster than Chroma's query), never
     Chroma's approximate index; the same nearest chunks."""
+    import assistant.retrieve.retriever.dense as dense
     import numpy as np
-
-    import assistant.retrieve.retriever as retrieve
+    from assistant.retrieve.retriever.retriever import Retriever
 
     rng = np.random.default_rng(3)
     question = _unit(rng.standard_normal((1, 16)))[0]
@@ -234,15 +238,15 @@ def test_a_small_store_is_searched_exactly_whatever_share_the_user_sees(
     monkeypatch.setattr(
         store.vectors, "query", lambda c, v, n, where=None: asked.append(n) or query(c, v, n, where)
     )
-    retriever = retrieve.Retriever(store.settings, store)
+    retriever = Retriever(store.settings, store)
     snap = retriever.snapshot()
-    got = retriever._dense(snap, question, snap.allowed(["all"]), 5)
+    got = retriever.dense.nearest(snap, question, snap.allowed(["all"]), 5)
     assert [c for c, _ in got] == _brute_force(
         store, {f"doc{d}" for d in range(2, 20)}, question, 5
     )
     assert asked == [] and len(snap._vectors) == 1
-    monkeypatch.setattr(retrieve, "EXACT_STORE_UP_TO", 199)  # the store holds 200
-    got = retriever._dense(snap, question, snap.allowed(["all"]), 5)
+    monkeypatch.setattr(dense, "EXACT_STORE_UP_TO", 199)  # the store holds 200
+    got = retriever.dense.nearest(snap, question, snap.allowed(["all"]), 5)
     assert asked == [20] and [c for c, _ in got] == _brute_force(
         store, {f"doc{d}" for d in range(2, 20)}, question, 5
     )
@@ -252,8 +256,9 @@ def test_a_small_store_is_searched_exactly_whatever_share_the_user_sees(
 def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs() -> None:
     from concurrent.futures import Future
 
+    from assistant.retrieve.retriever.dense import COUNT_AHEAD, DenseSearch
+
     from assistant.pack import render_passages
-    from assistant.retrieve.retriever import COUNT_AHEAD, Retriever
     from core.types import Passage
 
     rows = {f"c{i}": i for i in range(COUNT_AHEAD + 5)}
@@ -262,32 +267,32 @@ def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs
     )
     lexical = [(cid, 1.0) for cid in rows]
     counted: list[Sequence[str]] = []
-    retriever = Retriever.__new__(Retriever)
-    retriever.count_ahead = counted.append
+    dense = DenseSearch(store=SimpleNamespace(), count_ahead=counted.append)  # nothing searched
     running: Future[Any] = Future()
-    retriever._count_ahead(running, snap, lexical)
+    dense._count_ahead(running, snap, lexical)
     assert len(counted) == COUNT_AHEAD  # the best ones, each rendered first and later
     assert counted[0] == [render_passages([snap.passage(0), snap.passage(0)])]
     counted.clear()
     done: Future[Any] = Future()
     done.set_result(([], {}))
-    retriever._count_ahead(done, snap, lexical)
+    dense._count_ahead(done, snap, lexical)
     assert counted == []  # the dense side finished first: nothing more to wait for
 
 
 def test_counting_ahead_leaves_retrieval_and_packing_as_they_were(make_settings: Any) -> None:
-    """Over the sample documents, with the test model's counter where it is built: the same
-    passages, evidence and packed window with the lines counted ahead as without."""
-    from assistant.retrieve.retriever import Retriever
+    """Over the sample documents, with the test model's counter (built here when absent): the
+    same passages, evidence and packed window with the lines counted ahead as without."""
+    from assistant.retrieve.retriever.retriever import Retriever
+
+    from assistant.serving.testmodel import build_test_model
     from assistant.tokens import LocalTokenCounter
     from assistant.window import fill_window, snapshot_neighbours
+    from devtools.vllm_server import MODEL_DIR
     from store.store import open_store
     from tests.support.stores import ingest_paths
 
     repo = Path(__file__).resolve().parents[2]
-    model = repo / ".cache" / "test-model"
-    if not (model / "config.json").is_file():
-        pytest.skip("the test model is not built (.cache/test-model)")
+    model = build_test_model(MODEL_DIR)
     settings = make_settings()
     ingest_paths(settings, [repo / "data" / "samples" / "docs"])
     questions = ["How many days of annual leave can I carry over?", "差旅住宿标准是多少？",

@@ -3,7 +3,8 @@ with SIGKILL (its whole process group, parse workers included) at points observe
 through the INFO lines `kb -v` logs before or after each step; nothing in the code knows it is
 being tested. Then:
 
-- the store opens and a question is answered;
+- the store opens and a question is answered, and the document the killed ingest was replacing
+  (Code-of-Conduct.docx) is answered in its old or its new version;
 - no live chunk lacks its vector and every document's chunk count is its live chunks (vectors
   written before the kill but never made live may remain: readers never see them, as retrieval
   keeps only ledger rows, and the next run collects them);
@@ -11,7 +12,8 @@ being tested. Then:
   ledger and Chroma agree exactly (no orphan vectors, nothing staged, no stray collection).
 
 A kill lands a little after its line (the time the test takes to read it), so each point is
-"during or just after" that step. Two points (SHORT) run in CI; `-m crash` runs the other 13:
+"during or just after" that step. Two points (SHORT) run in a plain `pytest`; `-m crash` runs
+the other 13, as scripts/test.sh (CI) does after the rest:
 
     pytest -m crash tests/ingest/test_crash.py
 """
@@ -40,6 +42,8 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "docs"
 NEW_RULE = "Employees may not accept cryptocurrency gifts of any value."
 RUN_LIMIT_S = 180
+
+pytestmark = pytest.mark.slow  # each point runs `kb` twice
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,8 @@ def test_a_killed_run_leaves_a_working_store_and_finishes_when_run_again(
 
     # the store opens, answers, and never shows a chunk without its vector
     assert "Employee-Leave-Policy.pdf" in answered(settings, "How many days of annual leave?")
+    # the document being replaced is live in its old or its new version, never in neither
+    assert "Code-of-Conduct.docx" in answered(settings, "conflicts of interest gifts")
     assert [p for p in store_problems(settings) if "orphan vectors" not in p] == []
 
     # run again: the job completes

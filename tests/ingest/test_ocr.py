@@ -1,6 +1,7 @@
 """OCR of scanned pages: image-only PDFs drawn in the test (English and Chinese), and a mixed
 PDF whose second page is a scan. Skipped with the packages to install when Tesseract or a CJK
-font is missing (scripts/install_ocr.sh installs both)."""
+font is missing (scripts/install_ocr.sh installs both); failed instead under
+KB_REQUIRE_SYSTEM_DEPS=1 (CI)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from assistant.answer import Assistant
 from core.config import load_settings
 from core.errors import NoText
 from core.types import Block, DocMeta, ParsedDoc
+from devtools.system_deps import skip_or_fail
 from ingest.parse.ocr import OcrOptions, read_tsv
 from ingest.parse.page_words import cited_boxes
 from ingest.parse.pdf import parse_pdf
@@ -43,14 +45,14 @@ def _font() -> Path:
         capture_output=True, text=True, check=False,
     ).stdout if shutil.which("fc-match") else ""
     if not found or "CJK" not in found:
-        pytest.skip("no CJK font to draw the scans with (apt-get install fonts-noto-cjk)")
+        skip_or_fail("no CJK font to draw the scans with (apt-get install fonts-noto-cjk)")
     return Path(found)
 
 
 @pytest.fixture(scope="module")
 def tesseract() -> None:
     if shutil.which("tesseract") is None:
-        pytest.skip(
+        skip_or_fail(
             "Tesseract is not installed (scripts/install_ocr.sh: tesseract-ocr "
             "tesseract-ocr-chi-sim tesseract-ocr-eng)"
         )

@@ -6,7 +6,7 @@ The store comes from the `queue_store` fixture: settings for this process and th
 `kb` subprocess needs to open the same store. The two-worker test runs on both ledgers: SQLite
 and a throwaway PostgreSQL database (`FOR UPDATE SKIP LOCKED`).
 
-    pytest -m crash tests/ingest/test_queue.py     # the kill points left out of CI
+    pytest -m crash tests/ingest/test_queue.py     # the other kill points (scripts/test.sh)
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ SAMPLES = REPO / "data" / "samples" / "docs"
 FILES = ["Employee-Leave-Policy.pdf", "Code-of-Conduct.docx", "员工福利手册.docx"]
 LEASE_S = 3.0
 RUN_LIMIT_S = 300
+
+pytestmark = pytest.mark.slow  # real `kb worker` processes
 
 
 @dataclass(frozen=True)

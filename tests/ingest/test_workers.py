@@ -15,6 +15,7 @@ import pytest
 from core.config import Settings
 from core.types import IngestReport
 from ingest import pipeline
+from ingest.discover import doc_id_for
 from store.store import open_store
 from tests.support.stores import store_problems
 
@@ -62,6 +63,7 @@ def ingest(settings: Settings, docs: Path, workers: int) -> IngestReport:
         store.close()
 
 
+@pytest.mark.slow  # two full ingests of the samples
 def test_two_workers_make_the_store_one_worker_makes(
     make_settings: Any, docs: Path, tmp_path: Path
 ) -> None:
@@ -104,7 +106,7 @@ def test_two_workers_make_the_store_one_worker_makes(
     shutil.copy(SAMPLES / "New-Hire-Onboarding-Guide.pdf", docs / FILES[0])  # a new text
     updated = ingest(two, docs, workers=2)
     assert updated.counts["updated"] == 2 and updated.counts["unchanged"] == 2
-    doc_id = pipeline.doc_id_for(str(docs.resolve()), extended.name)
+    doc_id = doc_id_for(str(docs.resolve()), extended.name)
     before = {c[0] for c in first["chunks"] if c[1] == doc_id}
     after = {c[0] for c in snapshot(two)["chunks"] if c[1] == doc_id}
     assert len(before) > 5 and len(before & after) >= len(before) - 2  # its passages stayed

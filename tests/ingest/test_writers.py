@@ -23,6 +23,7 @@ from core.errors import StoreError
 from devtools.postgres import with_ledger
 from ingest import pipeline
 from ingest.reindex import reindex
+from ingest.writer import recover
 from store.ledger import KEPT_NOTE, Ledger
 from store.store import Store, open_ledger, open_store
 from tests.support.fakes import FakeEmbedder, MemoryVectorIndex
@@ -89,6 +90,7 @@ def racing(settings: Any, then: Callable[[], None]) -> Store:
     return store
 
 
+@pytest.mark.slow  # a full re-index of the corpus
 def test_an_ingest_during_a_full_reindex_is_refused_and_nothing_is_lost(
     make_settings, corpus: tuple[Path, Path], ledger_url: str
 ) -> None:
@@ -181,6 +183,7 @@ def test_a_full_reindex_refuses_to_swap_when_the_ledger_moved(
     assert store_problems(settings) == []
 
 
+@pytest.mark.slow  # several ingests of the corpus
 def test_a_failed_new_version_keeps_the_previous_one_searchable(
     make_settings, corpus: tuple[Path, Path]
 ) -> None:
@@ -227,13 +230,14 @@ def test_recovery_runs_only_under_the_write_lock(make_settings) -> None:
     store = Store(settings, ledger, MemoryVectorIndex(), FakeEmbedder())
     try:
         with pytest.raises(RuntimeError, match="only inside store.writing"):
-            pipeline.recover(store)
+            recover(store)
         with store.writing("kb test"):
-            pipeline.recover(store)
+            recover(store)
     finally:
         store.close()
 
 
+@pytest.mark.slow  # a full re-index of the corpus
 def test_readers_keep_answering_through_a_full_reindex(
     make_settings, corpus: tuple[Path, Path]
 ) -> None:

@@ -32,6 +32,9 @@ from tests.support.fakes import FakeEmbedder
 from tests.support.tiny_bert import tiny_bert
 
 REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow  # OpenVINO exports and compiles, torch for the reference vectors
+
 PASSAGES = [
     "Annual leave: employees accrue 1.67 days of paid leave per month of service.",
     "年假：员工累计工作已满1年不满10年的，年休假5天；已满10年不满20年的，年休假10天。",

@@ -21,6 +21,7 @@ TEXTS = [
 ]
 
 
+@pytest.mark.slow  # loads torch and sentence-transformers
 def test_the_numpy_encoder_gives_sentence_transformers_vectors() -> None:
     settings = EmbedSettings()
     encoder = open_question_encoder(settings)

@@ -36,6 +36,17 @@ class Store:
     tokens: dict[str, str]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def gradio_temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Gradio's temp folder for this run, not the machine's shared /tmp/gradio, made as Gradio
+    makes its own (0755): the app has to make it private itself."""
+    folder = tmp_path_factory.mktemp("gradio")
+    folder.chmod(0o755)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GRADIO_TEMP_DIR", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     """data/samples (a subset) ingested with the repository's config: hr-only/ is group hr.

@@ -3,8 +3,9 @@ carry [n] links deterministically): load the chat, ask, and check the rendered p
 answer and a citation link whose source card is on the page; save a screenshot.
 
 Chromium comes from scripts/install_chromium.sh (Debian `chromium`); without it the test is
-skipped. It is driven over the DevTools protocol with the `websockets` package Gradio already
-depends on. KB_UPDATE_SCREENSHOT=1 also copies the screenshot to docs/screenshot.png.
+skipped (failed under KB_REQUIRE_SYSTEM_DEPS=1, as in CI). It is driven over the DevTools
+protocol with the `websockets` package Gradio already depends on. KB_UPDATE_SCREENSHOT=1 also
+copies the screenshot to docs/screenshot.png.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from devtools.chromium import CHROMIUM, Page, chromium_page
+from devtools.system_deps import skip_or_fail, tool
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Page]:
     if CHROMIUM is None:
-        pytest.skip("chromium is not installed (run scripts/install_chromium.sh)")
+        skip_or_fail("chromium is not installed (run scripts/install_chromium.sh)")
     with chromium_page(tmp_path / "profile", ["--window-size=1280,1250"],
                        reply_timeout_s=30) as page:
         yield page
@@ -59,7 +61,7 @@ def test_chat_page_shows_answer_with_citation_link(demo_server: Any, browser: Pa
     # the view-source panel: the first citation, with its PDF page when poppler is installed
     browser.eval("document.querySelector('#kb-view').click()")
     browser.wait_for("document.querySelector('#kb-source')?.innerText.includes('page')")
-    if shutil.which("pdftoppm"):
+    if tool("pdftoppm", "poppler-utils (run scripts/install_chromium.sh)"):
         # served by /page/{chunk_id} after a group check, not by Gradio's file route
         browser.wait_for("document.querySelector('#kb-source img.kb-page')?.naturalWidth > 0")
     # the answer's first lines (not the end of its source cards) in the picture

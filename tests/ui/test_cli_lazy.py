@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 import docx
+import pytest
 
 from tests.support.stores import ingest_paths
 from ui.cli import COMMAND_HOMES, COMMAND_MODULES, main
@@ -56,6 +57,7 @@ def probe_kb(env: dict[str, str], *args: str) -> tuple[list[str], str]:
     return lines, loaded.removeprefix("LOADED:")
 
 
+@pytest.mark.slow  # `kb` in new processes
 def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """And Chroma only for a question the dense side searches: config.toml's embedder reads
     English only, so a Chinese question is answered without importing chromadb."""
@@ -83,6 +85,7 @@ def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Pat
             assert answer["passages"][0]["file"] == "Employee-Leave-Policy.pdf"
 
 
+@pytest.mark.slow  # `kb` in new processes
 def test_kb_reindex_opens_chroma_only_for_a_changed_file(make_settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """With nothing changed, `kb reindex` reads the ledger and the files alone; a changed file
     is re-indexed as before, Chroma opened for it."""

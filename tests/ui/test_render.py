@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import zipfile
 from pathlib import Path
@@ -131,3 +132,19 @@ def test_a_word_citation_card_opens_its_section_and_a_pdf_card_does_not() -> Non
             '#kb-cited" target="_blank"') in card and "在文档中打开此章节" in card
     pdf = Citation(1, "leave.pdf", 3, "", "carry over 5 days", "c2")
     assert "kb-open" not in render.source_card(pdf, None, "q1", "en")
+
+
+def test_a_passage_read_by_ocr_carries_the_badge_on_its_card_and_in_view_source() -> None:
+    """The badge when one of the passage's pages was a scan (pages 3-4, scan on 4), in both
+    languages; none when its scanned page lies outside it or nothing was scanned."""
+    cite = Citation(1, "leave.pdf", 3, "", "carry over 5 days", "c1")
+    scanned = dataclasses.replace(passage(), page_end=4, ocr_pages=(4, 9))
+    badge = '<span class="kb-badge">read by OCR from a scan: check the page image</span>'
+    assert badge in render.source_card(cite, scanned, "q1", "en")
+    assert badge in render.passage_html(scanned, "carry over", "en")
+    answer = Answer("You may carry over 5 days [1].", citations=[cite], passages=[scanned])
+    assert badge in render.answer_html(answer, "q1", "en")
+    assert "扫描件经OCR识别" in render.source_card(cite, scanned, "q1", "zh")
+    for typed in (passage(), dataclasses.replace(passage(), ocr_pages=(9,))):
+        assert "OCR" not in render.source_card(cite, typed, "q1", "en")
+        assert "OCR" not in render.passage_html(typed, "carry over", "en")

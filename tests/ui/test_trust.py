@@ -20,6 +20,7 @@ import pytest
 
 from tests.ui.conftest import PASSWORDS, SAMPLES
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS, FakeRequest, ask, hr_chunk_ids, message_text
+from ui.web.app import Conversation
 from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow
@@ -141,16 +142,24 @@ def test_api_tokens_expire_and_can_be_revoked(login_server: Any) -> None:
 
 def test_a_borrowed_session_id_gets_no_conversation(login_server: Any) -> None:
     """Finding 4: conversations were keyed by Gradio's session_hash: another user who sent it
-    got the history (and passages of groups they may not see)."""
+    got the history (and passages of groups they may not see). Since issue 28 Gradio's routes
+    refuse another user's session hash (every route: tests/ui/test_guard.py); behind them, a
+    conversation state that is not the asker's still gets a fresh one."""
     alice = login_server.client("alice")
     secret = "What is the merit increase budget of the compensation review? zq-marker"
     ask(alice, secret)
     bob = login_server.client("bob")
     bob.session_hash = alice.session_hash
-    outputs = ask(bob, "And how many days of annual leave can I carry over?")
-    everything = repr(outputs)
+    with pytest.raises(httpx.HTTPStatusError, match="404"):
+        bob.submit("And how many days of annual leave can I carry over?", "en",
+                   api_name="/ask").result()
+    theirs = Conversation(owner="alice", chat=[{"role": "user", "content": secret}])
+    outputs = list(login_server.app.ask("And how many days of annual leave can I carry over?",
+                                        "en", theirs, FakeRequest("bob")))
+    everything = repr([(chat, out) for chat, out, *_ in outputs])
     assert "zq-marker" not in everything and not any(f in everything for f in HR_FILES)
-    assert len(outputs[-1][0]) == 2  # bob's question and answer only
+    assert len(outputs[-1][0]) == 2 and outputs[-1][1] is not theirs  # bob's question only
+    assert len(theirs.chat) == 1  # and alice's state is untouched
     # and alice's conversation is still hers
     follow = ask(alice, "And the annual leave carry-over?")
     assert len(follow[-1][0]) == 4 and "zq-marker" in message_text(follow[-1][0][0])

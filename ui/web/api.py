@@ -7,6 +7,7 @@ passages, and the reply is the JSON of `kb ask --json` (see docs/api.md).
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Protocol
 
@@ -49,6 +50,24 @@ class AskRequest(BaseModel):
                     "left out, a new one is started. The reply names it.")
 
 
+def parse_ask(raw: bytes) -> AskRequest:
+    """The body of `POST /api/ask`; ValueError with one line that says what is wrong with it.
+
+        parse_ask(b'{"question": "Annual leave?"}') -> AskRequest(question='Annual leave?', ...)
+        parse_ask(b"[" * 100000) -> ValueError("JSON nested too deeply ...")
+    """
+    try:
+        return AskRequest.model_validate(json.loads(raw))
+    except RecursionError:  # json's decoder recurses per level
+        raise ValueError('JSON nested too deeply; send {"question": "...", "history": '
+                         '[{"question": "...", "answer": "..."}]} (docs/api.md)') from None
+    except ValidationError as exc:
+        raise ValueError("; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
+                                   for e in exc.errors())) from None
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise ValueError(f"not JSON ({exc})") from None
+
+
 def _unauthorized(detail: str) -> JSONResponse:
     return JSONResponse({"error": detail}, status_code=401,
                         headers={"WWW-Authenticate": 'Bearer realm="kb-assistant"'})
@@ -85,9 +104,9 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics,
         if user is None:
             return _unauthorized("missing or invalid bearer token (create one with "
                                  "`kb users token NAME`)")
-        try:
-            body = AskRequest.model_validate(await request.json())
-        except (ValueError, ValidationError) as exc:
+        try:  # the body is at most ui.max_body_bytes (ui/web/bodies.py)
+            body = parse_ask(await request.body())
+        except ValueError as exc:
             return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)
         history = [Turn(t.question, t.answer) for t in body.history]
         if body.conversation_id and body.history:

@@ -10,13 +10,13 @@ by `ui/web/auth.py`: expiry, disabled users, password changes) or, in demo mode,
 the user's groups are read from the ledger on every request and drive every question, source
 view, page image, section view and file. Nothing the browser sends names a group. A
 conversation belongs to the user who started it: another user who sends its session id gets
-none of it. Cited PDF pages come from `GET /page/{chunk_id}` and cited Word sections from
-`GET /section/{chunk_id}`, which check the asker's groups again; only admins may upload.
+none of it, and Gradio's routes refuse them that session (`ui/web/guard.py`). Cited PDF pages come
+from `GET /page/{chunk_id}` and cited Word sections from `GET /section/{chunk_id}`, which check
+the asker's groups again; only admins may upload.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 import shutil
@@ -33,7 +33,6 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from core.access import parse_groups
 from core.config import Settings
@@ -45,10 +44,13 @@ from ingest.pipeline import delete_document, ingest_paths, list_documents, store
 from ingest.reindex import reindex
 from ui.web import admin, insights, marks, render
 from ui.web.api import api_router
-from ui.web.auth import LoginGuard, SessionTable, client_address, login_check, shared_cookie_id
+from ui.web.auth import LoginGuard, SessionTable, login_check, shared_cookie_id
+from ui.web.bodies import BodyLimit, body_cap
 from ui.web.gate import Gate
+from ui.web.guard import GradioState, GuardGradio, SessionOwners, keep_private
 from ui.web.i18n import LANGS, lang_from_header, t
 from ui.web.metrics import CONTENT_TYPE, Metrics
+from ui.web.metrics_access import MetricsAccess
 from ui.web.proxies import TrustedProxies
 from ui.wiring import Services, open_services
 
@@ -689,7 +691,8 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
 
 def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     """FastAPI with `POST /api/ask` and `GET /page/{chunk_id}`, and the page at `/` behind the
-    login (none in demo mode), with Gradio's sessions, uploads and files guarded."""
+    login (none in demo mode), with Gradio's sessions, uploads and files guarded and its temp
+    folder private (`ui/web/guard.py`)."""
     settings, assistant, users = services.settings, services.assistant, services.users
     demo = settings.ui.demo if demo is None else demo
     blocks = build_app(services, demo)
@@ -704,6 +707,8 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
                        ui.login_lockout_s)
     cookies: list[str] = []  # Gradio's session cookie names, known once it is mounted
     proxies = TrustedProxies.parse(ui.trusted_proxies, "ui.trusted_proxies")
+    scrapers = MetricsAccess.parse(ui.metrics_allow, ui.metrics_token)
+    max_body = body_cap(ui.max_body_bytes)
 
     def session_user(request: Request) -> User | None:
         if demo:
@@ -717,7 +722,7 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
     server.include_router(api_router(assistant, users, services.metrics, kb_app.gate,
                                      settings.ui.busy_retry_after_s, services.conversations))
-    server.add_api_route("/metrics", metrics_route(services.metrics, settings.ui.metrics_token),
+    server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)
     server.include_router(page_router(kb_app, session_user))
     server.state.kb_app = kb_app
@@ -730,13 +735,25 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
         auth_message=t("title") + " · " + t("title", "zh"),
         max_file_size=f"{int(ui.upload_max_mb)}mb", css=render.CSS,
         footer_links=["api"], run_history=False, show_error=False,
+        # FastAPI's schema of Gradio's own routes answered anyone at /openapi.json: gone.
+        # Gradio's /gradio_api/info and /gradio_api/openapi.json (the "Use via API" page) ask
+        # for a login.
+        app_kwargs={"openapi_url": None},
     )
     gradio_app: Any = next(r.app for r in mounted.routes if isinstance(r, Mount))
     gradio_app.tokens = sessions
     gradio_app.cookie_id = shared_cookie_id(users)  # one cookie name for every app process
     cookie_id = gradio_app.cookie_id
     cookies += [f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"]
-    mounted.add_middleware(GuardGradio, session_user=session_user, proxies=proxies)
+    keep_private(Path(gradio_app.uploaded_file_dir))
+    # a session hash is its first user's: Gradio binds it to nobody (ui/web/guard.py)
+    gradio = GradioState(gradio_app)
+    owners = SessionOwners(4 * blocks.state_session_capacity, gradio.known)
+    # bodies are capped inside GuardGradio (which settles the address the refusal logs);
+    # uploads, for admins only, keep Gradio's own limit per file (ui.upload_max_mb)
+    mounted.add_middleware(BodyLimit, max_bytes=max_body, exempt=GuardGradio.UPLOADS)
+    mounted.add_middleware(GuardGradio, session_user=session_user, owners=owners,
+                           event_session=gradio.event_session, proxies=proxies)
     if settings.retrieve.refresh_s > 0:  # see what other processes ingest (issue 13)
         services.on_close.append(assistant.retriever.refresh_every(settings.retrieve.refresh_s))
     services.metrics.snapshot_generation.set_function(lambda: assistant.retriever.generation)
@@ -744,16 +761,23 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     return cast(FastAPI, mounted)
 
 
-def metrics_route(metrics: Metrics, token: str) -> Any:
-    """`GET /metrics` in Prometheus text format; with `ui.metrics_token` set, only for a
-    scraper that sends it as a bearer token."""
+def metrics_route(metrics: Metrics, access: MetricsAccess) -> Any:
+    """`GET /metrics` in Prometheus text format, for the addresses of `ui.metrics_allow` and a
+    scraper that sends `ui.metrics_token` as a bearer token (401 or 403 for anyone else)."""
 
     async def route(request: Request) -> Response:
-        if token:
-            sent = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-            if not hmac.compare_digest(sent, token):
-                return Response(status_code=401)
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        address = request.client.host if request.client else "?"
+        verdict = access.verdict(address, request.headers.get("authorization", ""))
+        if verdict == 200:
+            return Response(metrics.render(), media_type=CONTENT_TYPE)
+        logger.warning("/metrics refused for %s (%d)", address, verdict)
+        if verdict == 401:
+            return JSONResponse({"error": "/metrics: send ui.metrics_token as the bearer token "
+                                          "(none or a wrong one came)"},
+                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return JSONResponse({"error": f"/metrics: {address} is not in ui.metrics_allow (add "
+                                      "the scraper's address there, or give it "
+                                      "ui.metrics_token)"}, status_code=403)
 
     return route
 
@@ -811,53 +835,6 @@ def section_frame(chunk_id: str, quote: str, lang: str) -> str:
             'style="width:100%;height:480px;border:1px solid #e5e7eb;border-radius:4px">'
             f'</iframe><p><a href="{src}" target="_blank" rel="noopener">'
             f"{render.escape(t('open_tab', lang))}</a></p>")
-
-
-class GuardGradio:
-    """ASGI middleware in front of the app: settles the client address (the socket peer, or
-    the client a trusted proxy names in X-Forwarded-For, also its X-Forwarded-Proto) for every
-    route and the login throttle, and lets only admins use Gradio's upload and file routes (the
-    chat needs neither; the admin tab's uploads do)."""
-
-    ADMIN_ONLY = ("/gradio_api/upload", "/gradio_api/file=", "/gradio_api/file/")
-
-    def __init__(self, app: ASGIApp, session_user: Any, proxies: TrustedProxies) -> None:
-        self.app, self.session_user, self.proxies = app, session_user, proxies
-
-    def settle_client(self, scope: Scope) -> str:
-        """The client's address; where a trusted proxy names it, written into the scope too,
-        with the proxy's X-Forwarded-Proto."""
-        client = scope.get("client")
-        if not client:
-            return "?"
-        peer = str(client[0])
-        if not self.proxies.trusts(peer):
-            return peer
-        headers = [(k, v.decode("latin-1").strip()) for k, v in scope.get("headers", [])]
-        forwarded = ", ".join(v for k, v in headers if k == b"x-forwarded-for")
-        address = self.proxies.client(peer, forwarded)
-        if address != peer:
-            scope["client"] = (address, 0)
-        proto = next((v for k, v in headers if k == b"x-forwarded-proto"), "")
-        if proto in ("http", "https"):
-            scope["scheme"] = proto
-        return address
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        client_address.set(self.settle_client(scope))
-        path: str = scope.get("path", "")
-        if any(marker in path for marker in self.ADMIN_ONLY):
-            user = await run_in_threadpool(self.session_user, Request(scope))
-            if user is None or not user.is_admin:
-                logger.warning("%s refused for %s", path.split("?")[0][:80],
-                               user.name if user else "an anonymous client")
-                await JSONResponse({"error": "administrators only"}, status_code=403)(
-                    scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 # uvicorn's own X-Forwarded-For handling is off: by default it believes the header from
