@@ -6,14 +6,15 @@
     python -m bench list
     python -m bench report [--check] # BENCHMARKS.md from the recorded reports (bench/report.py)
 
-Each benchmark is a script in bench/ that prints one JSON report (its last output line or
-block); it runs in its own process, one after another (a 2-core machine: never two at once).
+Each benchmark is a module of bench/ that prints one JSON report (its last output line or
+block); it runs in its own process (`python -m bench.MODULE ARGS` from the repository root), one
+after another (a 2-core machine: never two at once).
 This prints each report's ratios (every key with "ratio" or "speedup" in its name), the time it
 took and the host it ran on (CPU, cores, the share of CPU time the hypervisor took meanwhile,
 load: timings compare only on one host), and writes the reports to --out (default
 bench/results/latest.json).
 
-Registering a benchmark is one line in BENCHES: name -> Bench(script, full args, quick args,
+Registering a benchmark is one line in BENCHES: name -> Bench(module, full args, quick args,
 in_all, what). The quick args must keep `all` within ~20 minutes on the 2-core machine.
 """
 
@@ -29,11 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.common import Host
 
-from bench.common import Host  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 PUBLIC_DOCS = str(REPO.parent / "shared" / "eval" / "public" / "docs")
 SAMPLE_DOCS = str(REPO / "data" / "samples" / "docs")
@@ -41,7 +40,7 @@ SAMPLE_DOCS = str(REPO / "data" / "samples" / "docs")
 
 @dataclass(frozen=True)
 class Bench:
-    script: str  # under bench/
+    module: str  # bench/MODULE.py, run as `python -m bench.MODULE`
     full: str  # arguments of the full run
     quick: str  # arguments of the quick run
     in_all: bool  # run by `python -m bench all`
@@ -49,38 +48,38 @@ class Bench:
 
 
 BENCHES: dict[str, Bench] = {
-    "query": Bench("retrieve_latency.py", "--chunks 100000", "--chunks 100000 --quick", True,
+    "query": Bench("retrieve_latency", "--chunks 100000", "--chunks 100000 --quick", True,
                    "retrieve + pack p95 at 100k chunks, access control on; vs Chroma's where"),
-    "query-1m": Bench("retrieve_latency.py", "--chunks 1000000", "--chunks 1000000 --quick",
+    "query-1m": Bench("retrieve_latency", "--chunks 1000000", "--chunks 1000000 --quick",
                       False, "the same at 1M chunks (builds /tmp/kb-bench-1m once: hours)"),
-    "cold": Bench("cold_start.py", "--rounds 5", "--quick", True,
+    "cold": Bench("cold_start", "--rounds 5", "--quick", True,
                   "`kb ask` from a cold start, retrieval-only; vs main before issue 12"),
     # each question after 0.5 s, as an asker after the last answer: without it, the server is
     # still writing the answer the bench stopped at its first token, beside the next question
-    "overhead": Bench("overhead.py", "--pause 0.5", "--quick --pause 0.5", True,
+    "overhead": Bench("overhead", "--pause 0.5", "--quick --pause 0.5", True,
                       "pipeline time before the request vs time to first token (vLLM CPU)"),
-    "ingest": Bench("ingest_speed.py", PUBLIC_DOCS, SAMPLE_DOCS, True,
+    "ingest": Bench("ingest_speed", PUBLIC_DOCS, SAMPLE_DOCS, True,
                     "fresh ingest pages/s vs the LlamaIndex starter; unchanged re-index"),
-    "parse": Bench("parse_speed.py", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",
+    "parse": Bench("parse_speed", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",
                    True, "PDF parse pages/s, tables off vs on"),
     # by name only (minutes each, or a model server of their own)
-    "levers": Bench("ingest_levers.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
+    "levers": Bench("ingest_levers", PUBLIC_DOCS, SAMPLE_DOCS, False,
                     "ingest with torch vs OpenVINO vs the starter; embedding alone, sorted"),
-    "reindex": Bench("reindex_speed.py", "--files 100 --cli", "--files 100", False,
+    "reindex": Bench("reindex_speed", "--files 100 --cli", "--files 100", False,
                      "re-index of 100 generated files, unchanged and 1% changed, vs fresh "
                      "(full: also as `kb` commands)"),
-    "workers": Bench("ingest_workers.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
+    "workers": Bench("ingest_workers", PUBLIC_DOCS, SAMPLE_DOCS, False,
                      "ingest with 1 worker, --workers 2 and 2 queue workers"),
-    "load": Bench("load.py", "", "--askers 8", False,
+    "load": Bench("load", "", "--askers 8", False,
                   "50 askers through the page and the API (vLLM CPU test server) vs one alone"),
-    "refresh": Bench("refresh_delay.py", "--rounds 5", "--rounds 2", False,
+    "refresh": Bench("refresh_delay", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
-    "gpu-ingest": Bench("gpu_ingest.py", f"{PUBLIC_DOCS} --workers 1,8",
+    "gpu-ingest": Bench("gpu_ingest", f"{PUBLIC_DOCS} --workers 1,8",
                         f"{SAMPLE_DOCS} --workers 1", False,
                         "ingest with the embedder on the GPU vs its CPU (GPU machine)"),
-    "ingest-generated": Bench("ingest_speed.py", "--generated --repeat 2", "--generated", False,
+    "ingest-generated": Bench("ingest_speed", "--generated --repeat 2", "--generated", False,
                               "fresh ingest vs the starter on the generated ~594-page corpus"),
-    "waves": Bench("embed_waves.py", PUBLIC_DOCS, SAMPLE_DOCS, False,
+    "waves": Bench("embed_waves", PUBLIC_DOCS, SAMPLE_DOCS, False,
                    "embedding alone: per document vs waves vs waves on throughput streams"),
 }
 
@@ -115,13 +114,14 @@ def ratios(report: Any, prefix: str = "") -> dict[str, Any]:
 
 def run(name: str, bench: Bench, full: bool) -> dict[str, Any]:
     args = shlex.split(bench.full if full else bench.quick)
-    command = [sys.executable, str(REPO / "bench" / bench.script), *args]
-    print(f"== {name}: {' '.join(command[1:])}", flush=True)
+    command = ["python", "-m", f"bench.{bench.module}", *args]  # as a user would type it
+    print(f"== {name}: {' '.join(command)}", flush=True)
     started, host = time.perf_counter(), Host()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, *command[1:]], cwd=REPO, capture_output=True,
+                          text=True, check=False)
     seconds = time.perf_counter() - started
     report = last_json(done.stdout)
-    result = {"bench": name, "command": " ".join(command[1:]), "seconds": round(seconds, 1),
+    result = {"bench": name, "command": " ".join(command), "seconds": round(seconds, 1),
               "date": time.strftime("%Y-%m-%d", time.gmtime()),  # UTC, for BENCHMARKS.md
               "returncode": done.returncode, "host": host.report(), "report": report}
     if report is None:  # nothing to show: say why, with the end of its stderr

@@ -6,8 +6,8 @@ of it that times importing the CLI, opening the services (ledger, Chroma, assist
 first retrieval (snapshot, question embedding, search) and the answer. The baseline in the same
 run is the same code at BASE (main before issue 12), unpacked from git into a temporary folder.
 
-    .venv/bin/python bench/cold_start.py --rounds 5
-    .venv/bin/python bench/cold_start.py --quick          # 2 rounds
+    .venv/bin/python -m bench.cold_start --rounds 5
+    .venv/bin/python -m bench.cold_start --quick          # 2 rounds
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import time
 from io import BytesIO
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.common import SAMPLE_STORE, ensure_sample_store
+from devtools.ports import free_port
 
-from bench.common import SAMPLE_STORE, ensure_sample_store, free_port  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 BASE = "f8eabf3"  # main when issue 12's query work began
 QUESTION = "How many days of annual leave can I carry over?"
@@ -35,7 +35,10 @@ QUESTION = "How many days of annual leave can I carry over?"
 STAGED = """
 import time
 t0 = time.perf_counter()
-from ui.cli.common import offline_environment, settings_for
+try:
+    from ui.cli.common import offline_environment, settings_for
+except ImportError:  # the baseline, before the house of issue 24
+    from ui.cli_common import offline_environment, settings_for
 from ui.cli import main
 t1 = time.perf_counter()
 offline_environment()

@@ -1,4 +1,4 @@
-"""What several benchmarks share: the sample store, the questions, a free port, the host."""
+"""What several benchmarks share: the sample store, the questions, the host."""
 
 from __future__ import annotations
 
@@ -6,16 +6,13 @@ import json
 import os
 import platform
 import shutil
-import socket
 import sys
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from core.config import Settings, load_settings
 
-from core.config import Settings, load_settings  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 QUESTION_FILES = [
     REPO / "data" / "samples" / "qa.jsonl",
@@ -61,12 +58,6 @@ def ensure_sample_store() -> Settings:
         store.close()
         marker.write_text("ok")
     return settings
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cpu_ticks(stat: str) -> tuple[int, int]:

@@ -1,6 +1,6 @@
 """A generated bilingual PDF + DOCX policy corpus for the ingest benchmarks, made once and kept.
 
-    python bench/corpus_gen.py                 # prints the folder (/tmp/kb-bench-corpus-v1/docs)
+    python -m bench.corpus_gen                 # prints the folder (/tmp/kb-bench-corpus-v1/docs)
     generated_corpus() -> Path                 # the same from a bench script
 
 Deterministic (one seed per file): `FILES` policies, half English and half Chinese, each a

@@ -10,8 +10,8 @@ Each way runs `--repeat` times, the ways interleaved; the median wall and CPU se
 reported, with the tokens each way computes (padding included) against the passages' own.
 Identical passage texts are counted too (the embedding cache computes each once).
 
-    .venv/bin/python bench/embed_waves.py ../shared/eval/public/docs --repeat 3
-    .venv/bin/python bench/embed_waves.py --generated
+    .venv/bin/python -m bench.embed_waves ../shared/eval/public/docs --repeat 3
+    .venv/bin/python -m bench.embed_waves --generated
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,18 +26,17 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.corpus_gen import generated_corpus
+from core.config import load_settings
+from core.errors import IngestError
+from core.offline import offline_environment
+from core.types import DocMeta
+from ingest.parse import ParsePool
+from ingest.prepare import chunk_document
+from store.embed.embedder import load_embedder
+from store.embed.openvino import OpenVinoEmbedder, pool
 
-from bench.corpus_gen import generated_corpus  # noqa: E402
-from core.config import load_settings  # noqa: E402
-from core.errors import IngestError  # noqa: E402
-from core.types import DocMeta  # noqa: E402
-from ingest.parse import ParsePool  # noqa: E402
-from ingest.prepare import chunk_document  # noqa: E402
-from store.embed.embedder import load_embedder  # noqa: E402
-from store.embed.openvino import OpenVinoEmbedder  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def passages(folder: Path, embedder: OpenVinoEmbedder) -> list[list[str]]:
@@ -46,8 +44,8 @@ def passages(folder: Path, embedder: OpenVinoEmbedder) -> list[list[str]]:
     settings = load_settings(REPO / "config.toml")
     paths = sorted(p for p in folder.rglob("*") if p.is_file())
     out: list[list[str]] = []
-    with ParsePool(settings.ingest) as pool:
-        for path, parsed in pool.imap(paths):
+    with ParsePool(settings.ingest) as parsers:
+        for path, parsed in parsers.imap(paths):
             if isinstance(parsed, IngestError):
                 continue
             meta = DocMeta(
@@ -76,7 +74,7 @@ def one_batch_at_a_time(embedder: OpenVinoEmbedder, texts: Sequence[str]) -> Non
     size = embedder._batch_size
     for start in range(0, len(order), size):
         feeds, mask = embedder._feeds(ids, order[start : start + size])
-        embedder._pool(np.asarray(request.infer(feeds)[0], dtype=np.float32), mask)
+        pool(np.asarray(request.infer(feeds)[0], dtype=np.float32), mask, embedder._cls)
 
 
 def computed_tokens(lengths: Sequence[Sequence[int]], batch: int) -> int:
@@ -91,6 +89,38 @@ def computed_tokens(lengths: Sequence[Sequence[int]], batch: int) -> int:
             ordered[s] * len(ordered[s : s + batch]) for s in range(0, len(ordered), batch)
         )
     return total
+
+
+def timings(
+    ways: dict[str, Callable[[], Any]], repeat: int
+) -> dict[str, list[tuple[float, float]]]:
+    """(wall, CPU) seconds of each way, `repeat` times, the ways in turn."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
+    for _ in range(repeat):
+        for name, work in ways.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            work()
+            times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    return times
+
+
+def tokens_of(
+    embedder: OpenVinoEmbedder, docs: list[list[str]], waves: list[list[str]]
+) -> dict[str, int]:
+    """The passages' tokens, and those the model computes per document, in waves and in one
+    wave (padding in)."""
+    size = embedder._batch_size
+    everything = [t for d in docs for t in d]
+
+    def lengths(groups: Sequence[Sequence[str]]) -> list[list[int]]:
+        return [[len(i) for i in embedder._encode_ids(g)] for g in groups]
+
+    return {
+        "passages": sum(len(i) for i in embedder._encode_ids(everything)),
+        "per document": computed_tokens(lengths(docs), size),
+        "waves": computed_tokens(lengths(waves), size),
+        "one wave": computed_tokens(lengths([everything]), size),
+    }
 
 
 def main() -> None:
@@ -120,23 +150,8 @@ def main() -> None:
     }
     embedder.embed_batch(everything[:64])  # compile both models before any clock
     one_batch_at_a_time(embedder, everything[:8])
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
-    for _ in range(args.repeat):
-        for name, work in ways.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            work()
-            times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
-    size = embedder._batch_size
-
-    def lengths(groups: Sequence[Sequence[str]]) -> list[list[int]]:
-        return [[len(i) for i in embedder._encode_ids(g)] for g in groups]
-
-    tokens = {
-        "passages": sum(len(i) for i in embedder._encode_ids(everything)),
-        "per document": computed_tokens(lengths(docs), size),
-        "waves": computed_tokens(lengths(waves), size),
-        "one wave": computed_tokens(lengths([everything]), size),
-    }
+    times = timings(ways, args.repeat)
+    tokens = tokens_of(embedder, docs, waves)
     print(
         json.dumps(
             {

@@ -1,6 +1,6 @@
 """Markdown rows from `kb eval --json` reports, for docs/benchmarks-history.md.
 
-    python bench/eval_table.py NAME=report.json [NAME=report.json ...] [--kinds]
+    python -m bench.eval_table NAME=report.json [NAME=report.json ...] [--kinds]
 
 One row per report and language (ours, then the LlamaIndex starter when the report has it);
 with --kinds, one more row per question kind.

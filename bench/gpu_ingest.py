@@ -9,7 +9,7 @@ embedding processes); its time includes loading the embedder in each process. Pa
 plus DOCX pages estimated at 1,800 characters each, as bench/ingest_speed.py counts them, but
 read with pypdf and python-docx (the LlamaIndex readers are not needed there).
 
-    python bench/gpu_ingest.py DOCS --workers 1,8 --model /tmp/minilm
+    python -m bench.gpu_ingest DOCS --workers 1,8 --model /tmp/minilm
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from core.config import Settings, load_settings
+from core.offline import offline_environment
+from ingest.pipeline import ingest_paths
+from store.store import open_store
 
-from core.config import Settings, load_settings  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from store.store import open_store  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 DOCX_PAGE_CHARS = 1800
 

@@ -9,30 +9,28 @@
 Each ingest starts with an empty embedding cache; the OpenVINO export is made before the clock
 starts (once per model, reused from embed.export_dir) and its time is reported apart.
 
-    .venv/bin/python bench/ingest_levers.py ../shared/eval/public/docs
+    .venv/bin/python -m bench.ingest_levers ../shared/eval/public/docs
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from assistant.evaluation.baseline import build_starter_index
+from bench.ingest_speed import count_pages
+from core.config import Settings, load_settings
+from core.offline import offline_environment
+from ingest.pipeline import ingest_paths
+from store.embed.embedder import load_embedder
+from store.embed.openvino import OpenVinoEmbedder
+from store.store import open_store
 
-from assistant.evaluation.baseline import build_starter_index  # noqa: E402
-from bench.ingest_speed import count_pages  # noqa: E402
-from core.config import Settings, load_settings  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from store.embed.embedder import load_embedder  # noqa: E402
-from store.embed.openvino import OpenVinoEmbedder  # noqa: E402
-from store.store import open_store  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def settings_for(tmp: Path, runtime: str) -> Settings:

@@ -8,8 +8,8 @@ N times, alternating which goes first, and reports each round and the median rat
 (the process and its parse workers) are reported beside the wall times, as on a shared machine
 they move less than wall time does.
 
-    .venv/bin/python bench/ingest_speed.py ../shared/eval/public/docs
-    .venv/bin/python bench/ingest_speed.py --generated --repeat 2   # bench/corpus_gen.py's corpus
+    .venv/bin/python -m bench.ingest_speed ../shared/eval/public/docs
+    .venv/bin/python -m bench.ingest_speed --generated --repeat 2   # bench/corpus_gen.py's corpus
 """
 
 from __future__ import annotations
@@ -26,16 +26,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from assistant.evaluation.baseline import build_starter_index, starter_documents
+from bench.corpus_gen import generated_corpus
+from core.config import Settings, load_settings
+from core.offline import offline_environment
+from ingest.pipeline import ingest_paths
+from ingest.reindex import reindex
+from store.store import open_store
 
-from assistant.evaluation.baseline import build_starter_index, starter_documents  # noqa: E402
-from bench.corpus_gen import generated_corpus  # noqa: E402
-from core.config import Settings, load_settings  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from ingest.reindex import reindex  # noqa: E402
-from store.store import open_store  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 DOCX_PAGE_CHARS = 1800
 
@@ -81,6 +80,54 @@ def settings_for(tmp: Path) -> Settings:
     )
 
 
+def measure_round(
+    folder: Path, pages: float, workers: int, number: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One fresh ingest by kb and by the starter, into a new store, in turns (kb first in even
+    rounds); in round 0 also the re-index that finds nothing changed ({} in the others)."""
+    tmp = Path(tempfile.mkdtemp(prefix="kb-bench-ingest-"))
+    settings = settings_for(tmp)
+    store = open_store(settings)
+
+    def ours() -> Any:
+        return ingest_paths(store, [folder], workers=workers)
+
+    def starter() -> Any:
+        return build_starter_index(settings, folder)
+
+    if number % 2:
+        starter_s, starter_cpu, _ = timed(starter)
+        ours_s, ours_cpu, report = timed(ours)
+    else:
+        ours_s, ours_cpu, report = timed(ours)
+        starter_s, starter_cpu, _ = timed(starter)
+    again_report: dict[str, Any] = {}
+    if number == 0:
+        again_s, _, again = timed(lambda: reindex(store))
+        again_report = {
+            "seconds": round(again_s, 2),
+            "embedded": again.embedded,
+            "speedup_vs_fresh": round(ours_s / again_s, 1),
+        }
+    store.close()
+    return {
+        "first": "starter" if number % 2 else "ours",
+        "ours": {
+            "seconds": round(ours_s, 1),
+            "cpu_s": round(ours_cpu, 1),
+            "pages_per_s": round(pages / ours_s, 2),
+            "chunks_embedded": report.embedded,
+        },
+        "llamaindex_starter": {
+            "seconds": round(starter_s, 1),
+            "cpu_s": round(starter_cpu, 1),
+            "pages_per_s": round(pages / starter_s, 2),
+        },
+        "ratio": round(starter_s / ours_s, 2),
+        "cpu_ratio": round(starter_cpu / ours_cpu, 2),
+    }, again_report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, nargs="?")
@@ -97,50 +144,11 @@ def main() -> None:
     rounds: list[dict[str, Any]] = []
     again_report: dict[str, Any] = {}
     for number in range(args.repeat):
-        tmp = Path(tempfile.mkdtemp(prefix="kb-bench-ingest-"))
-        settings = settings_for(tmp)
-        store = open_store(settings)
-
-        def ours() -> Any:
-            return ingest_paths(store, [folder], workers=args.workers)  # noqa: B023
-
-        def starter() -> Any:
-            return build_starter_index(settings, folder)  # noqa: B023
-
-        if number % 2:
-            starter_s, starter_cpu, _ = timed(starter)
-            ours_s, ours_cpu, report = timed(ours)
-        else:
-            ours_s, ours_cpu, report = timed(ours)
-            starter_s, starter_cpu, _ = timed(starter)
+        row, again = measure_round(folder, pages, args.workers, number)
+        rounds.append(row)
         if number == 0:
-            again_s, _, again = timed(lambda: reindex(store))  # noqa: B023
-            again_report = {
-                "seconds": round(again_s, 2),
-                "embedded": again.embedded,
-                "speedup_vs_fresh": round(ours_s / again_s, 1),
-            }
-        store.close()
-        rounds.append(
-            {
-                "first": "starter" if number % 2 else "ours",
-                "ours": {
-                    "seconds": round(ours_s, 1),
-                    "cpu_s": round(ours_cpu, 1),
-                    "pages_per_s": round(pages / ours_s, 2),
-                    "chunks_embedded": report.embedded,
-                },
-                "llamaindex_starter": {
-                    "seconds": round(starter_s, 1),
-                    "cpu_s": round(starter_cpu, 1),
-                    "pages_per_s": round(pages / starter_s, 2),
-                },
-                "ratio": round(starter_s / ours_s, 2),
-                "cpu_ratio": round(starter_cpu / ours_cpu, 2),
-            }
-        )
-        print(json.dumps(rounds[-1]), file=sys.stderr, flush=True)
-
+            again_report = again
+        print(json.dumps(row), file=sys.stderr, flush=True)
     print(
         json.dumps(
             {

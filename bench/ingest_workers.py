@@ -3,7 +3,7 @@
 its own store with an empty embedding cache; ratios against 1 worker. Every time includes
 loading the embedder (in each process that embeds) and, for the queue, starting the workers.
 
-    .venv/bin/python bench/ingest_workers.py ../shared/eval/public/docs
+    .venv/bin/python -m bench.ingest_workers ../shared/eval/public/docs
 """
 
 from __future__ import annotations
@@ -18,16 +18,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from core.config import Settings, load_settings
+from core.offline import offline_environment
+from core.types import IngestReport
+from ingest.pipeline import ingest_paths
+from ingest.queue import wait_for_batch
+from ingest.workers import threads_per_worker
+from store.store import open_store
 
-from core.config import Settings, load_settings  # noqa: E402
-from core.types import IngestReport  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from ingest.queue import wait_for_batch  # noqa: E402
-from ingest.workers import threads_per_worker  # noqa: E402
-from store.store import open_store  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def settings_in(folder: Path) -> Settings:

@@ -9,7 +9,7 @@ fallback rate, and streamed pieces (about one token each) per answer. The config
 model server (SmolLM2-135M-Instruct served by `kb llm serve`, see docs/benchmarks-history.md);
 start it first.
 
-    .venv/bin/python bench/loop_guard.py --config /tmp/smol.toml --limit 15 \\
+    .venv/bin/python -m bench.loop_guard --config /tmp/smol.toml --limit 15 \\
         ../shared/eval/public ../shared/eval/public2
 """
 
@@ -26,17 +26,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from assistant.evaluation.evaluate import eval_settings, load_questions  # noqa: E402
-from assistant.loopguard import sentence_key  # noqa: E402
-from core.config import Settings, load_settings  # noqa: E402
-from core.text import split_sentences  # noqa: E402
-from core.types import Answer  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
-from ui.wiring import open_services, services_for  # noqa: E402
+from assistant.evaluation.evaluate import eval_settings, load_questions
+from assistant.loopguard import sentence_key
+from core.config import Settings, load_settings
+from core.offline import offline_environment
+from core.text import split_sentences
+from core.types import Answer
+from ingest.pipeline import ingest_paths
+from ui.wiring import open_services, services_for
 
 VARIANTS = {
     "before (no guard, no fallback)": {"loop_max_repeats": 0, "fallback_unverified": False},

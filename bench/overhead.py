@@ -15,8 +15,8 @@ Baseline in the same run, question by question in turn with kb: the same pipelin
 packing, counting and question embedding of main before issue 12 (the whole block counted
 after every passage, every text tokenized whole; questions embedded by the passage embedder).
 
-    .venv/bin/python bench/overhead.py            # 60 questions
-    .venv/bin/python bench/overhead.py --quick    # 20
+    .venv/bin/python -m bench.overhead            # 60 questions
+    .venv/bin/python -m bench.overhead --quick    # 20
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -32,28 +31,22 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import assistant.window as window
+from assistant.answer import Assistant
+from assistant.llm import LlmClient
+from assistant.pack import _pack_counting_each
+from assistant.pack import pack as PACK
+from assistant.serving.serve import VllmServer
+from assistant.serving.testmodel import build_test_model
+from assistant.tokens import LocalTokenCounter
+from bench.common import SAMPLE_STORE, Host, ensure_sample_store, questions
+from core.offline import offline_environment
+from core.types import Answer, Message
+from devtools.ports import free_port
+from store.store import Store, open_store
+from ui.wiring import prime_counts, warm_up
 
-import assistant.window as window  # noqa: E402
-from assistant.answer import Assistant  # noqa: E402
-from assistant.llm import LlmClient  # noqa: E402
-from assistant.pack import _pack_counting_each  # noqa: E402
-from assistant.pack import pack as PACK  # noqa: E402
-from assistant.serving.serve import VllmServer  # noqa: E402
-from assistant.serving.testmodel import build_test_model  # noqa: E402
-from assistant.tokens import LocalTokenCounter  # noqa: E402
-from bench.common import (  # noqa: E402
-    SAMPLE_STORE,
-    Host,
-    ensure_sample_store,
-    free_port,
-    questions,
-)
-from core.types import Answer, Message  # noqa: E402
-from store.store import Store, open_store  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
-from ui.wiring import prime_counts, warm_up  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 # The retriever's own stages (`Retrieval.timings_ms`), reported beside the bench's: BM25 and
 # the mask; the wait for the dense side after it; the question's embedding and the vector

@@ -4,25 +4,23 @@ Parses every PDF under the folder in this process (no workers, no embedding), be
 `--repeat` runs. `--ocr` instead renders the second page of each PDF (up to `--pages`) as an
 image-only PDF and times OCR on those (Tesseract, `ingest.ocr_dpi`, `ingest.ocr_languages`).
 
-    .venv/bin/python bench/parse_speed.py ../shared/eval/public/docs
-    .venv/bin/python bench/parse_speed.py ../shared/eval/public/docs --ocr --pages 8
+    .venv/bin/python -m bench.parse_speed ../shared/eval/public/docs
+    .venv/bin/python -m bench.parse_speed ../shared/eval/public/docs --ocr --pages 8
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from core.config import load_settings
+from ingest.parse.ocr import OcrOptions, image_only_pdf, ocr_options
+from ingest.parse.pdf import parse_pdf
 
-from core.config import load_settings  # noqa: E402
-from ingest.parse.ocr import OcrOptions, image_only_pdf, ocr_options  # noqa: E402
-from ingest.parse.pdf import parse_pdf  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _timed(paths: list[Path], repeat: int, **options: object) -> tuple[float, int]:

@@ -8,21 +8,15 @@ share of answers with a verified citation, fallback rate, streamed pieces (about
 per answer. The config names the model server (SmolLM2-135M-Instruct served by `kb llm serve`,
 see docs/benchmarks-history.md); start it first.
 
-    .venv/bin/python bench/penalties.py --config /tmp/smol.toml --limit 10 \\
+    .venv/bin/python -m bench.penalties --config /tmp/smol.toml --limit 10 \\
         ../shared/eval/public ../shared/eval/public2
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-from loop_guard import compare  # noqa: E402
+from bench.loop_guard import compare
 
 # (repetition_penalty, frequency_penalty)
 SETTINGS = {

@@ -11,8 +11,8 @@ worker) does them. `--cli` also times `kb ingest` and `kb reindex` as commands, 
 process, into a store of their own: what an admin at the command line waits for, process start,
 imports and model loads included.
 
-    .venv/bin/python bench/reindex_speed.py --files 120
-    .venv/bin/python bench/reindex_speed.py --files 100 --cli
+    .venv/bin/python -m bench.reindex_speed --files 120
+    .venv/bin/python -m bench.reindex_speed --files 100 --cli
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from core.config import load_settings
+from core.offline import offline_environment
+from ingest.pipeline import ingest_paths
+from ingest.reindex import reindex
+from store.store import open_store
 
-from core.config import load_settings  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from ingest.reindex import reindex  # noqa: E402
-from store.store import open_store  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 TOPICS = [
     ("Annual leave", "年假"),

@@ -9,8 +9,8 @@ for the sample questions as a user of "all" (sees 70%) and of "finance" (sees 10
 baseline in the same run, Chroma's own metadata `where` filter for the same groups. Also
 reported: the snapshot's load time (ledger rows -> BM25 matrix, masks) and resident memory.
 
-    .venv/bin/python bench/retrieve_latency.py --chunks 100000     # store in /tmp/kb-bench-100k
-    nice .venv/bin/python bench/retrieve_latency.py --chunks 1000000 --quick
+    .venv/bin/python -m bench.retrieve_latency --chunks 100000     # store in /tmp/kb-bench-100k
+    nice .venv/bin/python -m bench.retrieve_latency --chunks 1000000 --quick
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import argparse
 import inspect
 import json
 import signal
-import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -27,20 +26,19 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from assistant.retrieve.retriever import Retriever
+from assistant.window import fill_window, snapshot_neighbours
+from bench.common import Host
+from bench.common import questions as bench_questions
+from core.config import load_settings
+from core.offline import offline_environment
+from core.types import Chunk, DocMeta
+from ingest.pipeline import ingest_paths
+from store.ledger import Ledger
+from store.store import open_store
+from store.vectors import group_metadata
 
-from assistant.retrieve.retriever import Retriever  # noqa: E402
-from assistant.window import fill_window, snapshot_neighbours  # noqa: E402
-from bench.common import Host  # noqa: E402
-from bench.common import questions as bench_questions  # noqa: E402
-from core.config import load_settings  # noqa: E402
-from core.types import Chunk, DocMeta  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from store.ledger import Ledger  # noqa: E402
-from store.store import open_store  # noqa: E402
-from store.vectors import group_metadata  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 # The bench store's HNSW settings (Chroma's collection `configuration`). Chroma persists the
 # whole index (and pickles its id map) every `sync_threshold` added vectors: at the default
@@ -221,51 +219,11 @@ def window_count(settings):  # type: ignore[no-untyped-def]
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--store", type=Path, default=None, help="default /tmp/kb-bench-100k, …-1m")
-    parser.add_argument("--quick", action="store_true", help="40 questions per group set")
-    parser.add_argument("--no-build", action="store_true", help="measure the store as it is")
-    parser.add_argument(
-        "--lexical-only",
-        action="store_true",
-        help="dense weight 0 and no Chroma baseline: the snapshot, masks, BM25 and packing alone",
-    )
-    parser.add_argument(
-        "--no-where",
-        action="store_true",
-        help="skip the baseline (Chroma's `where` filter: minutes at 1M chunks)",
-    )
-    parser.add_argument(
-        "--questions-openvino",
-        action="store_true",
-        help="embed questions on the passage embedder's OpenVINO export, as the app does",
-    )
-    parser.add_argument(
-        "--no-count-ahead",
-        action="store_true",
-        help="the retriever does not count the lexical candidates' lines while it waits for its "
-        "dense side (as before the issue 12 third pass)",
-    )
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     offline_environment()
-    size = f"{args.chunks // 10**6}m" if args.chunks % 10**6 == 0 else f"{args.chunks // 1000}k"
-    store_dir = args.store or Path(f"/tmp/kb-bench-{size}")
-    settings = load_settings(REPO / "config.toml").with_store(store_dir)
-    settings = replace(
-        settings, embed=replace(settings.embed, cache=str(store_dir / "bench-cache.sqlite"))
-    )
-    ledger = Ledger(settings.store_path() / "ledger.sqlite")
-    have = ledger.chunk_count()
-    ledger.close()
-    if have < args.chunks and not args.no_build:
-        build(settings, args.chunks)
+    settings = built_store(args)
     questions = bench_questions(40 if args.quick else None)
-    # a fresh question-vector cache each run: every question is embedded as it would be live
-    fresh_cache = Path(tempfile.mkdtemp(prefix="kb-qcache-")) / "cache.sqlite"
-    settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
-    if args.lexical_only:
-        settings = replace(settings, retrieve=replace(settings.retrieve, dense_weight=0.0))
+    settings = measured_settings(settings, args.lexical_only)
     count, counted_by, prime = window_count(settings)
     rss_before, _ = rss_mib()
     store = open_store(settings)
@@ -295,51 +253,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "questions": len(questions),
     }
     host = Host()
+    where = not (args.lexical_only or args.no_where)
     for groups in (["all"], ["finance"]):
-        ours: list[float] = []
-        chroma: list[float] = []
-        flags = {f"g_{g}": True for g in groups}
-        t_first = time.perf_counter()
-        retriever.retrieve("warm up", groups)  # loads this group set's mask (and vectors)
-        first_ms = (time.perf_counter() - t_first) * 1000
-        stages: dict[str, list[float]] = {k: [] for k in STAGES}
-        for q in questions:
-            q = f"{q} ({groups[0]})"  # a new text per group: no cached question vector
-            t0 = time.perf_counter()
-            retrieval = retriever.retrieve(q, groups)
-            t1 = time.perf_counter()
-            fill_window(
-                retrieval.passages,
-                q,
-                retrieval.lang,
-                count,
-                settings,
-                snapshot_neighbours(snap),
-            )
-            ours.append((time.perf_counter() - t0) * 1000)
-            for stage in STAGES[:-1]:
-                stages[stage].append(retrieval.timings_ms.get(stage, 0.0))
-            stages["pack"].append((time.perf_counter() - t1) * 1000)
-            if args.lexical_only or args.no_where:
-                continue
-            vector = store.embed_question([q])[0]
-            t2 = time.perf_counter()
-            store.vectors.query(store.collection, vector, 50, where=flags)
-            chroma.append((time.perf_counter() - t2) * 1000)
-        visible = int(snap.allowed(groups).sum())
-        chroma = chroma or [float("nan")]
-        report[",".join(groups)] = {
-            "visible_chunks": visible,
-            "first_query_ms": round(first_ms, 1),
-            "retrieve_pack_p50_ms": round(percentile(ours, 50), 1),
-            "retrieve_pack_p95_ms": round(percentile(ours, 95), 1),
-            "stage_p50_ms": {k: round(percentile(v, 50), 1) for k, v in stages.items()},
-            "stage_p95_ms": {k: round(percentile(v, 95), 1) for k, v in stages.items()},
-            "chroma_where_only_p50_ms": round(percentile(chroma, 50), 1),
-            "chroma_where_only_p95_ms": round(percentile(chroma, 95), 1),
-            "ratio_chroma_p95_to_ours_p95": round(percentile(chroma, 95) / percentile(ours, 95), 2),
-            "queries": len(ours),
-        }
+        report[",".join(groups)] = measure(
+            retriever, snap, store, settings, count, groups, questions, where=where
+        )
     rss_end, rss_peak = rss_mib()
     report["rss_mib_end"] = round(rss_end)
     report["rss_mib_peak"] = round(rss_peak)
@@ -347,6 +265,109 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     store.close()
     print(json.dumps(report, indent=1))
     return report
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--store", type=Path, default=None, help="default /tmp/kb-bench-100k, …-1m")
+    parser.add_argument("--quick", action="store_true", help="40 questions per group set")
+    parser.add_argument("--no-build", action="store_true", help="measure the store as it is")
+    parser.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="dense weight 0 and no Chroma baseline: the snapshot, masks, BM25 and packing alone",
+    )
+    parser.add_argument(
+        "--no-where",
+        action="store_true",
+        help="skip the baseline (Chroma's `where` filter: minutes at 1M chunks)",
+    )
+    parser.add_argument(
+        "--questions-openvino",
+        action="store_true",
+        help="embed questions on the passage embedder's OpenVINO export, as the app does",
+    )
+    parser.add_argument(
+        "--no-count-ahead",
+        action="store_true",
+        help="the retriever does not count the lexical candidates' lines while it waits for its "
+        "dense side (as before the issue 12 third pass)",
+    )
+    return parser.parse_args(argv)
+
+
+def built_store(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """config.toml's settings on the bench store (--store, else /tmp/kb-bench-100k, -1m, ...),
+    built up to --chunks unless --no-build."""
+    size = f"{args.chunks // 10**6}m" if args.chunks % 10**6 == 0 else f"{args.chunks // 1000}k"
+    store_dir = args.store or Path(f"/tmp/kb-bench-{size}")
+    settings = load_settings(REPO / "config.toml").with_store(store_dir)
+    settings = replace(
+        settings, embed=replace(settings.embed, cache=str(store_dir / "bench-cache.sqlite"))
+    )
+    ledger = Ledger(settings.store_path() / "ledger.sqlite")
+    have = ledger.chunk_count()
+    ledger.close()
+    if have < args.chunks and not args.no_build:
+        build(settings, args.chunks)
+    return settings
+
+
+def measured_settings(settings, lexical_only: bool):  # type: ignore[no-untyped-def]
+    """The settings measured: a fresh question-vector cache each run (every question is
+    embedded as it would be live), and dense weight 0 for --lexical-only."""
+    fresh_cache = Path(tempfile.mkdtemp(prefix="kb-qcache-")) / "cache.sqlite"
+    settings = replace(settings, embed=replace(settings.embed, cache=str(fresh_cache)))
+    if lexical_only:
+        settings = replace(settings, retrieve=replace(settings.retrieve, dense_weight=0.0))
+    return settings
+
+
+def measure(  # type: ignore[no-untyped-def]
+    retriever, snap, store, settings, count, groups: list[str], questions: list[str], *,
+    where: bool,
+) -> dict[str, object]:
+    """Each question retrieved and packed as a user of `groups` (`snap` the retriever's
+    snapshot, `count` the window's token count) and, with `where`, Chroma's own `where` filter
+    for the same groups: the percentiles, and each stage's."""
+    ours: list[float] = []
+    chroma: list[float] = []
+    flags = {f"g_{g}": True for g in groups}
+    t_first = time.perf_counter()
+    retriever.retrieve("warm up", groups)  # loads this group set's mask (and vectors)
+    first_ms = (time.perf_counter() - t_first) * 1000
+    stages: dict[str, list[float]] = {k: [] for k in STAGES}
+    for q in questions:
+        q = f"{q} ({groups[0]})"  # a new text per group: no cached question vector
+        t0 = time.perf_counter()
+        retrieval = retriever.retrieve(q, groups)
+        t1 = time.perf_counter()
+        fill_window(
+            retrieval.passages, q, retrieval.lang, count, settings, snapshot_neighbours(snap)
+        )
+        ours.append((time.perf_counter() - t0) * 1000)
+        for stage in STAGES[:-1]:
+            stages[stage].append(retrieval.timings_ms.get(stage, 0.0))
+        stages["pack"].append((time.perf_counter() - t1) * 1000)
+        if where:
+            vector = store.embed_question([q])[0]
+            t2 = time.perf_counter()
+            store.vectors.query(store.collection, vector, 50, where=flags)
+            chroma.append((time.perf_counter() - t2) * 1000)
+    chroma = chroma or [float("nan")]
+    return {
+        "visible_chunks": int(snap.allowed(groups).sum()),
+        "first_query_ms": round(first_ms, 1),
+        "retrieve_pack_p50_ms": round(percentile(ours, 50), 1),
+        "retrieve_pack_p95_ms": round(percentile(ours, 95), 1),
+        "stage_p50_ms": {k: round(percentile(v, 50), 1) for k, v in stages.items()},
+        "stage_p95_ms": {k: round(percentile(v, 95), 1) for k, v in stages.items()},
+        "chroma_where_only_p50_ms": round(percentile(chroma, 50), 1),
+        "chroma_where_only_p95_ms": round(percentile(chroma, 95), 1),
+        "ratio_chroma_p95_to_ours_p95": round(percentile(chroma, 95) / percentile(ours, 95), 2),
+        "queries": len(ours),
+    }
 
 
 if __name__ == "__main__":

@@ -42,17 +42,6 @@ REMOVED: dict[str, dict[str, str]] = {
     },
 }
 
-# Set for every process we start or run: nothing reaches for a model hub or sends telemetry.
-OFFLINE_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-    "GRADIO_ANALYTICS_ENABLED": "False",
-    "VLLM_NO_USAGE_STATS": "1",
-    "DO_NOT_TRACK": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
-
 
 def _doc(text: str) -> Any:
     """Field metadata of a key an operator sets: `config.toml` shows it with a comment."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 120.0

@@ -1,8 +1,10 @@
-"""A real Chroma server for the tests of `store.mode = "server"`: `chroma run` (the CLI that
-ships with the chromadb package) on 127.0.0.1 at a free port, one per session, its data in a
-temporary folder. Tests that use it share it: each names its own collection prefix.
+"""A real Chroma server for the tests of `store.mode = "server"` and for bench/refresh_delay.py:
+`chroma run` (the CLI that ships with the chromadb package) on 127.0.0.1 at a free port, its
+data in a temporary folder. The tests' fixture starts one per session; tests that use it share
+it, each naming its own collection prefix.
 
     def test_x(chroma_server): settings = make_settings(store=chroma_server.store_keys("t1"))
+    with running_chroma(work / "chroma") as chroma: ...   # chroma.host, chroma.port
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 
 READY_TIMEOUT_S = 60.0
 
@@ -40,9 +43,16 @@ def chroma_command() -> str:
     return str(found) if found.exists() else shutil.which("chroma") or "chroma"
 
 
-@pytest.fixture(scope="session")
-def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningChroma]:
-    data = tmp_path_factory.mktemp("chroma-server")
+class ChromaDidNotStart(RuntimeError):
+    pass
+
+
+@contextmanager
+def running_chroma(data: Path, timeout_s: float = READY_TIMEOUT_S) -> Iterator[RunningChroma]:
+    """`chroma run` on 127.0.0.1 at a free port, its data in `data`/db and its log in
+    `data`/chroma.log, until the block ends; ChromaDidNotStart, with the log's tail, when it
+    does not answer within `timeout_s`."""
+    data.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = (data / "chroma.log").open("wb")
     process = subprocess.Popen(
@@ -50,7 +60,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningC
          "--port", str(port)],
         stdout=log, stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     try:
         while True:
             try:
@@ -60,7 +70,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningC
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
                 tail = (data / "chroma.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"chroma run did not start:\n{tail}", pytrace=False)
+                raise ChromaDidNotStart(f"chroma run did not start:\n{tail}")
             time.sleep(0.2)
         yield RunningChroma("127.0.0.1", port)
     finally:
@@ -70,3 +80,12 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningC
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningChroma]:
+    try:
+        with running_chroma(tmp_path_factory.mktemp("chroma-server")) as server:
+            yield server
+    except ChromaDidNotStart as exc:  # raised only before the yield, while it starts
+        pytest.fail(str(exc), pytrace=False)

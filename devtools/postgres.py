@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from core.config import Settings
+from devtools.ports import free_port
 from devtools.system_deps import skip_or_fail
-from devtools.vllm_server import free_port
 
 READY_TIMEOUT_S = 30.0
 SUPERUSER = "kb"

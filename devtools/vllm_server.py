@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,17 +31,12 @@ from assistant.serving.serve import VllmServer
 from assistant.serving.testmodel import build_test_model
 from core.config import LlmSettings, Settings
 from core.errors import GenerationUnavailable
+from devtools.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL_DIR = Path(os.environ.get("KB_TEST_MODEL_DIR", REPO / ".cache" / "test-model"))
 CACHE_DIR = Path(os.environ.get("KB_VLLM_CACHE_DIR", REPO / ".cache" / "vllm"))
 READY_TIMEOUT_S = float(os.environ.get("KB_VLLM_READY_TIMEOUT_S", "240"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -9,7 +9,8 @@
 # Usage: scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False GRADIO_ANALYTICS_ENABLED=False
+offline=$(python3 -m core.offline)   # no model hub, no telemetry: core/offline.py
+eval "$offline"
 scripts/setup.sh --no-test
 .venv/bin/kb ingest data/samples/docs --quiet
 .venv/bin/kb status

@@ -1,7 +1,7 @@
 """Write the sample handbook of the fictional company Northwind Lab / 北风科技 into data/samples.
 
 Usage:
-    .venv/bin/python scripts/make_samples.py [OUT_DIR]      # default: data/samples
+    .venv/bin/python -m scripts.make_samples [OUT_DIR]      # default: data/samples
 
 Output (deterministic: re-running gives byte-identical files):
 

@@ -1,6 +1,6 @@
 """Build SmolLM2-135M-Instruct as a bf16 checkpoint that vLLM's CPU build serves, offline.
 
-    python scripts/make_smollm2.py .cache/smollm2
+    python -m scripts.make_smollm2 .cache/smollm2
     # then serve it in float32 (bf16 on the CPU build ruins this small model), config.toml:
     #   [llm]
     #   model = ".cache/smollm2"
@@ -21,6 +21,6 @@ from assistant.serving.testmodel import build_smollm2
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python scripts/make_smollm2.py OUT_DIR")
+        sys.exit("usage: python -m scripts.make_smollm2 OUT_DIR")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     print(build_smollm2(Path(sys.argv[1])))

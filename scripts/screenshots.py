@@ -2,8 +2,8 @@
 model unreachable, so answers are retrieval-only and the same every run), driven by headless
 Chromium over the DevTools protocol, each picture written to docs/.
 
-    .venv/bin/python scripts/screenshots.py                   # every shot
-    .venv/bin/python scripts/screenshots.py table-answer      # the shots whose name is given
+    .venv/bin/python -m scripts.screenshots                   # every shot
+    .venv/bin/python -m scripts.screenshots table-answer      # the shots whose name is given
 
 Needs chromium and pdftoppm (scripts/install_chromium.sh). To add a picture, append a `Shot` to
 SHOTS: a file name under docs/ and a function that gets the page ready (the helpers below ask a
@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from devtools.chromium import BrowserError, Page, chromium_page
+from devtools.ports import free_port
 
-from devtools.chromium import BrowserError, Page, chromium_page  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SAMPLES = REPO / "data" / "samples" / "docs"
 # What the shots need: the 差旅费 series (the 2024 table of hotel rates), an English PDF, a .docx.
@@ -146,14 +146,6 @@ def chromium(work: Path) -> Iterator[Page]:
             yield page
     except BrowserError as exc:
         raise SystemExit(f"screenshots: {exc}") from exc
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def main(names: list[str]) -> None:

@@ -1,9 +1,9 @@
 """Screenshots of the conversation sidebar and of the admin view, made by headless Chromium
 against the real app, into docs/: re-run it after changing either.
 
-    .venv/bin/python scripts/screenshots_conversations.py            # docs/conversations.png,
+    .venv/bin/python -m scripts.screenshots_conversations            # docs/conversations.png,
                                                                      # docs/admin-insights.png
-    .venv/bin/python scripts/screenshots_conversations.py --out /tmp/shots
+    .venv/bin/python -m scripts.screenshots_conversations --out /tmp/shots
 
 What it does: ingests data/samples into a temporary store, adds two users (bob, and alice as an
 admin), asks bob's questions through the assistant with the model unreachable (retrieval-only
@@ -18,22 +18,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import socket
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from core.config import Settings, load_settings
+from core.offline import offline_environment
+from devtools.chromium import CHROMIUM, BrowserError, Page, chromium_page
+from devtools.ports import free_port
+from ingest.pipeline import ingest_paths
+from ui.wiring import open_services
 
-from core.config import Settings, load_settings  # noqa: E402
-from devtools.chromium import CHROMIUM, BrowserError, Page, chromium_page  # noqa: E402
-from ingest.pipeline import ingest_paths  # noqa: E402
-from ui.cli.common import offline_environment  # noqa: E402
-from ui.wiring import open_services  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
 # bob's conversations, oldest first: each a list of questions
@@ -48,12 +46,6 @@ CONVERSATIONS = [
 MORE = ["Is there a company rooftop swimming pool for staff?",
         "Is there a rooftop pool for employees?", "Can I bring my dog to the office?",
         "How much annual leave do I get after 6 years?", "出差住宿费标准是多少？"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def seed(settings: Settings) -> None:
@@ -171,7 +163,6 @@ def main() -> None:
     if CHROMIUM is None:
         sys.exit("chromium is not installed: run scripts/install_chromium.sh")
     offline_environment()
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kb-shots-") as tmp:
         base = load_settings(REPO / "config.toml", environ={}).with_store(Path(tmp) / "store")

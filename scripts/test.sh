@@ -11,8 +11,8 @@
 # Usage: scripts/test.sh [--fast] [-k EXPR] [-x]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False \
-  GRADIO_ANALYTICS_ENABLED=False VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 TOKENIZERS_PARALLELISM=false
+offline=$(python3 -m core.offline)   # no model hub, no telemetry: core/offline.py
+eval "$offline"
 pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
 
 if [ "${1:-}" = "--fast" ]; then

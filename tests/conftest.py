@@ -12,16 +12,14 @@ from pathlib import Path
 import pytest
 
 from core.config import Settings, load_settings
+from core.offline import offline_environment
 from devtools.chroma_server import chroma_server  # noqa: F401  (the fixture, for every folder)
 from devtools.postgres import ledger_url, postgres  # noqa: F401  (the fixtures, for every folder)
 from devtools.vllm_server import vllm_server  # noqa: F401  (the fixture, for every test folder)
 
 REPO = Path(__file__).resolve().parents[1]
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+offline_environment()
 
 
 # The fixtures that start a server or an outside program, and the mark a test using one (directly

@@ -28,6 +28,7 @@ from assistant.serving.serve import VllmServer
 from assistant.tokens import local_model_dir
 from core.config import Settings
 from core.errors import ConfigError
+from core.offline import HUB_OFFLINE_ENV
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +76,7 @@ class HubStart:
 
     def _run(self) -> None:
         model = self.settings.llm.model
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+        env = {k: v for k, v in os.environ.items() if k not in HUB_OFFLINE_ENV}
         with self._lock:
             if self._stopped.is_set():
                 return

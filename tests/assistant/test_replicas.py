@@ -18,7 +18,8 @@ from assistant.llm import LlmClient
 from assistant.replicas import ReplicaPool
 from assistant.serving.serve import VllmServer
 from core.errors import GenerationUnavailable
-from devtools.vllm_server import CACHE_DIR, READY_TIMEOUT_S, free_port
+from devtools.ports import free_port
+from devtools.vllm_server import CACHE_DIR, READY_TIMEOUT_S
 
 CHAT = [{"role": "user", "content": "年假有几天?"}]
 

@@ -30,7 +30,7 @@ from assistant.serving.serve import (
 )
 from core.config import LlmSettings, Settings
 from core.errors import ConfigError, GenerationUnavailable
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from ui.cli import main
 
 REPO = Path(__file__).resolve().parents[2]

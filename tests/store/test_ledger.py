@@ -209,7 +209,7 @@ def test_the_url_comes_from_config_or_environment(tmp_path: Path) -> None:
 def test_bad_urls_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a PostgreSQL URL"):
         Ledger("mysql://kb@db/kb")
-    from devtools.vllm_server import free_port
+    from devtools.ports import free_port
 
     url = f"postgresql://kb:secret@127.0.0.1:{free_port()}/kb"
     with pytest.raises(StoreError) as caught:

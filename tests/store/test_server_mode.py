@@ -64,7 +64,7 @@ def test_ingest_retrieve_reindex_delete_on_a_chroma_server(
 
 
 def test_a_chroma_server_that_does_not_answer_is_named(make_settings) -> None:
-    from devtools.vllm_server import free_port
+    from devtools.ports import free_port
 
     settings = server_settings(make_settings, mode="server", port=free_port())
     with pytest.raises(StoreError, match="chroma run"):

@@ -5,7 +5,6 @@ mode with the model unreachable)."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import threading
 import time
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from core.config import Settings, load_settings
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from ui.wiring import open_services, users_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,10 +25,6 @@ SAMPLES = REPO / "data" / "samples" / "docs"
 SUBSET = ["Employee-Leave-Policy.pdf", "IT-Security-Policy.docx", "差旅费管理办法-2023.pdf",
           "差旅费管理办法-2024.pdf",
           "hr-only"]
-
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
 

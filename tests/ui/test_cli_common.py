@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.config import OFFLINE_ENV
+from core.offline import OFFLINE_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ import pytest
 from core.config import Settings
 from core.errors import KbError
 from core.types import Answer, Citation, Turn
-from devtools.vllm_server import free_port
+from devtools.ports import free_port
 from store.ledger import Ledger
 from tests.ui.test_app import FakeRequest, ask, message_text
 from ui.conversations import Conversations, title_from

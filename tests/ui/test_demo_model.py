@@ -21,7 +21,8 @@ import pytest
 from assistant.llm import probe
 from assistant.serving.testmodel import build_test_model
 from core.config import load_settings
-from devtools.vllm_server import MODEL_DIR, READY_TIMEOUT_S, free_port
+from devtools.ports import free_port
+from devtools.vllm_server import MODEL_DIR, READY_TIMEOUT_S
 from tests.support.stores import ingest_paths
 from tests.ui.conftest import REPO, SAMPLES
 from tests.ui.test_app import message_text

@@ -25,7 +25,8 @@ import pytest
 from assistant.serving.serve import VllmServer
 from assistant.serving.testmodel import build_test_model
 from core.config import LlmSettings
-from devtools.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S, free_port
+from devtools.ports import free_port
+from devtools.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S
 from tests.ui.conftest import Running, Store, _serve
 from tests.ui.test_app import message_text
 

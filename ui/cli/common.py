@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from core.config import OFFLINE_ENV, Settings, load_settings
+from core.config import Settings, load_settings
 from core.errors import KbError
+from core.offline import offline_environment
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_CONFIG = "config.toml"
-
-
-def offline_environment() -> None:
-    """Nothing may reach for a model hub or send telemetry at run time."""
-    for key, value in OFFLINE_ENV.items():
-        os.environ.setdefault(key, value)
 
 
 def settings_for(config: str | None, store: str | None) -> Settings:
