@@ -114,7 +114,12 @@ def ratios(report: Any, prefix: str = "") -> dict[str, Any]:
 
 def run(name: str, bench: Bench, full: bool) -> dict[str, Any]:
     args = shlex.split(bench.full if full else bench.quick)
-    command = ["python", "-m", f"bench.{bench.module}", *args]  # as a user would type it
+    return run_command(name, ["python", "-m", f"bench.{bench.module}", *args])
+
+
+def run_command(name: str, command: list[str]) -> dict[str, Any]:
+    """Run `command` (as a user would type it: "python" stands for this interpreter) in its own
+    process, print its ratios, and return its result with its JSON report."""
     print(f"== {name}: {' '.join(command)}", flush=True)
     started, host = time.perf_counter(), Host()
     done = subprocess.run([sys.executable, *command[1:]], cwd=REPO, capture_output=True,

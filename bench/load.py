@@ -12,8 +12,8 @@ question under load beside a baseline measured in the same run: the same questio
 one asker alone. It prints a table, then one JSON report as its last line (what
 `python -m bench load` reads).
 
-    .venv/bin/python bench/load.py                        # 50 askers (25 page, 25 API) x 2
-    .venv/bin/python bench/load.py --askers 8 --questions 1 --limit-s 300
+    .venv/bin/python -m bench.load                        # 50 askers (25 page, 25 API) x 2
+    .venv/bin/python -m bench.load --askers 8 --questions 1 --limit-s 300
     .venv/bin/python -m bench load --full                 # the same 50 x 2, its report kept
 
 tests/ui/test_load.py runs a short form (8 askers) in CI with `run_load` from here.
@@ -28,7 +28,6 @@ import logging
 import math
 import re
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -41,11 +40,10 @@ from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from ui.web.i18n import t
 
-from ui.web.i18n import t  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
+
 
 # What a length refusal logs: our budget (PromptTooLong), vLLM's 400, the one-time shrink.
 LENGTH = re.compile(r"too long|for length|exceeds the \d+-token window")
@@ -308,10 +306,11 @@ def served(docs: Path, work: Path) -> Iterator[Served]:
     from assistant.serving.serve import VllmServer
     from assistant.serving.testmodel import build_test_model
     from core.config import load_settings
-    from devtools.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S, free_port
-    from tests.support.stores import ingest_paths
-    from ui.web.server import create_server
-    from ui.wiring import open_services, users_for
+    from devtools.ports import free_port
+    from devtools.vllm_server import CACHE_DIR, MODEL_DIR, READY_TIMEOUT_S
+    from ingest.pipeline import ingest_paths
+    from ui.web.server import UVICORN_OPTIONS, create_server
+    from ui.wiring import open_services, store_for, users_for
 
     port = free_port()
     settings = load_settings(REPO / "config.toml", environ={}).with_store(work / "store")
@@ -322,7 +321,8 @@ def served(docs: Path, work: Path) -> Iterator[Served]:
     server.start()
     try:
         server.wait_ready(READY_TIMEOUT_S)
-        ingested = ingest_paths(settings, [docs])
+        with store_for(settings) as store:
+            ingested = ingest_paths(store, [docs])
         print(f"store: {ingested.counts} (vLLM log {work / 'vllm.log'})", flush=True)
         with users_for(settings) as users:
             users.add("load", "load-password", ["all"])
@@ -330,8 +330,7 @@ def served(docs: Path, work: Path) -> Iterator[Served]:
         services = open_services(settings)
         app_port = free_port()
         web = uvicorn.Server(uvicorn.Config(create_server(services, demo=False),
-                                            host="127.0.0.1", port=app_port,
-                                            log_level="warning"))
+                                            host="127.0.0.1", port=app_port, **UVICORN_OPTIONS))
         thread = threading.Thread(target=web.run, daemon=True)
         thread.start()
         while not web.started:
@@ -356,7 +355,7 @@ def main() -> int:
     parser.add_argument("--docs", default=str(REPO / "data" / "samples" / "docs"))
     args = parser.parse_args()
 
-    from ui.cli.common import offline_environment
+    from core.offline import offline_environment
 
     offline_environment()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

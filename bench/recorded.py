@@ -44,7 +44,7 @@ QUALITY = "any machine (quality does not depend on it)"
 H200 = "one lent NVIDIA H200, 16 CPU cores, vLLM 0.26.0"
 OTHER_H200 = "another lent H200 of the same kind, vLLM 0.26.0"
 CHOSEN_FLAGS = "--api-server-count 4 --max-num-batched-tokens 16384 --stream-interval 8"
-GPU_RUN = "bench/gpu_serve.py run … --variant 'NAME:rag:USERS:REQUESTS,…=FLAGS'"
+GPU_RUN = "python -m bench.gpu_serve run … --variant 'NAME:rag:USERS:REQUESTS,…=FLAGS'"
 
 SOURCES: dict[str, Source] = {
     "public": Source(("bench/eval_public.json",), machine=QUALITY),
@@ -66,15 +66,18 @@ SOURCES: dict[str, Source] = {
                     date="2026-12-02"),
     # the five runs on the built store (the run right after the build held the build's memory)
     "query_1m": Source(_seventh("1m", ["1", "2", "3", "4", "5"]), date="2026-12-01",
-                       command="bench/retrieve_latency.py --chunks 1000000 --no-build "
+                       command="python -m bench.retrieve_latency --chunks 1000000 --no-build "
                        "--no-where --questions-openvino"),
     "cold": Source((f"{RESULTS}issue12-seventh-pass-bench-ingest-cold-reindex.json",),
                    bench="cold", date="2026-12-01"),
     "overhead": Source(_seventh("overhead", [str(n) for n in range(1, 9)]), date="2026-12-01",
-                       command="bench/overhead.py --quick --pause 0.5"),
+                       command="python -m bench.overhead --quick --pause 0.5"),
     "gpu": Source(tuple(f"{RESULTS}gpu-2026-11-30-s2-{run}.json"
                         for run in ("levels", "one", "rep", "procs8")),
                   date="2026-11-30", command=GPU_RUN, machine=H200),
+    # issue 28: three runs of 50 askers x 2 questions, the page's askers waiting as a browser does
+    "load": Source(tuple(f"{RESULTS}issue28-load-{n}.json" for n in (1, 2, 3)), bench="load",
+                   date="2026-12-03"),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),
                         date="2026-11-30", command=GPU_RUN, machine=OTHER_H200),

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from bench.recorded import Recorded
+from bench.report_goals import goals_section
+from bench.report_sections import gpu, head, ingest, latency, load, quality, reproduce
 
-from bench.recorded import Recorded  # noqa: E402
-from bench.report_goals import goals_section  # noqa: E402
-from bench.report_sections import gpu, head, ingest, latency, load, quality, reproduce  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 PAGE = "BENCHMARKS.md"
 

@@ -18,7 +18,6 @@ from bench.recorded import CHOSEN_FLAGS, HISTORY, Recorded, span, times
 LANGS = ("en", "zh")
 SETS = ("public", "public2")
 FLAGS_COMPARED_AT = (64, 256)  # the concurrencies the history compares vLLM's flags at
-LOAD = "Load: 50 askers at once through the page and the API: `bench/load.py`"
 
 
 def para(text: str) -> list[str]:
@@ -266,15 +265,28 @@ def gpu(rec: Recorded) -> list[str]:
 
 
 def load(rec: Recorded) -> list[str]:
-    where = rec.history_link(LOAD, "the history")
+    rows, loads = [], []
+    for n, entry in enumerate(rec.reports("load"), start=1):
+        loads.append(entry["host"]["load_average"][0])
+        report = entry["report"]
+        loaded = report["runs"]["at once, page + API"]
+        rows.append([
+            str(n), str(loaded["questions"]), str(loaded["errors"]), str(loaded["busy"]),
+            f"{loaded['p50_page_s']:.1f} / {loaded['p95_page_s']:.1f} s",
+            f"{loaded['p50_api_s']:.1f} / {loaded['p95_api_s']:.1f} s",
+            f"{report['baseline_p50_s']:.2f} s",
+            f"{report['p50_ratio_to_alone']:.1f}× / {report['p95_ratio_to_alone']:.1f}×",
+        ])
     return [
         "## Load", "",
-        *para("`bench/load.py` writes no JSON report yet: these figures are copied from "
-              f"{where}, not checked. On 2026-11-30 (`.venv/bin/python bench/load.py`, the 2-core "
-              "Intel Xeon machine at load 17–23), 50 askers (25 through the page, 25 through "
-              "`POST /api/ask`, 2 questions each, the vLLM CPU test server) got 0 errors and 0 "
-              "length refusals in 100 questions; p50 13.3 s, p95 23.0 s: 9.7× and 16.7× one asker "
-              "alone, same run."),
+        *para("50 askers at once, 25 through the page (logged in, waiting as a browser waits) "
+              "and 25 through `POST /api/ask`, 2 questions each, against the vLLM CPU test "
+              "server on the same 2 cores, shared with other jobs (load average "
+              f"{min(loads):.0f}–{max(loads):.0f} as each run began); beside one asker alone in "
+              "the same run:"),
+        *table(["run", "questions", "errors", "busy", "page p50 / p95", "API p50 / p95",
+                "alone p50", "p50 / p95 vs alone"], rows),
+        rec.run_line("load", command="python -m bench load --full"), "",
     ]
 
 
@@ -287,9 +299,9 @@ def reproduce() -> list[str]:
         ".venv/bin/python -m bench ingest ingest-generated reindex cold query --full "
         "--out bench/results/NAME.json",
         ".venv/bin/python -m bench overhead --out bench/results/NAME-overhead.json",
-        ".venv/bin/python bench/retrieve_latency.py --chunks 1000000 --no-where "
+        ".venv/bin/python -m bench.retrieve_latency --chunks 1000000 --no-where "
         "--questions-openvino   # builds /tmp/kb-bench-1m once",
-        ".venv/bin/python bench/load.py",
+        ".venv/bin/python -m bench load --full",
         "```", "",
         *para("The GPU benchmarks run on a lent GPU machine (`docs/gpu.md`, sections 6 and 8). "
               "Then point the table's entry in `SOURCES` (`bench/recorded.py`) at the new "

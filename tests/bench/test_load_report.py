@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.__main__ import Bench, last_json, ratios, run
+from bench.__main__ import last_json, ratios, run_command
 from bench.load import BUSY_PAGE, LoadResult, Outcome, printout, report
 
 LOADED = "at once, page + API"
@@ -42,15 +42,16 @@ def test_busy_refusals_are_not_errors() -> None:
     assert (summary["p50_page_s"], summary["p50_api_s"]) == (4.0, 6.0)  # answered ones only
 
 
-def bench_printing(tmp_path: Path, name: str, body: str) -> Bench:
+def bench_printing(tmp_path: Path, name: str, body: str) -> list[str]:
+    """The command of a bench that prints `body`'s output."""
     script = tmp_path / f"{name}.py"
     script.write_text(body)
-    return Bench(str(script), "", "", False, name)  # an absolute script path replaces bench/
+    return ["python", str(script)]
 
 
 def test_python_m_bench_says_why_a_bench_gave_no_report(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    result = run("table", bench_printing(tmp_path, "table", "print('| a | b |')"), full=False)
+    result = run_command("table", bench_printing(tmp_path, "table", "print('| a | b |')"))
     assert result["report"] is None
     assert "failed (exit 0 but no JSON report)" in capsys.readouterr().out
 
@@ -58,7 +59,7 @@ def test_python_m_bench_says_why_a_bench_gave_no_report(tmp_path: Path,
 def test_a_report_with_a_goal_not_met_is_kept_and_shown(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     body = "import json, sys\nprint(json.dumps({'p50_ratio_to_alone': 3.0}))\nsys.exit(1)"
-    result = run("errors", bench_printing(tmp_path, "errors", body), full=False)
+    result = run_command("errors", bench_printing(tmp_path, "errors", body))
     assert result["report"] == {"p50_ratio_to_alone": 3.0} and result["returncode"] == 1
     shown = capsys.readouterr().out
     assert "p50_ratio_to_alone: 3.0" in shown and "failed (exit 1), report kept" in shown
