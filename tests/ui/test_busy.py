@@ -25,14 +25,19 @@ from ui.web.gate import Gate
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def stalled() -> Iterator[socket.socket]:
-    """A 'model server' that accepts connections (the kernel does) and never answers."""
+def stalled_server(backlog: int) -> Iterator[socket.socket]:
+    """A 'model server' that accepts up to `backlog` connections (the kernel does) and never
+    answers."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
+    sock.listen(backlog)
     yield sock
     sock.close()
+
+
+@pytest.fixture(scope="module")
+def stalled() -> Iterator[socket.socket]:
+    yield from stalled_server(16)
 
 
 @pytest.fixture(scope="module")
@@ -120,11 +125,7 @@ QUESTION = "How many days of unused annual leave can I carry over?"
 @pytest.fixture(scope="module")
 def roomy_stall() -> Iterator[socket.socket]:
     """A stalled 'model server' with room for every held question's connection."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    yield sock
-    sock.close()
+    yield from stalled_server(128)
 
 
 @pytest.fixture(scope="module")

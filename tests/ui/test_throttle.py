@@ -6,7 +6,6 @@ c675322."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from core.types import User
 from tests.ui.conftest import PASSWORDS
+from tests.ui.test_auth import count_password_checks
 
 pytestmark = pytest.mark.slow
 
@@ -28,20 +27,6 @@ def fresh_guard(login_server: Any) -> Iterator[Any]:
     login_server.guard.reset()
 
 
-def count_password_checks(server: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names whose password the server checks from now on (its real check, counted)."""
-    users = server.app.users
-    checked: list[str] = []
-    lock = threading.Lock()
-    real = users.authenticate
-
-    def authenticate(name: str, password: str) -> User | None:
-        with lock:
-            checked.append(name)
-        return real(name, password)
-
-    monkeypatch.setattr(users, "authenticate", authenticate)
-    return checked
 
 
 def wrong_login(url: str, name: str, guess: str, forwarded_for: str = "") -> int:
@@ -53,7 +38,7 @@ def wrong_login(url: str, name: str, guess: str, forwarded_for: str = "") -> int
 def test_parallel_wrong_logins_run_at_most_the_limit_of_checks(
         login_server: Any, fresh_guard: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """100 wrong passwords for bob at once, limit 3: on main most were checked (scrypt each)."""
-    checked = count_password_checks(login_server, monkeypatch)
+    checked = count_password_checks(login_server.app.users, monkeypatch)
     with ThreadPoolExecutor(100) as pool:
         codes = list(pool.map(lambda i: wrong_login(login_server.url, "bob", f"guess-{i}"),
                               range(100)))

@@ -13,12 +13,10 @@ peer, or the client a proxy of `ui.trusted_proxies` names, never a header anyone
 from __future__ import annotations
 
 import hmac
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.errors import ConfigError
-from ui.web.proxies import Network, parse_address
+from ui.web.proxies import Network, parse_networks, within
 
 
 @dataclass(frozen=True)
@@ -28,23 +26,12 @@ class MetricsAccess:
 
     @classmethod
     def parse(cls, entries: Sequence[str], token: str) -> MetricsAccess:
-        """ConfigError naming `ui.metrics_allow` and the entry for one that is not an address
-        or a network."""
-        networks = []
-        for entry in entries:
-            try:
-                networks.append(ipaddress.ip_network(entry.strip(), strict=False))
-            except ValueError:
-                raise ConfigError(
-                    f"ui.metrics_allow: {entry!r} is not an IP address or network; list the "
-                    "scrapers' addresses, e.g. [\"127.0.0.1\", \"10.0.0.5\"], or leave it empty "
-                    "and give them ui.metrics_token"
-                ) from None
-        return cls(tuple(networks), token)
+        return cls(parse_networks(
+            entries, "ui.metrics_allow", "list the scrapers' addresses, e.g. [\"127.0.0.1\", "
+            "\"10.0.0.5\"], or leave it empty and give them ui.metrics_token"), token)
 
     def allows(self, address: str) -> bool:
-        found = parse_address(address)
-        return found is not None and any(found in net for net in self.networks)
+        return within(address, self.networks)
 
     def verdict(self, address: str, authorization: str) -> int:
         """200 (serve), 401 (a wrong token, or none where one would do) or 403 (no way in)."""

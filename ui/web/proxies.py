@@ -41,29 +41,40 @@ def parse_address(text: str) -> Address | None:
     return address
 
 
+def parse_networks(entries: Sequence[str], key: str, hint: str) -> tuple[Network, ...]:
+    """The networks of `entries` (addresses or CIDRs); ConfigError naming `key`, the entry and
+    what to write instead (`hint`) for one that is neither.
+
+        parse_networks(["127.0.0.1", "10.0.0.0/24"], "ui.trusted_proxies", "")
+            -> (IPv4Network('127.0.0.1/32'), IPv4Network('10.0.0.0/24'))
+    """
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError:
+            raise ConfigError(f"{key}: {entry!r} is not an IP address or network; {hint}") from None
+    return tuple(networks)
+
+
+def within(text: str, networks: Sequence[Network]) -> bool:
+    """Whether the address written in `text` lies in one of `networks`."""
+    address = parse_address(text)
+    return address is not None and any(address in net for net in networks)
+
+
 @dataclass(frozen=True)
 class TrustedProxies:
     networks: tuple[Network, ...] = ()
 
     @classmethod
     def parse(cls, entries: Sequence[str], key: str) -> TrustedProxies:
-        """The networks of `entries` (addresses or CIDRs); ConfigError naming `key` and the
-        entry for one that is neither."""
-        networks = []
-        for entry in entries:
-            try:
-                networks.append(ipaddress.ip_network(entry.strip(), strict=False))
-            except ValueError:
-                raise ConfigError(
-                    f"{key}: {entry!r} is not an IP address or network; list the reverse "
-                    "proxies in front of the app, e.g. [\"127.0.0.1\", \"10.0.0.0/24\"], or "
-                    "leave it empty when clients connect directly"
-                ) from None
-        return cls(tuple(networks))
+        return cls(parse_networks(
+            entries, key, "list the reverse proxies in front of the app, e.g. [\"127.0.0.1\", "
+            "\"10.0.0.0/24\"], or leave it empty when clients connect directly"))
 
     def trusts(self, text: str) -> bool:
-        address = parse_address(text)
-        return address is not None and any(address in net for net in self.networks)
+        return within(text, self.networks)
 
     def client(self, peer: str, forwarded_for: str | None) -> str:
         """The client's address: `peer`, or from `forwarded_for` (every X-Forwarded-For header
