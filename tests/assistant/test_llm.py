@@ -397,7 +397,11 @@ def test_closing_a_stream_aborts_the_request(
     stream = client.stream(CHAT, max_tokens=3000, extra_body=fixed)
     for _ in range(3):
         next(stream)
-    assert running_requests(vllm_server.url) >= 1, "vllm:num_requests_running is not reported"
+    # the gauge follows the engine's stats, a moment behind: wait for it to count the stream
+    deadline = time.monotonic() + 15
+    while running_requests(vllm_server.url) < 1:
+        assert time.monotonic() < deadline, "vllm:num_requests_running never counted the stream"
+        time.sleep(0.2)
     stream.close()
     deadline = time.monotonic() + 10
     while running_requests(vllm_server.url) > 0:
