@@ -84,7 +84,7 @@ class Running:
     tokens: dict[str, str]
     assistant: Any
     app: Any  # ui.web.page.App: the handlers, for calls a browser cannot make
-    guard: Any = None  # ui.web.auth.LoginGuard of the server (tests reset it)
+    guard: Any = None  # ui.security.auth.LoginGuard of the server (tests reset it)
 
     def client(self, user: str | None) -> Any:
         from gradio_client import Client

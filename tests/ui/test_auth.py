@@ -17,9 +17,9 @@ from core.config import UiSettings
 from core.errors import KbError
 from core.types import User
 from store.ledger import Ledger
+from ui.security.auth import LoginGuard, SessionTable, login_check
 from ui.users import Users
 from ui.web import admin
-from ui.web.auth import LoginGuard, SessionTable, login_check
 
 
 class Clock:

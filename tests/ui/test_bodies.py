@@ -106,7 +106,7 @@ def test_oversized_bodies_get_413_and_the_server_stays_responsive(login_server: 
     assert declared_only(url, "/api/ask", big, auth).startswith("HTTP/1.1 413")
     assert declared_only(url, "/login", big).startswith("HTTP/1.1 413")  # no login needed
     # Gradio's routes answer before any of the body is read: the guard asks for a login first,
-    # and refuses the routes the app does not use (ui/web/guard.py)
+    # and refuses the routes the app does not use (ui/security/guard.py)
     assert declared_only(url, "/gradio_api/queue/join", big).startswith("HTTP/1.1 401")
     assert declared_only(url, "/gradio_api/run/ask", big).startswith("HTTP/1.1 404")
     assert declared_only(url, "/api/ask", cap + 1, auth).startswith("HTTP/1.1 413")

@@ -110,7 +110,7 @@ def api_router(assistant: Asker, users: Users, metrics: Metrics,
         if user is None:
             return _unauthorized("missing or invalid bearer token (create one with "
                                  "`kb users token NAME`)")
-        try:  # the body is at most ui.max_body_bytes (ui/web/bodies.py)
+        try:  # the body is at most ui.max_body_bytes (ui/security/bodies.py)
             body = parse_ask(await request.body())
         except ValueError as exc:
             return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)

@@ -5,12 +5,12 @@ shares with the API, who is asking, and the browser session's conversation.
     user = self.admin(request)      # the same, refused unless an admin
     owned = self.mine(conv, user)   # the session's Conversation if `user` owns it, else None
 
-Who is asking comes from the login (Gradio's session cookie -> `gr.Request.username`, checked
-by `ui/web/auth.py`: expiry, disabled users, password changes) or, in demo mode, is the demo user;
-the user's groups are read from the ledger on every request and drive every question, source
-view, page image, section view and file. Nothing the browser sends names a group. A
-conversation belongs to the user who started it: another user who sends its session id gets
-none of it, and Gradio's routes refuse them that session (`ui/web/guard.py`).
+Who is asking comes from the login (Gradio's session cookie -> `gr.Request.username`, checked by
+`ui/security/auth.py`: expiry, disabled users, password changes) or, in demo mode, is the demo user;
+the user's groups are read from the ledger on every request and drive every question, source view,
+page image, section view and file. Nothing the browser sends names a group. A conversation belongs
+to the user who started it: another user who sends its session id gets none of it, and Gradio's
+routes refuse them that session (`ui/security/guard.py`).
 """
 
 from __future__ import annotations

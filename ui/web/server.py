@@ -6,8 +6,8 @@ routes, and the page (`ui/web/page.py`) mounted at `/` behind the login, its rou
 
 Cited PDF pages come from `GET /page/{chunk_id}` and cited Word sections from
 `GET /section/{chunk_id}`, which check the asker's groups again (404 outside them). Gradio's
-sessions, uploads and files are guarded (`ui/web/guard.py`), its bodies capped
-(`ui/web/bodies.py`) and its temp folder private; only admins may upload.
+sessions, uploads and files are guarded (`ui/security/guard.py`), its bodies capped
+(`ui/security/bodies.py`) and its temp folder private; only admins may upload.
 """
 
 from __future__ import annotations
@@ -26,18 +26,18 @@ from starlette.routing import Mount
 from core.config import Settings
 from core.errors import AccessDenied
 from core.types import User
+from ui.security.auth import LoginGuard, SessionTable, login_check, shared_cookie_id
+from ui.security.bodies import BodyLimit, body_cap
+from ui.security.guard import GradioState, GuardGradio, SessionOwners, keep_private
+from ui.security.metrics_access import MetricsAccess
+from ui.security.proxies import TrustedProxies
 from ui.web import render
 from ui.web.api import api_router
-from ui.web.auth import LoginGuard, SessionTable, login_check, shared_cookie_id
-from ui.web.bodies import BodyLimit, body_cap
 from ui.web.chat import ChatHandlers
-from ui.web.guard import GradioState, GuardGradio, SessionOwners, keep_private
 from ui.web.handlers import DEMO_USER
 from ui.web.i18n import t
 from ui.web.metrics import CONTENT_TYPE, Metrics
-from ui.web.metrics_access import MetricsAccess
 from ui.web.page import App, build_app
-from ui.web.proxies import TrustedProxies
 from ui.wiring import Services, open_services
 
 logger = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ SessionUser = Callable[[Request], User | None]
 def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     """FastAPI with `POST /api/ask` and `GET /page/{chunk_id}`, and the page at `/` behind the
     login (none in demo mode), with Gradio's sessions, uploads and files guarded and its temp
-    folder private (`ui/web/guard.py`)."""
+    folder private (`ui/security/guard.py`)."""
     users, ui = services.users, services.settings.ui
     demo = ui.demo if demo is None else demo
     blocks = build_app(services, demo)
@@ -135,7 +135,7 @@ def _guard_gradio(mounted: FastAPI, gradio_app: Any, blocks: gr.Blocks,
     user's, uploads for admins, unused routes refused) and a cap on their bodies; its temp
     folder private."""
     keep_private(Path(gradio_app.uploaded_file_dir))
-    # a session hash is its first user's: Gradio binds it to nobody (ui/web/guard.py)
+    # a session hash is its first user's: Gradio binds it to nobody (ui/security/guard.py)
     gradio = GradioState(gradio_app)
     owners = SessionOwners(4 * blocks.state_session_capacity, gradio.known)
     # bodies are capped inside GuardGradio (which settles the address the refusal logs);

@@ -36,7 +36,8 @@ from ui.users import Users, token_hash
 logger = logging.getLogger(__name__)
 
 # The client address of the request being handled, for the login check: set by GuardGradio
-# (ui/web/guard.py) to the socket peer, or to the client a trusted proxy names (ui/web/proxies.py).
+# (ui/security/guard.py) to the socket peer, or to the client a trusted proxy names
+# (ui/security/proxies.py).
 client_address: contextvars.ContextVar[str] = contextvars.ContextVar("client_address",
                                                                      default="?")
 

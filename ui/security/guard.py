@@ -35,8 +35,8 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.errors import ConfigError
-from ui.web.auth import client_address
-from ui.web.proxies import TrustedProxies
+from ui.security.auth import client_address
+from ui.security.proxies import TrustedProxies
 
 logger = logging.getLogger(__name__)
 
