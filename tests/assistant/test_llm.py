@@ -95,6 +95,9 @@ def test_stream_yields_pieces_and_usage_at_the_end() -> None:
 
 
 def test_closing_the_stream_closes_the_http_response() -> None:
+    """What makes vLLM abort a request: its HTTP response closed. (A test against the real
+    server could not fail: the tiny test model finishes its whole window, by length, before the
+    client has read three pieces.)"""
     body = Pieces([f"data: {json.dumps(chunk(str(i)))}\n\n".encode() for i in range(100)])
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -388,32 +391,6 @@ def test_eight_concurrent_requests_are_all_answered(
         done = list(pool.map(lambda m: client.complete(m, max_tokens=16, extra_body=fixed),
                              questions))
     assert [d.usage.completion_tokens for d in done] == [16] * 8
-
-
-@pytest.mark.vllm
-def test_closing_a_stream_aborts_the_request(
-    vllm_server: Any, client: LlmClient, fixed: dict[str, Any]
-) -> None:
-    stream = client.stream(CHAT, max_tokens=3000, extra_body=fixed)
-    for _ in range(3):
-        next(stream)
-    # the gauge follows the engine's stats, a moment behind: wait for it to count the stream
-    deadline = time.monotonic() + 15
-    while running_requests(vllm_server.url) < 1:
-        assert time.monotonic() < deadline, "vllm:num_requests_running never counted the stream"
-        time.sleep(0.2)
-    stream.close()
-    deadline = time.monotonic() + 10
-    while running_requests(vllm_server.url) > 0:
-        assert time.monotonic() < deadline, "vLLM kept generating after the stream was closed"
-        time.sleep(0.2)
-
-
-def running_requests(url: str) -> float:
-    metrics = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=5).text
-    values = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-              if line.startswith("vllm:num_requests_running")]
-    return sum(values)
 
 
 @pytest.mark.vllm
