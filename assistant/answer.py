@@ -23,7 +23,6 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from assistant.answerable import load_model
 from assistant.best_sentence import lead_with_best
@@ -88,46 +87,6 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
     path = settings.retrieve.answerable_model
     model = load_model(str(settings.base_dir / path) if path else "")
     return model.refuses(retrieval.evidence, retrieval.lang)
-
-
-def answer_to_json(answer: Answer) -> dict[str, Any]:
-    """The stable JSON of `kb ask --json` and `POST /api/ask`."""
-    return {
-        "answer": answer.answer,
-        "abstained": answer.abstained,
-        "mode": answer.mode,
-        "unverified": answer.unverified,
-        "citations": [
-            {
-                "n": c.n,
-                "file": c.file,
-                "page": c.page,
-                "page_label": c.page_label or None,
-                "section": c.section,
-                "quote": c.quote,
-            }
-            for c in answer.citations
-        ],
-        "passages": [passage_to_json(p, n) for n, p in enumerate(answer.passages, 1)],
-        "model_answer": answer.raw_answer if answer.mode == "fallback" else None,
-        "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()},
-    }
-
-
-def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:
-    return {
-        "rank": rank,
-        "file": p.file,
-        "page": p.page,
-        "page_end": p.page_end,
-        "page_label": p.page_label or None,
-        "section": p.section_path,
-        "text": p.text,
-        "score": round(p.score, 6),
-        "title": p.title,
-        "superseded": p.superseded,
-        "chunk_id": p.chunk_id,
-    }
 
 
 def _quoted(question: str, passages: Sequence[Passage]) -> tuple[list[Passage], list[Citation]]:

@@ -20,20 +20,18 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
-import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Generator as PyGenerator
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import httpx
 
+from assistant.endpoint import endpoint_url, tls_context
 from core.config import LlmSettings
 from core.errors import (
     GenerationError,
@@ -48,44 +46,6 @@ logger = logging.getLogger(__name__)
 
 _RETRY_BACKOFF_S = 0.5
 _INPUT_TOKENS = re.compile(r"(\d+) (?:input tokens|in the messages|tokens in the prompt)")
-
-
-@dataclass(frozen=True)
-class ServedModel:
-    id: str
-    max_model_len: int | None
-
-
-@dataclass(frozen=True)
-class EndpointStatus:
-    """What `probe` saw at an endpoint."""
-
-    url: str
-    up: bool
-    models: tuple[ServedModel, ...] = ()
-    error: str = ""
-
-
-def endpoint_url(llm: LlmSettings) -> str:
-    """`llm.url` when set, else the server `kb llm serve` starts: http://host:port/v1."""
-    if llm.url:
-        return llm.url.rstrip("/")
-    host = "127.0.0.1" if llm.host in ("0.0.0.0", "::", "") else llm.host
-    return f"http://{host}:{llm.port}/v1"
-
-
-def probe(url: str, timeout_s: float = 3.0) -> EndpointStatus:
-    """GET {url}/models: is the endpoint up, and which models (with max length) it serves."""
-    url = url.rstrip("/")
-    try:
-        response = httpx.get(f"{url}/models", timeout=timeout_s)
-        response.raise_for_status()
-        data = response.json().get("data", [])
-    except (httpx.HTTPError, ValueError) as exc:
-        return EndpointStatus(url=url, up=False, error=str(exc) or type(exc).__name__)
-    models = tuple(ServedModel(id=str(m.get("id")), max_model_len=m.get("max_model_len"))
-                   for m in data)
-    return EndpointStatus(url=url, up=True, models=models)
 
 
 class TokenStream(Iterator[str]):
@@ -111,14 +71,6 @@ class TokenStream(Iterator[str]):
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """The certificate store every model-server client of the process verifies with, as httpx
-    makes it by default (`SSL_CERT_FILE` and the like, else certifi's): loaded once, not per
-    client (~0.1 s each, in a cold `kb ask` twice: the client and the token counter's)."""
-    return httpx.create_ssl_context()
 
 
 class LlmClient:

@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Protocol
 
-from assistant.llm import endpoint_url, probe
+from assistant.endpoint import endpoint_url, probe
 from assistant.serving.serve import VllmServer
 from assistant.tokens import local_model_dir
 from core.config import Settings

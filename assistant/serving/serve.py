@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.llm import probe
+from assistant.endpoint import probe
 from assistant.tokens import local_model_dir
 from core.config import LlmSettings, Settings
 from core.errors import ConfigError, GenerationUnavailable

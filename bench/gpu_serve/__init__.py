@@ -26,12 +26,12 @@ The modules:
   table.py    the Markdown table of results files
 
 `run` imports only bench/gpu_serve/{run,load,vllm,table}.py, core/{config,errors,offline,ports,
-types}.py, assistant/{llm,tokens,replicas}.py and assistant/serving/serve.py (with httpx, numpy
-and transformers, which vLLM brings), so the checkout is all the GPU machine needs besides vLLM
-itself (docs/gpu.md, section 6). Requests go through `LlmClient.stream` exactly as
-`Assistant.ask_stream` sends them (the token budget checked with the served tokenizer first),
-one closed-loop "user" per thread, threads spread over client processes. Before every measured
-run the server's prefix cache is emptied (`POST /reset_prefix_cache`, which needs
-VLLM_SERVER_DEV_MODE=1), so a run reuses only what it shared within itself. The prefix-cache hit
-rate is read from vLLM's /metrics.
+types}.py, assistant/{llm,endpoint,tokens,replicas}.py and assistant/serving/serve.py (with httpx,
+numpy and transformers, which vLLM brings), so the checkout is all the GPU machine needs besides
+vLLM itself (docs/gpu.md, section 6). Requests go through `LlmClient.stream` exactly as
+`Assistant.ask_stream` sends them (the token budget checked with the served tokenizer first), one
+closed-loop "user" per thread, threads spread over client processes. Before every measured run the
+server's prefix cache is emptied (`POST /reset_prefix_cache`, which needs VLLM_SERVER_DEV_MODE=1),
+so a run reuses only what it shared within itself. The prefix-cache hit rate is read from vLLM's
+/metrics.
 """

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from assistant.llm import LlmClient, endpoint_url, probe
+from assistant.endpoint import endpoint_url, probe
+from assistant.llm import LlmClient
 from assistant.tokens import LocalTokenCounter
 from core.errors import (
     GenerationError,

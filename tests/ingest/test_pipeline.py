@@ -13,7 +13,7 @@ import docx
 import pytest
 from click.testing import CliRunner
 
-from assistant.answer import passage_to_json
+from assistant.answer_json import passage_to_json
 from assistant.retrieve.retriever import Retriever
 from devtools.postgres import with_ledger
 from ingest import pipeline

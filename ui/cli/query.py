@@ -35,7 +35,7 @@ def ask_command(settings: Settings, question: str, groups: str | None, as_json: 
     kb ask "How many days of annual leave can I carry over?"
     kb ask "出差住宿标准是多少？" --groups all,hr --json
     """
-    from assistant.answer import answer_to_json
+    from assistant.answer_json import answer_to_json
     from ui.wiring import services_for
 
     with services_for(settings) as services:
@@ -92,7 +92,8 @@ def retrieve_command(
     kb retrieve "年假可以结转吗？" --json
     kb retrieve --questions qa.jsonl --json
     """
-    from assistant.answer import passage_to_json, should_abstain
+    from assistant.answer import should_abstain
+    from assistant.answer_json import passage_to_json
     from assistant.evaluation.evaluate import load_questions
     from assistant.window import fill_window, snapshot_neighbours, window_counter
     from ui.wiring import services_for

@@ -17,7 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
-from assistant.answer import answer_to_json
+from assistant.answer_json import answer_to_json
 from core.errors import KbError
 from core.text import detect_lang
 from core.types import Answer, Turn, User

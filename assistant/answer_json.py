@@ -1,0 +1,51 @@
+"""An answer and its passages as JSON: what `kb ask --json`, `kb retrieve --json` and
+`POST /api/ask` give, one stable shape for programs.
+
+    answer_to_json(answer)["citations"][0] -> {"n": 1, "file": "leave.pdf", "page": 3, ...}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.types import Answer, Passage
+
+
+def answer_to_json(answer: Answer) -> dict[str, Any]:
+    """The stable JSON of `kb ask --json` and `POST /api/ask`."""
+    return {
+        "answer": answer.answer,
+        "abstained": answer.abstained,
+        "mode": answer.mode,
+        "unverified": answer.unverified,
+        "citations": [
+            {
+                "n": c.n,
+                "file": c.file,
+                "page": c.page,
+                "page_label": c.page_label or None,
+                "section": c.section,
+                "quote": c.quote,
+            }
+            for c in answer.citations
+        ],
+        "passages": [passage_to_json(p, n) for n, p in enumerate(answer.passages, 1)],
+        "model_answer": answer.raw_answer if answer.mode == "fallback" else None,
+        "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()},
+    }
+
+
+def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "file": p.file,
+        "page": p.page,
+        "page_end": p.page_end,
+        "page_label": p.page_label or None,
+        "section": p.section_path,
+        "text": p.text,
+        "score": round(p.score, 6),
+        "title": p.title,
+        "superseded": p.superseded,
+        "chunk_id": p.chunk_id,
+    }
