@@ -2,6 +2,7 @@
 stopped again:
 
   ports.py          a free port
+  processes.py      stopping a server process (SIGTERM, then SIGKILL)
   vllm_server.py    the vLLM CPU server with the tiny test model (a pytest fixture)
   chroma_server.py  a `chroma run` server (a fixture, and a context manager for benchmarks)
   postgres.py       a throwaway PostgreSQL cluster for the ledger (fixtures and a context manager)

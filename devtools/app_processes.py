@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from devtools.ports import free_port
+from devtools.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 120.0
@@ -76,12 +77,7 @@ def wait_ready(app: AppProcess, timeout_s: float = READY_TIMEOUT_S) -> None:
 
 
 def stop(app: AppProcess) -> None:
-    app.process.terminate()
-    try:
-        app.process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        app.process.kill()
-        app.process.wait()
+    stop_process(app.process, wait_s=20)
 
 
 @contextmanager

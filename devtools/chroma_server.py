@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from devtools.ports import free_port
+from devtools.processes import stop_process
 
 READY_TIMEOUT_S = 60.0
 
@@ -74,11 +75,7 @@ def running_chroma(data: Path, timeout_s: float = READY_TIMEOUT_S) -> Iterator[R
             time.sleep(0.2)
         yield RunningChroma("127.0.0.1", port)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_process(process)
         log.close()
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import httpx
 
+from devtools.processes import stop_process
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -100,8 +102,4 @@ def chromium_page(profile: Path, flags: Sequence[str] = (), reply_timeout_s: flo
         finally:
             page.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
