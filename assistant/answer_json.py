@@ -18,6 +18,7 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
         "abstained": answer.abstained,
         "mode": answer.mode,
         "unverified": answer.unverified,
+        "searched_for": answer.searched_for,
         "citations": [
             {
                 "n": c.n,

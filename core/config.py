@@ -218,6 +218,9 @@ class RetrieveSettings:
 @dataclass(frozen=True)
 class AnswerSettings:
     history_turns: int = field(default=3, metadata=_doc("past turns kept for follow-ups"))
+    rewrite: str = field(
+        default="rules", metadata=_doc("how a follow-up is read with its history: rules|model|off")
+    )
     min_support: float = field(default=0.5, metadata=_tuning("citation support threshold"))
     attribute_uncited: bool = field(
         default=False, metadata=_tuning("add [n] to supported sentences the model left uncited")

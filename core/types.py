@@ -194,6 +194,9 @@ class Answer:
     question_id: int = 0  # the ledger's record of this question (feedback refers to it)
     notice: str = ""  # a line for the user, e.g. why generation was unavailable
     raw_answer: str = ""  # the model's text before unsupported citations were dropped
+    # What retrieval searched for: the question, or a follow-up read with its history
+    # (assistant/followup.py), shown so a wrong reading is visible.
+    searched_for: str = ""
 
 
 @dataclass(frozen=True)
