@@ -282,7 +282,8 @@ class ConversationRecord:
 @dataclass(frozen=True)
 class StoredTurn:
     """One question of a stored conversation with its answer as shown: the citations, the mode,
-    the model's own text behind a fallback, and the ledger's question id (feedback refers to it).
+    the model's own text behind a fallback, the ledger's question id (feedback refers to it),
+    and what retrieval searched for.
     """
 
     ordinal: int
@@ -294,3 +295,4 @@ class StoredTurn:
     raw_answer: str = ""
     question_id: int = 0
     created_at: float = 0.0
+    searched_for: str = ""  # what retrieval searched for (Answer.searched_for)

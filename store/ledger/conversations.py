@@ -29,7 +29,7 @@ def _turn_from_row(row: Any) -> StoredTurn:
     return StoredTurn(
         int(row["ordinal"]), row["question"], row["answer"], citations, row["mode"],
         bool(row["unverified"]), row["raw_answer"], int(row["question_id"]),
-        float(row["created_at"]),
+        float(row["created_at"]), row["searched_for"],
     )
 
 
@@ -96,8 +96,8 @@ class Conversations(LedgerBase):
             ).fetchone()[0])
             db.execute(
                 "INSERT INTO conversation_turns (conversation_id, ordinal, question, answer, "
-                "citations, mode, unverified, raw_answer, question_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "citations, mode, unverified, raw_answer, question_id, created_at, searched_for) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     conversation_id,
                     ordinal,
@@ -109,6 +109,7 @@ class Conversations(LedgerBase):
                     answer.raw_answer if answer.mode == "fallback" else "",
                     answer.question_id,
                     now,
+                    answer.searched_for,
                 ),
             )
             db.execute(

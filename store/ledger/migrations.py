@@ -214,4 +214,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX login_failures_attempt ON login_failures (attempt)
         """,
     ),
+    # --- 011_turn_searched_for (issue 25): what retrieval searched for, a follow-up read with
+    # its history, so a resumed conversation shows it under the answer as it was shown.
+    (
+        "011_turn_searched_for",
+        """
+        ALTER TABLE conversation_turns ADD COLUMN searched_for TEXT NOT NULL DEFAULT '';
+        """,
+    ),
 ]

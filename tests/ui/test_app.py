@@ -45,6 +45,11 @@ def ask(client: Any, question: str, lang: str = "en") -> list[Any]:
     return outputs
 
 
+def searched_lines(message: dict[str, Any]) -> list[str]:
+    """The "Searched for: …" lines of a chat message (ui/web/render.py: searched_line)."""
+    return re.findall(r'<p class="kb-searched">(.*?)</p>', message_text(message))
+
+
 def hr_chunk_ids(settings: Any) -> list[str]:
     with users_for(settings) as users:
         rows = users.ledger.db.execute(
@@ -265,3 +270,25 @@ def test_metrics_count_the_questions_the_app_answers(demo_server: Any) -> None:
     before = asked()
     ask(demo_server.client(None), "How many days of annual leave can I carry over?")
     assert asked() == before + 1
+
+
+def test_a_follow_up_is_searched_with_the_question_before_it(login_server: Any) -> None:
+    """The page's second question of a conversation is read with its history (issue 25,
+    assistant/followup.py): its answer says what was searched for, the first question's topic
+    in it. A question searched as asked says nothing: the first one, and one on a new topic."""
+    bob = login_server.client("bob")
+    first = ask(bob, "How many days of annual leave can I carry over?")[-1][0]
+    assert 'class="kb-answer"' in message_text(first[-1]) and searched_lines(first[-1]) == []
+    chat = ask(bob, "And for part-time staff?")[-1][0]
+    assert len(chat) == 4  # the same conversation
+    (line,) = searched_lines(chat[-1])
+    assert line.startswith("Searched for: And for part-time staff? (") and "annual leave" in line
+    assert searched_lines(chat[1]) == []
+    chat = ask(bob, "What is the minimum password length?")[-1][0]
+    assert len(chat) == 6 and searched_lines(chat[-1]) == []
+
+    bob.predict(api_name="/new_conversation")
+    first = ask(bob, "年假可以结转几天？", lang="zh")[-1][0]
+    assert searched_lines(first[-1]) == []
+    (line,) = searched_lines(ask(bob, "那兼职员工呢？", lang="zh")[-1][0][-1])
+    assert line.startswith("检索内容：那兼职员工呢？") and "年假" in line

@@ -37,19 +37,24 @@ def browser(tmp_path: Path) -> Iterator[Page]:
         yield page
 
 
+def type_and_send(page: Page, question: str) -> None:
+    """Type `question` into the page's box and click Send."""
+    page.eval(f"""(() => {{
+        const box = document.querySelector('#kb-question textarea');
+        box.value = {json.dumps(question)};
+        box.dispatchEvent(new Event('input', {{bubbles: true}}));
+        return true; }})()""")
+    time.sleep(0.3)
+    page.eval("document.querySelector('#kb-send').click()")
+
+
 def test_chat_page_shows_answer_with_citation_link(demo_server: Any, browser: Page,
                                                    tmp_path: Path) -> None:
     browser.send("Page.enable")
     browser.send("Page.navigate", url=demo_server.url)
     browser.wait_for("!!document.querySelector('#kb-question textarea')")
     browser.wait_for("document.querySelector('#kb-who')?.innerText.includes('demo')")
-    browser.eval("""(() => {
-        const box = document.querySelector('#kb-question textarea');
-        box.value = 'How many days of unused annual leave can I carry over?';
-        box.dispatchEvent(new Event('input', {bubbles: true}));
-        return true; })()""")
-    time.sleep(0.3)
-    browser.eval("document.querySelector('#kb-send').click()")
+    type_and_send(browser, "How many days of unused annual leave can I carry over?")
     href = browser.wait_for(
         "document.querySelector('#kb-chat a.kb-cite')?.getAttribute('href')", timeout=90)
     assert href.startswith("#kb-q")
@@ -75,3 +80,23 @@ def test_chat_page_shows_answer_with_citation_link(demo_server: Any, browser: Pa
     if os.environ.get("KB_UPDATE_SCREENSHOT") == "1":
         (REPO / "docs").mkdir(exist_ok=True)
         shutil.copyfile(path, REPO / "docs" / "screenshot.png")
+
+
+def test_a_follow_up_shows_what_it_was_searched_for(demo_server: Any, browser: Page) -> None:
+    """The second question of a conversation, read with the first (issue 25): the line under
+    its answer is on the page, shown; the first answer has none."""
+    browser.send("Page.enable")
+    browser.send("Page.navigate", url=demo_server.url)
+    browser.wait_for("!!document.querySelector('#kb-question textarea')")
+    browser.wait_for("document.querySelector('#kb-who')?.innerText.includes('demo')")
+    answers = "document.querySelectorAll('#kb-chat .kb-answer')"
+    type_and_send(browser, "How many days of annual leave can I carry over?")
+    browser.wait_for(f"{answers}.length === 1", timeout=90)
+    type_and_send(browser, "And for part-time staff?")
+    browser.wait_for(f"{answers}.length === 2", timeout=90)
+    lines = browser.eval(f"""Array.from({answers}).map(a => {{
+        const line = a.querySelector('.kb-searched');
+        return line && line.offsetHeight > 0 ? line.innerText : ''; }})""")
+    assert lines[0] == ""
+    assert lines[1].startswith("Searched for: And for part-time staff? (")
+    assert "annual leave" in lines[1]

@@ -21,12 +21,14 @@ from core.errors import KbError
 from core.types import Answer, Citation, Turn
 from devtools.ports import free_port
 from store.ledger import Ledger
-from tests.ui.test_app import FakeRequest, ask, message_text
+from tests.ui.test_app import FakeRequest, ask, message_text, searched_lines
 from ui.conversations import Conversations, title_from
 from ui.web.handlers import Conversation
 from ui.wiring import users_for
 
 LEAVE = "How many days of annual leave can I carry over?"
+# what retrieval searched for when "And when?" followed LEAVE (assistant/followup.py)
+FOLLOW_SEARCH = "And when? (days annual leave carry)"
 
 
 def answer(text: str, mode: str = "generated", **kw: object) -> Answer:
@@ -64,7 +66,7 @@ def test_turns_keep_their_citations_and_survive_reopening(
     cid = convs.start("bob", LEAVE)
     assert convs.add_turn("bob", cid, LEAVE, answer("Up to 5 days [1].")) == 0
     fallback = answer("Passages instead [1].", mode="fallback", raw_answer="loop loop loop",
-                      unverified=True)
+                      unverified=True, searched_for=FOLLOW_SEARCH)
     assert convs.add_turn("bob", cid, "And when?", fallback) == 1
     ledger.close()
 
@@ -77,11 +79,43 @@ def test_turns_keep_their_citations_and_survive_reopening(
         assert first.citations == tuple(answer("").citations)  # every field, page label too
         assert first.question_id == 7 and first.mode == "generated" and not first.raw_answer
         assert second.mode == "fallback" and second.raw_answer == "loop loop loop"
-        assert second.unverified
+        assert second.unverified and second.searched_for == FOLLOW_SEARCH
+        assert first.searched_for == ""
         assert again.history("bob", cid) == [Turn(LEAVE, "Up to 5 days [1]."),
                                              Turn("And when?", "Passages instead [1].")]
     finally:
         again.ledger.close()
+
+
+def test_turns_stored_before_searched_for_was_kept_read_back_without_it(tmp_path: Path) -> None:
+    """A ledger from before migration 011: its turns open with searched_for "", and new turns
+    keep it."""
+    import sqlite3
+
+    from store.ledger import MIGRATIONS
+
+    path = tmp_path / "ledger.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+    for name, sql in MIGRATIONS:
+        if name == "011_turn_searched_for":
+            break
+        db.executescript(sql)
+        db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+    db.execute("INSERT INTO conversations VALUES ('c1', 'bob', 'Leave', 0, 0)")
+    db.execute("INSERT INTO conversation_turns (conversation_id, ordinal, question, answer, "
+               "created_at) VALUES ('c1', 0, ?, 'Up to 5 days.', 0)", (LEAVE,))
+    db.commit()
+    db.close()
+    ledger = Ledger(path)
+    try:
+        convs = Conversations(ledger)
+        convs.add_turn("bob", "c1", "And when?", answer("By March.", searched_for=FOLLOW_SEARCH))
+        old, new = convs.turns("bob", "c1")
+        assert (old.question, old.searched_for) == (LEAVE, "")
+        assert new.searched_for == FOLLOW_SEARCH
+    finally:
+        ledger.close()
 
 
 def test_newest_conversation_first(ledger: Ledger) -> None:
@@ -174,6 +208,11 @@ def test_a_conversation_survives_an_app_restart_and_stays_private(sample_store: 
         chat, pick, _source, _status, title = bob.predict(cid, "en", api_name="/resume")
         assert title == LEAVE and len(chat) == 4
         assert message_text(chat[0]) == LEAVE and "kb-card" in message_text(chat[1])
+        # the follow-up says again what it was searched for: its question and LEAVE's topic
+        assert searched_lines(chat[1]) == []
+        (line,) = searched_lines(chat[3])
+        assert line.startswith("Searched for: And by when must I take them? (")
+        assert "annual leave" in line
         assert pick["choices"], "the last answer's citations can be opened again"
         ask(bob, "Can unused days be paid out instead?")  # goes on in the same conversation
         assert [t.question for t in stored_turns(settings, "bob", cid)][1:] == [

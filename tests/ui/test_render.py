@@ -148,3 +148,33 @@ def test_a_passage_read_by_ocr_carries_the_badge_on_its_card_and_in_view_source(
     for typed in (passage(), dataclasses.replace(passage(), ocr_pages=(9,))):
         assert "OCR" not in render.source_card(cite, typed, "q1", "en")
         assert "OCR" not in render.passage_html(typed, "carry over", "en")
+
+
+def test_a_follow_up_says_what_was_searched_for_escaped_in_the_chosen_language() -> None:
+    asked = 'And for <b>part-time</b> "staff"?'
+    searched = f"{asked} (days annual leave {{carry}})\n\nx"
+    cite = Citation(1, "leave.pdf", 3, "", "carry over 5 days", "c1")
+    answer = Answer("Pro rata [1].", citations=[cite], passages=[passage()],
+                    searched_for=searched)
+    out = render.answer_html(answer, "q5", "en", asked)
+    line = ('<p class="kb-searched">Searched for: And for &lt;b&gt;part-time&lt;/b&gt; '
+            "&quot;staff&quot;? (days annual leave {carry})<br><br>x</p>")
+    assert line in out and "<b>part-time</b>" not in out and "\n\n" not in out
+    # under the answer's text, above its sources
+    assert out.index("Pro rata") < out.index(line) < out.index("<summary>Sources")
+    zh = render.answer_html(answer, "q5", "zh", asked)
+    assert '<p class="kb-searched">检索内容：And for &lt;b&gt;part-time' in zh
+    assert "Searched for" not in zh
+    gone = Answer("The documents don't cover this.", abstained=True, mode="abstained",
+                  searched_for=searched)  # a wrong reading is most likely why it abstained
+    assert line in render.answer_html(gone, "q6", "en", asked)
+
+
+def test_no_searched_for_line_when_the_question_was_searched_as_asked() -> None:
+    asked = "How many days of annual leave can I carry over?"
+    for searched in ("", "  ", asked, f"  {asked}\n"):  # "" from code that does not say
+        answer = Answer("5 days.", searched_for=searched)
+        assert "kb-searched" not in render.answer_html(answer, "q1", "en", asked)
+        assert render.searched_line(searched, asked, "zh") == ""
+    assert render.searched_line("And? (leave)", "And?", "en") == \
+        '<p class="kb-searched">Searched for: And? (leave)</p>'

@@ -113,7 +113,8 @@ class ChatHandlers(Handlers):
         self.metrics.answered(answer, detect_lang(question), via="app", user=user.name)
         index = len(conv.chat) - 1
         conv.chat[-1] = {"role": "assistant",
-                         "content": render.answer_html(answer, f"q{answer.question_id}", lang)}
+                         "content": render.answer_html(answer, f"q{answer.question_id}", lang,
+                                                       question)}
         conv.turns.append(Turn(question, answer.answer))
         self._keep_turn(user, conv, question, answer)
         conv.qids[index] = answer.question_id
@@ -269,11 +270,13 @@ class ChatHandlers(Handlers):
                             mode="abstained" if withheld else turn.mode,
                             unverified=turn.unverified,
                             raw_answer="" if withheld else turn.raw_answer,
-                            question_id=turn.question_id)
+                            question_id=turn.question_id,
+                            searched_for=turn.searched_for)
             key = f"q{turn.question_id}" if turn.question_id else f"c{turn.ordinal}"
             conv.chat = conv.chat + [
                 {"role": "user", "content": render.escape(turn.question)},
-                {"role": "assistant", "content": render.answer_html(answer, key, lang)}]
+                {"role": "assistant",
+                 "content": render.answer_html(answer, key, lang, turn.question)}]
             conv.turns.append(Turn(turn.question, answer.answer))
             if turn.question_id:
                 conv.qids[len(conv.chat) - 1] = turn.question_id

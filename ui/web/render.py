@@ -1,6 +1,6 @@
 """What the chat shows, as HTML/Markdown strings: answers with [n] links, source cards, the
-timings line, and a cited PDF page as an image. Every piece of text from a document, the model
-or the user is HTML-escaped here before it reaches the page.
+timings line, what a follow-up was searched for, and a cited PDF page as an image. Every piece
+of text from a document, the model or the user is HTML-escaped here before it reaches the page.
 
     link_citations("5 days [1].", "q7", {1}) -> '5 days <a href="#kb-q7-1" ...>[1]</a>.'
 """
@@ -33,6 +33,7 @@ CSS = """
 .kb-notice { color: #92400e; }
 .kb-timings { font-size: 85%; color: var(--body-text-color-subdued, #666); }
 .kb-mode { font-size: 85%; color: var(--body-text-color-subdued, #666); margin: 0; }
+.kb-searched { font-size: 85%; color: var(--body-text-color-subdued, #666); margin: 0; }
 """
 
 
@@ -112,8 +113,21 @@ def timings_line(timings: dict[str, float], lang: str) -> str:
     return t("timings", lang, **values)
 
 
-def answer_html(answer: Answer, key: str, lang: str) -> str:
-    """The finished answer as the chat shows it."""
+def searched_line(searched_for: str, asked: str, lang: str) -> str:
+    """The line under an answer that says what retrieval searched for, when that was not the
+    question asked (a follow-up read with its history); "" otherwise. Escaped: it is user text.
+
+    searched_line("And <b>? (leave)", "And <b>?", "en")
+        -> '<p class="kb-searched">Searched for: And &lt;b&gt;? (leave)</p>'
+    """
+    if not searched_for.strip() or searched_for.split() == asked.split():
+        return ""
+    return f'<p class="kb-searched">{escape(t("searched_for", lang, text=searched_for))}</p>'
+
+
+def answer_html(answer: Answer, key: str, lang: str, asked: str = "") -> str:
+    """The finished answer as the chat shows it; `asked` is the question, for the searched-for
+    line (shown when retrieval searched for something else)."""
     by_chunk = {p.chunk_id: p for p in answer.passages}
     mode = "abstained" if answer.abstained else answer.mode
     lines: list[str] = [f'<div class="kb-answer" data-mode="{html.escape(mode)}">']
@@ -128,6 +142,8 @@ def answer_html(answer: Answer, key: str, lang: str) -> str:
     lines.append(f"<p>{link_citations(answer.answer, key, numbers)}</p>")
     if answer.unverified and mode == "generated":
         lines.append(f'<p class="kb-notice">{html.escape(t("unverified", lang))}</p>')
+    if searched := searched_line(answer.searched_for, asked, lang):
+        lines.append(searched)
     if answer.citations:
         cards = "".join(source_card(c, by_chunk.get(c.chunk_id), key, lang)
                         for c in answer.citations)
