@@ -282,7 +282,8 @@ def test_a_follow_up_is_searched_with_the_question_before_it(login_server: Any) 
     chat = ask(bob, "And for part-time staff?")[-1][0]
     assert len(chat) == 4  # the same conversation
     (line,) = searched_lines(chat[-1])
-    assert line.startswith("Searched for: And for part-time staff? (") and "annual leave" in line
+    assert line.startswith("Searched for: ") and "part-time staff" in line
+    assert "annual leave" in line  # the first question's topic
     assert searched_lines(chat[1]) == []
     chat = ask(bob, "What is the minimum password length?")[-1][0]
     assert len(chat) == 6 and searched_lines(chat[-1]) == []
@@ -291,4 +292,4 @@ def test_a_follow_up_is_searched_with_the_question_before_it(login_server: Any) 
     first = ask(bob, "年假可以结转几天？", lang="zh")[-1][0]
     assert searched_lines(first[-1]) == []
     (line,) = searched_lines(ask(bob, "那兼职员工呢？", lang="zh")[-1][0][-1])
-    assert line.startswith("检索内容：那兼职员工呢？") and "年假" in line
+    assert line.startswith("检索内容：") and "兼职员工" in line and "年假" in line

@@ -211,8 +211,7 @@ def test_a_conversation_survives_an_app_restart_and_stays_private(sample_store: 
         # the follow-up says again what it was searched for: its question and LEAVE's topic
         assert searched_lines(chat[1]) == []
         (line,) = searched_lines(chat[3])
-        assert line.startswith("Searched for: And by when must I take them? (")
-        assert "annual leave" in line
+        assert line.startswith("Searched for: ") and "by when" in line and "annual leave" in line
         assert pick["choices"], "the last answer's citations can be opened again"
         ask(bob, "Can unused days be paid out instead?")  # goes on in the same conversation
         assert [t.question for t in stored_turns(settings, "bob", cid)][1:] == [
