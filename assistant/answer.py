@@ -1,5 +1,8 @@
 """The query pipeline's public face: question → retrieve → pack → generate → cite.
 
+A follow-up question is searched for as read with the questions before it
+(assistant/followup.py); the answer's `searched_for` shows that reading.
+
     assistant = Assistant(store, generator, counter)       # ui/wiring.py builds the parts
     answer = assistant.ask("How many days of annual leave can I carry over?", groups=["all"])
     for piece in assistant.ask_stream(question, groups=["all"]):
@@ -27,6 +30,7 @@ from pathlib import Path
 from assistant.answerable import load_model
 from assistant.best_sentence import lead_with_best
 from assistant.cite import Verified, attribute, verify
+from assistant.followup import REWRITES, Reading, read_question
 from assistant.loopguard import LoopGuard
 from assistant.pack import plan_budget, render_passages
 from assistant.prompt import abstention_text, build_messages, defuse, retrieval_only_text
@@ -35,9 +39,9 @@ from assistant.section import section_passages
 from assistant.tokens import special_tokens
 from assistant.window import Neighbours, fill_budget, snapshot_neighbours
 from core.config import Settings
-from core.errors import AccessDenied, GenerationError, KbError
+from core.errors import AccessDenied, ConfigError, GenerationError, KbError
 from core.ports import Generator, Reranker, TokenCounter
-from core.text import Lang
+from core.text import Lang, detect_lang
 from core.types import Answer, Citation, Message, Passage, Turn
 from store.store import Store
 
@@ -62,6 +66,7 @@ class _Asking:
     """A question being answered: what each exit records with its answer."""
 
     question: str
+    searched_for: str  # the question, or the follow-up read with its history
     user: str
     lang: Lang
     started: float  # time.perf_counter() when it was asked
@@ -121,6 +126,11 @@ class Assistant:
         self.counter = counter
         self.retriever = Retriever(self.settings, store, reranker, self._count_ahead)
         self._lock = threading.Lock()
+        if self.settings.answer.rewrite not in REWRITES:
+            raise ConfigError(
+                f"answer.rewrite = {self.settings.answer.rewrite!r}: use one of "
+                + ", ".join(REWRITES)
+            )
 
     def _count_ahead(self, texts: Sequence[str]) -> None:
         """Count `texts`' lines ahead, where the counter can (`LocalTokenCounter.prime`): the
@@ -135,6 +145,12 @@ class Assistant:
             logger.debug("lines not counted ahead: %s", exc)
 
     # --- retrieval ------------------------------------------------------------------------
+    def read(self, question: str, history: Sequence[Turn]) -> Reading:
+        """What to search for: the question, or a follow-up read with the earlier questions
+        (answer.rewrite; assistant/followup.py)."""
+        earlier = [t.question for t in history]
+        return read_question(question, earlier, self.settings.answer.rewrite, self.generator)
+
     def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:
         with self._lock:
             return self.retriever.retrieve(question, groups).passages
@@ -181,12 +197,16 @@ class Assistant:
         question = question.strip()
         if not question:
             raise KbError("empty question: type a question about the policies")
+        reading = self.read(question, history)
+        read_ms = (time.perf_counter() - started) * 1000
         with self._lock:
-            retrieval = self.retriever.retrieve(question, groups)
+            retrieval = self.retriever.retrieve(reading.question, groups, context=reading.context)
             neighbours = snapshot_neighbours(self.retriever.snapshot())
-        lang: Lang = "zh" if retrieval.lang == "zh" else "en"
+        lang: Lang = "zh" if detect_lang(question) == "zh" else "en"
         timings = {"retrieve": retrieval.timings_ms["retrieve"]}
-        asking = _Asking(question, user, lang, started, timings)
+        if history:  # reading a follow-up with its history (a model's rewrite included)
+            timings["read_followup"] = read_ms
+        asking = _Asking(question, reading.text, user, lang, started, timings)
         if should_abstain(retrieval, self.settings):
             yield from self._abstain(asking, retrieval.passages)
             return
@@ -333,7 +353,7 @@ class Assistant:
     ) -> Iterator[str | Answer]:
         """The model is unavailable (`reason`): the best passages quoted instead."""
         logger.warning("retrieval-only answer: %s", reason)
-        shown, citations = _quoted(asking.question, passages)
+        shown, citations = _quoted(asking.searched_for, passages)
         answer = Answer(
             retrieval_only_text(asking.lang, shown, fallback=False),
             citations=citations,
@@ -348,7 +368,7 @@ class Assistant:
     ) -> Iterator[str | Answer]:
         """The model's answer could not be trusted (`why`): the best passages quoted after it,
         its text kept in `raw_answer`."""
-        shown, citations = _quoted(asking.question, packed)
+        shown, citations = _quoted(asking.searched_for, packed)
         answer = Answer(
             retrieval_only_text(asking.lang, shown, fallback=True),
             citations=citations,
@@ -364,6 +384,7 @@ class Assistant:
         fallback's after the model's), then the Answer."""
         asking.timings["total"] = (time.perf_counter() - asking.started) * 1000
         answer.timings_ms = asking.timings
+        answer.searched_for = asking.searched_for
         answer.question_id = self._record(answer, asking.question, asking.user)
         if answer.mode == "fallback":
             yield "\n\n" + answer.answer  # after the model's streamed text

@@ -197,6 +197,9 @@ class RetrieveSettings:
         default=0.5, metadata=_tuning("RRF weight, passages stating the amount a question asks for")
     )
     rrf_k: int = field(default=60, metadata=_tuning("RRF constant"))
+    history_weight: float = field(
+        default=0.5, metadata=_tuning("BM25 weight of the words a follow-up's history supplies")
+    )
     hit_share: float = field(
         default=0.9, metadata=_tuning("share of the passage budget for hits before neighbours")
     )

@@ -1,6 +1,11 @@
 """`kb eval`: retrieval quality on a question set, beside the LlamaIndex starter pipeline.
 
-DIR holds `docs/` and `qa.jsonl` (id, lang, question, answerable, gold[{file, page, quote}]).
+DIR holds `docs/` and `qa.jsonl` (id, lang, question, answerable, gold[{file, page, quote}];
+a follow-up also has `history`, its earlier turns [{question, answer}], oldest first); a set
+whose documents are elsewhere (the follow-up set asks about public2's) is given them as `docs`.
+A follow-up is searched for as the assistant reads it with its earlier questions
+(`Assistant.read`, answer.rewrite), and again alone as the control (`ours_alone`). A set's
+reference fields (`standalone`, `answer`) are never read.
 The documents are ingested into a temporary store, every question is retrieved, and per
 language (and per question `kind`, when the set has kinds) we report hit@1, hit@5, hit@10 and
 MRR@10 over answerable questions; in-window recall, the share of answerable questions with a
@@ -32,8 +37,9 @@ from assistant.answer import Assistant, should_abstain
 from assistant.cite import parse_markers
 from assistant.window import fill_window, snapshot_neighbours, window_counter
 from core.config import Settings
+from core.errors import KbError
 from core.text import detect_lang
-from core.types import Passage
+from core.types import Passage, Turn
 from ingest.pipeline import ingest_paths
 from store.store import Store
 
@@ -163,7 +169,10 @@ def evaluate_ours(
     docs: Path,
     questions: Sequence[dict[str, Any]],
     on_result: Callable[[str, Any], None] | None = None,
+    history: bool = True,
 ) -> dict[str, Outcome]:
+    """Each question's outcome over the documents `docs` (ingested first); a follow-up read
+    with its earlier questions, or with `history` False, alone (the control)."""
     settings = parts.store.settings
     ingest_paths(parts.store, [docs])
     retriever = parts.assistant.retriever
@@ -171,8 +180,13 @@ def evaluate_ours(
     top_k = settings.retrieve.top_k
     results: dict[str, Outcome] = {}
     for q in questions:
+        earlier = earlier_turns(q) if history else []
+        reading = parts.assistant.read(q["question"], earlier)
         retrieval = retriever.retrieve(
-            q["question"], groups=settings.ingest.default_groups, k=max(10, top_k)
+            reading.question,
+            groups=settings.ingest.default_groups,
+            k=max(10, top_k),
+            context=reading.context,
         )
         window = fill_window(
             retrieval.passages[:top_k],
@@ -190,6 +204,12 @@ def evaluate_ours(
         if on_result:
             on_result(q["id"], retrieval)
     return results
+
+
+def earlier_turns(item: dict[str, Any]) -> list[Turn]:
+    """An item's earlier turns, for reading it as a follow-up: their questions only (what
+    retrieval reads; their answers are not needed)."""
+    return [Turn(turn["question"], "") for turn in item.get("history", [])]
 
 
 def _hit(p: Any) -> Hit:
@@ -245,7 +265,7 @@ def citation_precision(
     for q in questions:
         if not q["answerable"] or (lang and q["lang"] != lang):
             continue
-        answer = assistant.ask(q["question"], groups)
+        answer = assistant.ask(q["question"], groups, earlier_turns(q))
         if answer.mode not in ("generated", "fallback"):
             continue
         counts["answered"] += 1
@@ -265,6 +285,16 @@ def citation_precision(
     }
 
 
+def set_docs(set_dir: Path, docs: Path | None = None) -> Path:
+    """A set's documents: `docs`, else SET_DIR/docs; KbError naming what to pass when the
+    folder is missing."""
+    folder = docs or set_dir / "docs"
+    if not folder.is_dir():
+        raise KbError(f"{folder}: no such folder of documents; pass --docs DIR (the follow-up "
+                      "set asks about ../shared/eval/public2/docs)")
+    return folder
+
+
 def run_eval(
     settings: Settings,
     set_dir: Path,
@@ -272,15 +302,21 @@ def run_eval(
     baseline: bool = True,
     llm: bool = False,
     llm_lang: str | None = None,
+    docs: Path | None = None,
 ) -> dict[str, Any]:
-    """Ingest the set's documents into a temporary store opened by `open_parts`, score our
-    retrieval (and, with `llm`, the model's citations), then the starter's."""
+    """Ingest the set's documents (`set_docs`) into a temporary store opened by `open_parts`,
+    score our retrieval (and, with `llm`, the model's citations), then the starter's."""
     questions = load_questions(set_dir / "qa.jsonl")
+    folder = set_docs(set_dir, docs)
     report: dict[str, Any] = {"set": str(set_dir)}
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
         parts = open_parts(eval_settings(settings, Path(tmp)))
         try:
-            ours = score(questions, evaluate_ours(parts, set_dir / "docs", questions))
+            ours = score(questions, evaluate_ours(parts, folder, questions))
+            if any(q.get("history") for q in questions):  # the control: follow-ups alone
+                report["ours_alone"] = score(
+                    questions, evaluate_ours(parts, folder, questions, history=False)
+                )
             if llm:
                 report["citations"] = citation_precision(parts.assistant, questions, llm_lang)
         finally:
@@ -288,6 +324,6 @@ def run_eval(
     report["ours"] = ours
     if baseline:
         report["llamaindex_starter"] = score(
-            questions, evaluate_llamaindex_starter(settings, set_dir / "docs", questions)
+            questions, evaluate_llamaindex_starter(settings, folder, questions)
         )
     return report

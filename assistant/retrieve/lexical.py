@@ -39,6 +39,8 @@ from core.text import EN_STOP, IDEOGRAPH_RUN, stem, tokenize
 # Question-side paraphrases live in a data file a deployment can edit (retrieve.synonyms).
 SHIPPED_SYNONYMS = Path(__file__).parents[1] / "data" / "zh_synonyms.toml"
 Synonyms = Mapping[str, Sequence[str]]
+# Query terms' weights where they are not 1 (a follow-up's history words weigh less); None: all 1.
+Weight = Mapping[str, float] | None
 
 
 @lru_cache(maxsize=8)
@@ -259,44 +261,54 @@ class BM25Index:
         out[rows] = True
         return out
 
-    def scores(self, query_tokens: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The BM25 score of every row (a query term counts once per occurrence).
+    def scores(
+        self, query_tokens: Sequence[str], weight: Weight = None
+    ) -> npt.NDArray[np.float32]:
+        """The BM25 score of every row (a query term counts once per occurrence, times its
+        `weight` where one is given: the words a follow-up's history supplied weigh less).
 
         index.scores(["加班"]) -> array([0., 0.27...], dtype=float32)
+        index.scores(["加班"], weight={"加班": 0.5}) -> array([0., 0.13...], dtype=float32)
         """
         out = np.zeros(len(self.ids), dtype=np.float32)
         w = self._weights
-        for _, span in self._postings(query_tokens):
-            out[w.indices[span]] += w.data[span]
+        for _, span, factor in self._postings(query_tokens, weight):
+            data = w.data[span]
+            out[w.indices[span]] += data if factor == 1.0 else data * factor
         return out
 
     def coverage(
-        self, query_tokens: Sequence[str], rows: Sequence[int] | None = None
+        self,
+        query_tokens: Sequence[str],
+        rows: Sequence[int] | None = None,
+        weight: Weight = None,
     ) -> npt.NDArray[np.float32]:
-        """Per row (or per one of `rows`, in their order), the summed idf of the distinct
-        query terms it contains (how much of the question a passage covers, however often it
-        repeats a term). Given `rows`, it looks only them up in each term's sorted postings:
-        a few candidates of a million rows cost microseconds, not a pass over every row.
+        """Per row (or per one of `rows`, in their order), the summed idf (times `weight`, as
+        in `scores`) of the distinct query terms it contains (how much of the question a
+        passage covers, however often it repeats a term). Given `rows`, it looks only them up
+        in each term's sorted postings: a few candidates of a million rows cost microseconds,
+        not a pass over every row.
 
         index.coverage(["加班", "年假"]) -> array([0.69..., 0.69...], dtype=float32)
         index.coverage(["加班"], rows=[1]) -> array([0.69...], dtype=float32)
         """
         indices = self._weights.indices
+        distinct = list(dict.fromkeys(query_tokens))
         if rows is None:
             out = np.zeros(len(self.ids), dtype=np.float32)
-            for j, span in self._postings(set(query_tokens)):
-                out[indices[span]] += self._idf[j]
+            for j, span, factor in self._postings(distinct, weight):
+                out[indices[span]] += self._idf[j] * factor
             return out
         wanted = np.asarray(rows, dtype=indices.dtype)
         out = np.zeros(len(wanted), dtype=np.float32)
-        for j, span in self._postings(set(query_tokens)):
+        for j, span, factor in self._postings(distinct, weight):
             posting = indices[span]  # ascending rows (the matrix is canonical)
             at = np.searchsorted(posting, wanted).clip(max=max(len(posting) - 1, 0))
-            out[posting[at] == wanted] += self._idf[j]
+            out[posting[at] == wanted] += self._idf[j] * factor
         return out
 
     def scores_at(
-        self, query_tokens: Sequence[str], rows: Sequence[int]
+        self, query_tokens: Sequence[str], rows: Sequence[int], weight: Weight = None
     ) -> npt.NDArray[np.float32]:
         """`scores` of just `rows`, in their order, looked up in each query term's sorted
         postings as `coverage` does: candidates another retriever found get their BM25 score
@@ -307,13 +319,13 @@ class BM25Index:
         w = self._weights
         wanted = np.asarray(rows, dtype=w.indices.dtype)
         out = np.zeros(len(wanted), dtype=np.float32)
-        for _, span in self._postings(query_tokens):
+        for _, span, factor in self._postings(query_tokens, weight):
             posting = w.indices[span]
             if not len(posting):
                 continue
             at = np.searchsorted(posting, wanted).clip(max=len(posting) - 1)
             found = posting[at] == wanted
-            out[found] += w.data[span][at[found]]
+            out[found] += w.data[span][at[found]] * factor
         return out
 
     def idf(self, token: str) -> float | None:
@@ -324,16 +336,23 @@ class BM25Index:
         j = self.vocab.get(token)
         return None if j is None else float(self._idf[j])
 
-    def _postings(self, tokens: Iterable[str]) -> Iterator[tuple[int, slice]]:
-        """For each indexed token: its column and the span of its rows in the matrix."""
+    def _postings(
+        self, tokens: Iterable[str], weight: Weight = None
+    ) -> Iterator[tuple[int, slice, float]]:
+        """For each indexed token: its column, the span of its rows in the matrix, and its
+        weight (1 unless `weight` names it)."""
         indptr = self._weights.indptr
         for t in tokens:
             j = self.vocab.get(t)
             if j is not None:
-                yield j, slice(indptr[j], indptr[j + 1])
+                yield j, slice(indptr[j], indptr[j + 1]), weight.get(t, 1.0) if weight else 1.0
 
     def search(
-        self, query_tokens: Sequence[str], k: int, allowed: BoolMask | None = None
+        self,
+        query_tokens: Sequence[str],
+        k: int,
+        allowed: BoolMask | None = None,
+        weight: Weight = None,
     ) -> list[tuple[str, float]]:
         """The `k` best rows with a positive score among `allowed` (all when None), best
         first; equal scores go to the lower row.
@@ -342,7 +361,7 @@ class BM25Index:
         """
         if k <= 0:
             return []
-        scores = self.scores(query_tokens)
+        scores = self.scores(query_tokens, weight)
         if allowed is not None:
             if allowed.shape != scores.shape:
                 raise ValueError(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from assistant.retrieve.asked_amount import expected_units, states_amount
 from assistant.retrieve.fuse import DENSE, LEXICAL, score_fuse, tied_ranks
+from assistant.retrieve.lexical import Weight
 from assistant.retrieve.snapshot import Mask, Snapshot
 from core.config import RetrieveSettings
 
@@ -50,12 +51,14 @@ class Query:
     terms: Sequence[str]  # its BM25 terms (`lexical.tokenize_query`)
     allowed: Mask  # the snapshot's rows its asker may see
     candidates: int  # how many ids a search returns (retrieve.candidates)
+    weight: Weight = None  # terms that weigh less than 1: those a follow-up's history supplied
 
 
 def by_coverage(snap: Snapshot, query: Query, lexical: Scored) -> list[str]:
     """The lexical candidates by the summed idf of the question's distinct terms each holds,
     the most first; ties keep their lexical order."""
-    coverage = snap.bm25.coverage(query.terms, [snap.row_of[c] for c, _ in lexical])
+    rows = [snap.row_of[c] for c, _ in lexical]
+    coverage = snap.bm25.coverage(query.terms, rows, query.weight)
     order = sorted(range(len(lexical)), key=lambda i: -coverage[i])
     return [lexical[i][0] for i in order]
 
@@ -105,12 +108,13 @@ def score_fused(
     lexical: Scored,
     dense: Scored,
     weights: dict[str, float],
+    weight: Weight = None,
 ) -> list[str]:
     """The lexical and dense candidates as one ranking, by their weighted z-scores
     (`fuse.score_fuse`). Dense-only candidates get their BM25 score looked up; lexical-only
     ones the lowest similarity the dense side returned (they ranked below it)."""
     bm25 = dict(lexical)
     extra = [c for c, _ in dense if c not in bm25]
-    scored = snap.bm25.scores_at(query_tokens, [snap.row_of[c] for c in extra])
+    scored = snap.bm25.scores_at(query_tokens, [snap.row_of[c] for c in extra], weight)
     bm25.update(zip(extra, (float(x) for x in scored), strict=True))
     return score_fuse({LEXICAL: bm25, DENSE: dict(dense)}, weights)

@@ -154,33 +154,44 @@ class Retriever:
 
         return halt
 
-    def retrieve(self, question: str, groups: Sequence[str], k: int | None = None) -> Retrieval:
-        """The best `k` passages the groups may see, fused and version-aware."""
+    def retrieve(
+        self, question: str, groups: Sequence[str], k: int | None = None, context: str = ""
+    ) -> Retrieval:
+        """The best `k` passages the groups may see, fused and version-aware. `context`: the
+        words a follow-up's history supplies (assistant/followup.py), searched for beside the
+        question's own, their BM25 terms weighing retrieve.history_weight."""
         cfg = self.settings.retrieve
         k = k or cfg.top_k
         t0 = time.perf_counter()
         snap = self.snapshot()
         allowed = snap.allowed(groups)
         lang = detect_lang(question)
+        text = f"{question} {context}" if context else question
         weights = self._weights(lang)
         pending = None
         if weights[DENSE] > 0:
-            pending = self.dense.start(snap, question, allowed, cfg.candidates)
+            pending = self.dense.start(snap, text, allowed, cfg.candidates)
         terms = tokenize_query(question, synonyms=self.synonyms)
-        query = Query(question, terms, allowed, cfg.candidates)
-        lexical = snap.bm25.search(terms, cfg.candidates, allowed)
+        weight: dict[str, float] | None = None
+        if context:
+            supplied = [t for t in tokenize_query(context, synonyms=self.synonyms)
+                        if t not in terms]
+            weight = dict.fromkeys(supplied, cfg.history_weight)
+            terms = terms + supplied
+        query = Query(text, terms, allowed, cfg.candidates, weight)
+        lexical = snap.bm25.search(terms, cfg.candidates, allowed, weight)
         t1 = time.perf_counter()
         more = {n: rank(snap, query, lexical) for n, rank in RANKINGS.items() if weights[n] > 0}
         t2 = time.perf_counter()
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
         t3 = time.perf_counter()
-        fused = self._fuse(snap, terms, lexical, dense, more, weights)
+        fused = self._fuse(snap, query, lexical, dense, more, weights)
         passages = self._candidates(snap, fused, groups, k)
         t4 = time.perf_counter()
         if self.reranker is not None:
-            passages = self.reranker.rerank(question, passages)
-        passages = self._prefer_newest(passages, question, snap.superseded_for(groups))
-        found = self._found(snap, question, lang, passages[:k], lexical, dense)
+            passages = self.reranker.rerank(text, passages)
+        passages = self._prefer_newest(passages, text, snap.superseded_for(groups))
+        found = self._found(snap, text, lang, passages[:k], lexical, dense)
         found.timings_ms = {
             # BM25 and the mask (snapshot and mask lookups before it included)
             "lexical": (t1 - t0) * 1000,
@@ -206,7 +217,7 @@ class Retriever:
     def _fuse(
         self,
         snap: Snapshot,
-        terms: Sequence[str],
+        query: Query,
         lexical: Scored,
         dense: Hits,
         more: dict[str, Ranking],
@@ -216,7 +227,7 @@ class Retriever:
         and dense candidates enter as one ranking by their scores, weighing what the two did."""
         by_lexical = [c for c, _ in lexical]
         if self.settings.retrieve.fusion == "score" and dense and weights[DENSE] > 0:
-            by_lexical = score_fused(snap, terms, lexical, dense, weights)
+            by_lexical = score_fused(snap, query.terms, lexical, dense, weights, query.weight)
             weights = {**weights, LEXICAL: weights[LEXICAL] + weights[DENSE], DENSE: 0.0}
         rankings: dict[str, Ranking] = {LEXICAL: by_lexical, DENSE: [c for c, _ in dense], **more}
         return rrf(rankings, weights, self.settings.retrieve.rrf_k)

@@ -26,6 +26,7 @@ from ui.wiring import open_services
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "bench" / "eval_public.json"
 RECORDED2 = REPO / "bench" / "eval_public2.json"
+RECORDED_FOLLOWUP = REPO / "bench" / "eval_followup.json"
 TOLERANCE = 0.02
 
 
@@ -94,6 +95,42 @@ def test_public2_eval_holds_the_recorded_values(make_settings, shared: Path) -> 
                 metric,
                 ours[lang],
             )
+
+
+@pytest.mark.slow
+def test_followup_eval_holds_the_recorded_values_and_the_targets(
+    make_settings, shared: Path
+) -> None:
+    """The follow-up set (issue 25), read with each item's history: no value more than the
+    tolerance below bench/eval_followup.json; window recall at least 0.95 per language, at most
+    one answerable follow-up refused per language, and topic switches no worse than the
+    follow-up searched for alone (the control, `ours_alone`, which must show the loss the
+    history mends)."""
+    report = run_eval(
+        make_settings(),
+        shared / "eval" / "followup",
+        open_services,
+        baseline=False,
+        docs=shared / "eval" / "public2" / "docs",
+    )
+    recorded = json.loads(RECORDED_FOLLOWUP.read_text("utf-8"))["ours"]
+    ours, alone = report["ours"], report["ours_alone"]
+    print(json.dumps(report, indent=1))
+    for lang in ("en", "zh"):
+        for metric in METRICS:
+            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (lang, metric)
+        assert ours[lang]["in_window"] >= 0.95, ours[lang]
+        assert ours[lang]["counts"].startswith(("refused 0/", "refused 1/")), ours[lang]
+        switch = ours[lang]["kinds"]["switch"]["in_window"]
+        assert switch >= alone[lang]["kinds"]["switch"]["in_window"], lang
+    assert alone["en"]["in_window"] < ours["en"]["in_window"] - 0.1, "the control lost nothing"
+
+
+def test_a_set_without_its_documents_says_where_to_find_them(tmp_path: Path) -> None:
+    (tmp_path / "qa.jsonl").write_text("", "utf-8")
+    result = CliRunner().invoke(main, ["eval", str(tmp_path), "--no-baseline"])
+    assert result.exit_code != 0
+    assert f"{tmp_path / 'docs'}: no such folder of documents; pass --docs DIR" in result.output
 
 
 @pytest.mark.vllm

@@ -203,3 +203,16 @@ def test_scores_of_given_rows_are_the_full_scores_at_those_rows() -> None:
     assert index.scores_at(["年休假", "年休假"], [0]).tolist() == (
         index.scores(["年休假", "年休假"])[[0]].tolist()
     )
+
+
+def test_weighted_terms_count_their_weight_in_scores_coverage_and_search() -> None:
+    index = BM25Index.build([("a", ["伙食", "补助"]), ("b", ["住宿", "标准", "出差"])])
+    terms = ["伙食", "补助", "住宿", "标准", "出差"]
+    weight = {"住宿": 0.5, "标准": 0.5, "出差": 0.5}
+    plain, weighed = index.scores(terms), index.scores(terms, weight)
+    assert weighed[0] == plain[0] and weighed[1] == pytest.approx(plain[1] * 0.5)
+    assert index.scores_at(terms, [1], weight).tolist() == weighed[[1]].tolist()
+    halved = index.coverage(terms, [1])[0] / 2
+    assert index.coverage(terms, [1], weight)[0] == pytest.approx(halved)
+    assert [c for c, _ in index.search(terms, 2)] == ["b", "a"]  # three words beat two...
+    assert [c for c, _ in index.search(terms, 2, weight=weight)] == ["a", "b"]  # ...at full weight

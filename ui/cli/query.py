@@ -73,7 +73,7 @@ def _place(page: int | None, section: str, page_label: str | None) -> str:
     "--questions",
     "questions_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A JSONL file of {id, question}: one output line each.",
+    help="A JSONL file of {id, question, history?}: one output line each.",
 )
 @click.option("--groups", help="The asker's access groups, comma-separated (default: config).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
@@ -87,6 +87,8 @@ def retrieve_command(
 ) -> None:
     """Show the passages a question puts into the prompt: packed into the passage budget, in
     the order the prompt shows them (document order), with the text and page span as packed.
+    An item with `history` (earlier turns, oldest first) is searched for as a follow-up read
+    with them; its line says what was searched for.
 
     \b
     kb retrieve "年假可以结转吗？" --json
@@ -94,7 +96,7 @@ def retrieve_command(
     """
     from assistant.answer import should_abstain
     from assistant.answer_json import passage_to_json
-    from assistant.evaluation.evaluate import load_questions
+    from assistant.evaluation.evaluate import earlier_turns, load_questions
     from assistant.window import fill_window, snapshot_neighbours, window_counter
     from ui.wiring import services_for
 
@@ -109,11 +111,15 @@ def retrieve_command(
     with services_for(settings) as services:
         retriever = services.assistant.retriever
         for item in items:
-            retrieval = retriever.retrieve(item["question"], _groups(groups, settings))
+            reading = services.assistant.read(item["question"], earlier_turns(item))
+            searched_for = reading.text
+            retrieval = retriever.retrieve(
+                reading.question, _groups(groups, settings), context=reading.context
+            )
             abstain = should_abstain(retrieval, settings)
             packed = fill_window(
                 retrieval.passages,
-                item["question"],
+                searched_for,
                 retrieval.lang,
                 count,
                 settings,
@@ -121,12 +127,18 @@ def retrieve_command(
             )
             passages = [passage_to_json(p, n) for n, p in enumerate(packed, 1)]
             if as_json:
-                line: dict[str, Any] = {"abstain": abstain, "passages": passages}
+                line: dict[str, Any] = {
+                    "abstain": abstain,
+                    "searched_for": searched_for,
+                    "passages": passages,
+                }
                 if questions_file is not None:
                     line = {"id": item.get("id"), **line}
                 click.echo(_dump(line))
                 continue
             click.echo(f"{item['question']}" + ("  (would abstain)" if abstain else ""))
+            if searched_for != item["question"]:
+                click.echo(f"  searched for: {searched_for}")
             for p in passages:
                 where = _place(p["page"], p["section"], p["page_label"])
                 click.echo(f"  {p['rank']}. {p['file']} {where}  {p['score']:.4f}")
@@ -137,6 +149,12 @@ def retrieve_command(
 @click.argument("set_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 @click.option("--no-baseline", is_flag=True, help="Skip the LlamaIndex starter comparison.")
+@click.option(
+    "--docs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The set's documents, when not in SET_DIR/docs.",
+)
 @click.option("--llm", is_flag=True, help="Also ask the model: citation precision.")
 @click.option(
     "--lang",
@@ -153,22 +171,32 @@ def eval_command(
     no_baseline: bool,
     llm: bool,
     llm_lang: str | None,
+    docs: Path | None,
 ) -> None:
-    """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter.
+    """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter. Items
+    with `history` are follow-ups, searched for as read with their earlier questions.
 
     \b
     kb eval ../shared/eval/public
+    kb eval ../shared/eval/followup --docs ../shared/eval/public2/docs
     """
     from assistant.evaluation.evaluate import METRICS, run_eval
     from ui.wiring import open_services
 
     report = run_eval(
-        settings, set_dir, open_services, baseline=not no_baseline, llm=llm, llm_lang=llm_lang
+        settings,
+        set_dir,
+        open_services,
+        baseline=not no_baseline,
+        llm=llm,
+        llm_lang=llm_lang,
+        docs=docs,
     )
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
-    for system in ("ours", "llamaindex_starter"):
+    # ours_alone: a follow-up set's questions searched for without their history (the control)
+    for system in ("ours", "ours_alone", "llamaindex_starter"):
         if system not in report:
             continue
         click.echo(system)
