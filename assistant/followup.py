@@ -4,15 +4,17 @@
 nothing by itself: its topic is in the earlier question. A follow-up *leans* on its history when
 it refers back (it, that, those, instead, too; 它, 这个, 上面, 的话), opens like a continuation
 ("And…", "What about…", "那…", "要是…") or ends like one ("…呢？"), or is too short to name a
-topic. Then the search is the follow-up plus the topic words of the question before it (that
-question read the same way first, so a chain of follow-ups keeps its topic), which weigh less
+topic. Then the search is the follow-up plus the question before it (and that question's own
+history where it leaned on it, so a chain of follow-ups keeps its topic), whose words weigh less
 than the follow-up's own: "那伙食补助呢？" after a question on hotel costs still finds the meal
 allowance first. A question that stands alone (a new topic) is searched as it is: gluing an
 unrelated history on front loses it.
 
     read_followup("And Technical Success?",
                   ["How often do Engineering teammates get a laptop refresh?"])
-    -> Reading("And Technical Success?", context="Engineering teammates laptop refresh")
+    -> Reading("And Technical Success?",
+               context="How often do Engineering teammates get a laptop refresh?")
+    .text -> "And Technical Success? (Engineering teammates laptop refresh)"
     read_followup("What is the minimum password length?", ["What is the meal allowance?"])
     -> Reading("What is the minimum password length?")
 
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 
 from core.errors import GenerationError
 from core.ports import Generator
-from core.text import EN_STOP, Lang, detect_lang
+from core.text import EN_STOP, ZH_STOP, Lang, detect_lang, tokenize
 from core.types import Message
 
 logger = logging.getLogger(__name__)
@@ -69,7 +71,8 @@ _EN_ASKING = frozenset(
     big there any get need""".split()
 )
 _ZH_ASKING = re.compile(
-    r"多少|几|什么|怎么|怎样|如何|哪些|哪个|哪|吗|呢|是否|能不能|可不可以|有没有|请问|多久|多长"
+    r"有几天|几天|多少天|有多少|多少|有几|几|什么|怎么|怎样|如何|哪些|哪个|哪|吗|呢|是否|能不能"
+    r"|可不可以|可以|有没有|请问|多久|多长"
 )
 _EN_WORD = re.compile(r"[\w$%.'-]*\w")
 _IDEOGRAPH = re.compile(r"[\u3400-\u9fff]")
@@ -79,16 +82,17 @@ MIN_ZH_CHARS = 5  # nor fewer content characters than this ("职工个人呢？"
 
 @dataclass(frozen=True)
 class Reading:
-    """What retrieval searches for: the question's own words, and the topic words its history
-    supplied ("" when none), which weigh less (retrieve.history_weight)."""
+    """What retrieval searches for: the question, and the earlier question(s) it leans on (""
+    when none), whose words weigh less (retrieve.history_weight)."""
 
     question: str
     context: str = ""
 
     @property
     def text(self) -> str:
-        """The search as the asker is shown it."""
-        return f"{self.question} ({self.context})" if self.context else self.question
+        """The search as the asker is shown it: the question, then the topic words its history
+        supplied."""
+        return f"{self.question} ({topic_words(self.context)})" if self.context else self.question
 
     @property
     def leaned(self) -> bool:
@@ -133,13 +137,12 @@ def topic_words(question: str) -> str:
 
 def read_followup(question: str, earlier: Sequence[str]) -> Reading:
     """What to search for when `question` follows the questions `earlier` (oldest first)."""
-    topic = ""
+    context = ""
     for before in earlier:
-        leaning = topic and leans_on_history(before)
-        topic = topic_words(f"{before} {topic}" if leaning else before)
-    if not topic or not leans_on_history(question):
+        context = f"{before} {context}" if context and leans_on_history(before) else before
+    if not context or not leans_on_history(question):
         return Reading(question)
-    return Reading(question, context=topic)
+    return Reading(question, context=context)
 
 
 def read_question(
@@ -187,10 +190,32 @@ def rewrite_prompt(question: str, earlier: Sequence[str], lang: Lang) -> list[Me
 
 
 def usable_rewrite(text: str, question: str) -> str:
-    """A model's rewrite cleaned to one line, or "" when it is empty or runs on far longer
-    than a question (a model that answered instead of rewriting)."""
+    """A model's rewrite cleaned to one line (a list dash, a label and quotes dropped), or ""
+    when it is not a usable search: empty, far longer than a question (a model that answered
+    instead), missing most of the follow-up's own words (a rewrite that loses what was asked),
+    or adding none (the follow-up alone, which the rules' reading beats).
+
+        usable_rewrite("Question: How often do Technical Success teammates get a laptop?",
+                       "And Technical Success?")
+        -> "How often do Technical Success teammates get a laptop?"
+        usable_rewrite("The maximum hotel spend is $300.", "And for food each day?") -> ""
+    """
     line = next((s.strip() for s in text.strip().splitlines() if s.strip()), "")
-    line = re.sub(r"^(rewritten|question|问题)\s*[:：]\s*", "", line, flags=re.I).strip(" \"'“”")
+    line = _LABEL.sub("", line).strip(" \"'“”")
     if not line or len(line) > 4 * len(question) + 80:
         return ""
+    own, kept = set(_words(question)), set(_words(line))
+    if len(own & kept) * 2 < len(own) or not kept - own:
+        return ""
     return line
+
+
+_LABEL = re.compile(
+    r"^(?:[-*•]\s*)?(?:(?:rewritten|standalone|last)?\s*question|改写|问题|最后一个问题)?\s*[:：]?\s*",
+    re.I,
+)
+
+
+def _words(text: str) -> list[str]:
+    """The words of a text that carry its content (stop words dropped, English stemmed)."""
+    return [w for w in tokenize(text) if w not in EN_STOP and w not in ZH_STOP]

@@ -58,6 +58,8 @@ BENCHES: dict[str, Bench] = {
     # still writing the answer the bench stopped at its first token, beside the next question
     "overhead": Bench("overhead", "--pause 0.5", "--quick --pause 0.5", True,
                       "pipeline time before the request vs time to first token (vLLM CPU)"),
+    "followup": Bench("followup_latency", "--rounds 5", "--rounds 2", True,
+                      "retrieval of follow-ups read with their history vs alone (p95 added)"),
     "ingest": Bench("ingest_speed", PUBLIC_DOCS, SAMPLE_DOCS, True,
                     "fresh ingest pages/s vs the LlamaIndex starter; unchanged re-index"),
     "parse": Bench("parse_speed", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",

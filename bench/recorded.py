@@ -1,7 +1,7 @@
 """The recorded reports BENCHMARKS.md is drawn from, and how a run is named on it.
 
 SOURCES names, for each table of the page, the report files it reads: `kb eval --json` reports
-(bench/eval_public*.json, also the gate values of tests/assistant/test_eval.py), the
+(bench/eval_*.json, also the gate values of tests/assistant/test_eval.py), the
 answerability model's note (its held-out checks), and JSON reports under bench/results/. What
 a report does not record itself (the date of runs before the runner recorded one, the command
 or machine of scripts that record neither) is given beside its files.
@@ -49,6 +49,8 @@ GPU_RUN = "python -m bench.gpu_serve run … --variant 'NAME:rag:USERS:REQUESTS,
 SOURCES: dict[str, Source] = {
     "public": Source(("bench/eval_public.json",), machine=QUALITY),
     "public2": Source(("bench/eval_public2.json",), machine=QUALITY),
+    "followup": Source(("bench/eval_followup.json",), machine=QUALITY),
+    "followup_latency": Source((f"{RESULTS}issue25-followup-latency.json",), bench="followup"),
     # its command and held-out checks are in the model's note
     "abstain": Source(("assistant/data/answerable.json",), date="2026-12-01", machine=QUALITY),
     "ingest": Source((f"{RESULTS}issue12-eighth-pass-bench-ingest.json",), bench="ingest",

@@ -35,8 +35,8 @@ class Goal:
 
 
 def goals(rec: Recorded) -> list[Goal]:
-    return [*quality_goals(rec), ingest_pace(rec), reindex(rec), *latency_goals(rec),
-            gpu_serving(rec),
+    return [*quality_goals(rec), *followup_goals(rec), ingest_pace(rec), reindex(rec),
+            *latency_goals(rec), gpu_serving(rec),
             Goal("50 askers at once without an error", "", True,
                  "0 in 100 questions: the history's last run, not checked here")]
 
@@ -72,6 +72,30 @@ def quality_goals(rec: Recorded) -> list[Goal]:
              all(public2[lang]["hit@1"] >= 0.70 for lang in LANGS),
              ", ".join(f"{lang} {public2[lang]['hit@1']:.3f}" for lang in LANGS)),
         Goal("in-window recall ≥ 0.95", "issue 10", window >= 0.95, f"lowest {window:.3f}"),
+    ]
+
+
+def followup_goals(rec: Recorded) -> list[Goal]:
+    report, timing = rec.report("followup"), rec.report("followup_latency")
+    ours, alone = report["ours"], report["ours_alone"]
+    refused = [fraction(ours[lang]["counts"])[0] for lang in LANGS]
+    switch = [(ours[lang]["kinds"]["switch"]["in_window"],
+               alone[lang]["kinds"]["switch"]["in_window"]) for lang in LANGS]
+    added = max(timing["p95_added_ms"], timing["p95_added_ms_leaning"])
+    return [
+        Goal("in-window recall ≥ 0.95 per language on answerable follow-ups", "issue 25",
+             all(ours[lang]["in_window"] >= 0.95 for lang in LANGS),
+             ", ".join(f"{lang} {ours[lang]['in_window']:.3f}" for lang in LANGS)),
+        Goal("topic switches no worse than the follow-up alone", "issue 25",
+             all(with_history >= by_itself for with_history, by_itself in switch),
+             ", ".join(f"{lang} {a:.3f} vs {b:.3f}" for lang, (a, b) in
+                       zip(LANGS, switch, strict=True))),
+        Goal("answerable follow-ups refused ≤ 1 per language", "issue 25",
+             max(refused) <= 1,
+             ", ".join(f"{lang} {n}" for lang, n in zip(LANGS, refused, strict=True))),
+        Goal("retrieval with history adds ≤ 5 ms p95", "issue 25", added <= 5,
+             f"{timing['p95_added_ms']} ms over all, {timing['p95_added_ms_leaning']} ms over "
+             "the follow-ups that lean on their history"),
     ]
 
 

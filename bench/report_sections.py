@@ -78,6 +78,9 @@ def head(rec: Recorded) -> list[str]:
                 f"{public2[1]}): the passage holding the gold quote ranked first (hit@1) or in "
                 "the top 5, MRR@10, that passage packed into the prompt (in-window recall), and "
                 "refusing exactly the unanswerable questions (abstention accuracy)."),
+        *bullet("**Follow-ups**: the same on `followup` (questions that lean on the turns before "
+                "them), each follow-up searched for as read with its history and, as the "
+                "control, alone; the time that reading adds to retrieval."),
         *bullet("**Ingest**: pages/s of a fresh ingest against the LlamaIndex starter with the "
                 "same embedder; a re-index with one of 100 files changed against a fresh ingest."),
         *bullet("**Query latency**: retrieve + pack with access control at 100,000 and "
@@ -121,6 +124,38 @@ def quality(rec: Recorded) -> list[str]:
               "held out:"),
         *table(held_header, held),
         rec.run_line("abstain", command=command), "",
+    ]
+
+
+def followups(rec: Recorded) -> list[str]:
+    report = rec.report("followup")
+    rows = []
+    for lang in LANGS:
+        ours, alone = report["ours"][lang], report["ours_alone"][lang]
+        starter = report["llamaindex_starter"][lang]
+        kinds = " / ".join(f"{m['in_window']:.3f}" for k, m in ours["kinds"].items()
+                           if m["in_window"] is not None)
+        kinds_alone = " / ".join(f"{m['in_window']:.3f}" for k, m in alone["kinds"].items()
+                                 if m["in_window"] is not None)
+        rows.append([lang, f"{ours['in_window']:.3f}", kinds, f"{ours['hit@1']:.3f}",
+                     f"{fraction(ours['counts'])[0]}", f"{alone['in_window']:.3f}", kinds_alone,
+                     f"{fraction(alone['counts'])[0]}", f"{starter['in_window']:.3f}"])
+    kinds = " / ".join(k for k, m in report["ours"]["en"]["kinds"].items()
+                       if m["in_window"] is not None)
+    header = ["lang", "in-window, with history", f"by kind ({kinds})", "hit@1",
+              "answerable refused", "in-window, alone", "alone, by kind",
+              "alone, refused", "LlamaIndex starter in-window"]
+    timing = rec.report("followup_latency")
+    return [
+        "## Follow-up questions: `kb eval ../shared/eval/followup`", "", *table(header, rows),
+        rec.run_line("followup"), "",
+        *para(f"Reading a follow-up with its history added {timing['p95_added_ms']} ms to "
+              f"retrieval's p95 over all {timing['questions']} questions "
+              f"({timing['alone']['p95_ms']} → {timing['with_history']['p95_ms']} ms, "
+              f"{times(timing['alone']['p95_ms'] / timing['with_history']['p95_ms'])} the "
+              f"follow-up alone) and {timing['p95_added_ms_leaning']} ms over the "
+              f"{timing['leaning']} that lean on it, each question embedded anew:"),
+        rec.run_line("followup_latency"), "",
     ]
 
 

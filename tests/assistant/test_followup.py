@@ -76,6 +76,9 @@ def test_topic_words_drop_question_words_and_particles() -> None:
         "Engineering teammates laptop refresh"
     )
     assert topic_words("工伤停工留薪期最长多久？") == "工伤停工留薪期最长"
+    assert topic_words("职工累计工作满1年不满10年，年休假有几天？") == (
+        "职工累计工作满1年不满10年 年休假"
+    )
 
 
 def test_a_follow_up_is_searched_with_the_earlier_topic() -> None:
@@ -131,12 +134,25 @@ def test_a_failed_or_runaway_model_rewrite_keeps_the_rules_reading() -> None:
     generator.enqueue("word " * 200)
     runaway = read_question("And Technical Success?", earlier, "model", generator)
     assert runaway == read_followup("And Technical Success?", earlier)
+    # SmolLM2-135M's replies when asked: an answer, and the earlier question copied back
+    for reply in ("Engineering teammates get a new laptop every 2.5 years.",
+                  "- How often do Engineering teammates get a laptop refresh?"):
+        generator.enqueue(reply)
+        lost = read_question("And Technical Success?", earlier, "model", generator)
+        assert lost == read_followup("And Technical Success?", earlier), reply
 
 
 def test_usable_rewrite_takes_the_first_line_without_a_label() -> None:
     assert usable_rewrite('Question: "How long is it?"\nBecause...', "And?") == "How long is it?"
-    assert usable_rewrite("问题：年假有几天？", "那呢？") == "年假有几天？"
+    assert usable_rewrite("问题：工伤停工留薪期期间工资照发吗？", "期间工资照发吗？") == (
+        "工伤停工留薪期期间工资照发吗？"
+    )
     assert usable_rewrite("  \n ", "And?") == ""
+
+
+def test_a_rewrite_that_drops_or_adds_nothing_to_the_follow_up_is_not_used() -> None:
+    assert usable_rewrite("The maximum hotel spend is $300.", "And for food each day?") == ""
+    assert usable_rewrite("最后一个问题: 期间工资照发吗？", "期间工资照发吗？") == ""
 
 
 @pytest.fixture
