@@ -74,6 +74,11 @@ _ZH_ASKING = re.compile(
     r"有几天|几天|多少天|有多少|多少|有几|几|什么|怎么|怎样|如何|哪些|哪个|哪|吗|呢|是否|能不能"
     r"|可不可以|可以|有没有|请问|多久|多长"
 )
+# What a model puts before its rewrite: a list dash, a label ("Question:", "问题：").
+_LABEL = re.compile(
+    r"^(?:[-*•]\s*)?(?:(?:rewritten|standalone|last)?\s*question|改写|问题|最后一个问题)?\s*[:：]?\s*",
+    re.I,
+)
 _EN_WORD = re.compile(r"[\w$%.'-]*\w")
 _IDEOGRAPH = re.compile(r"[\u3400-\u9fff]")
 MIN_EN_WORDS = 3  # fewer content words than this cannot name a topic ("When is it due?")
@@ -165,7 +170,7 @@ def read_question(
     except GenerationError as exc:
         logger.warning("follow-up not rewritten by the model: %s", exc)
         return reading
-    rewritten = usable_rewrite(completion.text, question)
+    rewritten = usable_rewrite(completion.text, question, earlier)
     return Reading(rewritten) if rewritten else reading
 
 
@@ -189,11 +194,12 @@ def rewrite_prompt(question: str, earlier: Sequence[str], lang: Lang) -> list[Me
     ]
 
 
-def usable_rewrite(text: str, question: str) -> str:
+def usable_rewrite(text: str, question: str, earlier: Sequence[str] = ()) -> str:
     """A model's rewrite cleaned to one line (a list dash, a label and quotes dropped), or ""
     when it is not a usable search: empty, far longer than a question (a model that answered
     instead), missing most of the follow-up's own words (a rewrite that loses what was asked),
-    or adding none (the follow-up alone, which the rules' reading beats).
+    adding none (the follow-up alone, which the rules' reading beats), or an earlier question
+    copied back.
 
         usable_rewrite("Question: How often do Technical Success teammates get a laptop?",
                        "And Technical Success?")
@@ -207,13 +213,9 @@ def usable_rewrite(text: str, question: str) -> str:
     own, kept = set(_words(question)), set(_words(line))
     if len(own & kept) * 2 < len(own) or not kept - own:
         return ""
+    if any(_words(line) == _words(before) for before in earlier):
+        return ""
     return line
-
-
-_LABEL = re.compile(
-    r"^(?:[-*•]\s*)?(?:(?:rewritten|standalone|last)?\s*question|改写|问题|最后一个问题)?\s*[:：]?\s*",
-    re.I,
-)
 
 
 def _words(text: str) -> list[str]:

@@ -153,6 +153,8 @@ def test_usable_rewrite_takes_the_first_line_without_a_label() -> None:
 def test_a_rewrite_that_drops_or_adds_nothing_to_the_follow_up_is_not_used() -> None:
     assert usable_rewrite("The maximum hotel spend is $300.", "And for food each day?") == ""
     assert usable_rewrite("最后一个问题: 期间工资照发吗？", "期间工资照发吗？") == ""
+    earlier = ["职工累计工作满1年不满10年，年休假有几天？"]
+    assert usable_rewrite(earlier[0], "那满20年的呢？", earlier) == ""  # copied back
 
 
 @pytest.fixture
