@@ -16,7 +16,16 @@ from pathlib import Path
 
 from bench.recorded import Recorded
 from bench.report_goals import goals_section
-from bench.report_sections import gpu, head, ingest, latency, load, quality, reproduce
+from bench.report_sections import (
+    api_overhead,
+    gpu,
+    head,
+    ingest,
+    latency,
+    load,
+    quality,
+    reproduce,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,7 +36,7 @@ def render(root: Path = REPO) -> str:
     """BENCHMARKS.md as the reports of the checkout at `root` produce it."""
     rec = Recorded(root)
     parts = (head(rec), goals_section(rec), quality(rec), ingest(rec), latency(rec), gpu(rec),
-             load(rec), reproduce())
+             load(rec), api_overhead(rec), reproduce())
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 
