@@ -56,8 +56,8 @@ WORD = Citation(2, "handbook.docx", None, "Leave › Carry-over", "before March"
 def test_the_last_user_message_is_the_question_and_earlier_pairs_the_history() -> None:
     kb_answer = "At most 5 days [1]." + sources_text([LEAVE], "en")
     question, history = read_messages([
-        ("system", SYSTEM), ("user", " How many days? "), ("assistant", kb_answer),
-        ("developer", SYSTEM), ("tool", "{}"),
+        ("system", SYSTEM), ("user", " How many days? "), ("developer", SYSTEM),
+        ("assistant", kb_answer), ("tool", "{}"),
         ("user", "a question that got no answer"), ("user", "Who approves?"),
         ("assistant", "Your manager [2]."), ("assistant", "an answer to nothing"),
         ("user", FOLLOW_UP), ("assistant", "a prefilled reply after the question")])
@@ -218,6 +218,7 @@ def test_history_reaches_the_assistant_and_system_messages_do_not(fake_routes: R
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": [{"type": "text", "text": QUESTION},
                                              {"type": "image_url", "image_url": {"url": "x"}}]},
+                {"role": "system", "content": SYSTEM},  # mid-conversation, as some clients do
                 {"role": "assistant", "content": earlier},
                 {"role": "user", "content": [{"type": "text", "text": FOLLOW_UP}]}]
     reply = fake_routes.client.post("/v1/chat/completions", headers=fake_routes.headers,
@@ -285,6 +286,7 @@ def test_a_stream_that_fails_once_begun_ends_with_an_error_event(
             plain = r.client.post("/v1/chat/completions", headers=r.headers,
                                   json={**body, "stream": False})
             assert plain.status_code == 400 and plain.json()["error"]["message"] == str(failure)
+            assert r.asking.gate.admitted == 0
     with pytest.raises(openai.APIError, match="failed on the server|empty question"):
         stream = openai.Stream(cast_to=dict, response=httpx.Response(
             200, content=("".join(f"data: {data}\n\n" for _, data in sent)).encode(),
