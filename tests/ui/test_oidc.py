@@ -44,6 +44,12 @@ def sign_in(client: OidcClient, provider: RunningProvider,
     return pending, dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(back).query))
 
 
+def exchange(client: OidcClient, pending: Pending, back: dict[str, str]) -> dict[str, object]:
+    """The provider's tokens for the code it sent back, without the ID token's checks."""
+    return client._tokens({"grant_type": "authorization_code", "code": back["code"],
+                           "redirect_uri": CALLBACK, "code_verifier": pending.verifier})
+
+
 def test_the_code_flow_signs_carol_in_with_her_directory_groups(
     provider: RunningProvider,
 ) -> None:
@@ -56,6 +62,21 @@ def test_the_code_flow_signs_carol_in_with_her_directory_groups(
     identity = client.finish(pending, back, CALLBACK)
     assert (identity.subject, identity.name) == ("carol-sub", "carol")
     assert identity.groups == ("hr-staff", "everyone")
+
+
+def test_a_refresh_reads_the_groups_the_provider_has_now(provider: RunningProvider) -> None:
+    provider.set_user("dave-sub", {"preferred_username": "dave", "groups": ["hr-staff"]})
+    client = OidcClient(provider.issuer, "kb", SECRET)
+    pending, back = sign_in(client, provider, "dave-sub")
+    identity = client.finish(pending, back, CALLBACK)
+    assert identity.groups == ("hr-staff",) and identity.refresh_token
+    provider.set_user("dave-sub", {"preferred_username": "dave", "groups": ["finance"]})
+    moved = client.refresh(identity)
+    assert (moved.name, moved.groups) == ("dave", ("finance",))
+    provider.revoke("dave-sub")  # disabled at the provider: its tokens are void
+    with pytest.raises(OidcError) as refused:
+        client.refresh(moved)
+    assert refused.value.reason == "provider"
 
 
 def test_a_replayed_or_forged_state_is_refused(provider: RunningProvider) -> None:
@@ -74,7 +95,7 @@ def test_a_replayed_or_forged_state_is_refused(provider: RunningProvider) -> Non
 def test_a_token_for_another_client_is_refused(provider: RunningProvider) -> None:
     other = OidcClient(provider.issuer, "another-app", SECRET)
     pending, back = sign_in(other, provider)
-    code_for_other = other._exchange(back["code"], pending.verifier, CALLBACK)
+    code_for_other = exchange(other, pending, back)
     kb = OidcClient(provider.issuer, "kb", SECRET)
     with pytest.raises(OidcError, match="not oidc.client_id 'kb'") as refused:
         kb.verify(code_for_other["id_token"], pending.nonce)
@@ -86,7 +107,7 @@ def test_a_token_with_a_bad_signature_or_another_nonce_is_refused(
 ) -> None:
     client = OidcClient(provider.issuer, "kb", SECRET)
     pending, back = sign_in(client, provider)
-    id_token = client._exchange(back["code"], pending.verifier, CALLBACK)["id_token"]
+    id_token = exchange(client, pending, back)["id_token"]
     assert client.verify(id_token, pending.nonce)["sub"] == "carol-sub"
     head, body, signature = id_token.split(".")
     claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
@@ -106,7 +127,7 @@ def test_an_expired_token_is_refused(tmp_path: Path) -> None:
         now = [time.time()]
         client = OidcClient(short.issuer, "kb", SECRET, clock=lambda: now[0])
         pending, back = sign_in(client, short)
-        id_token = client._exchange(back["code"], pending.verifier, CALLBACK)["id_token"]
+        id_token = exchange(client, pending, back)["id_token"]
         assert client.verify(id_token, pending.nonce)
         now[0] += 120  # past the token's second and the minute of leeway
         with pytest.raises(OidcError, match="expired") as expired:

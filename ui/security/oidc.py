@@ -68,12 +68,14 @@ class Pending:
 @dataclass(frozen=True)
 class Identity:
     """Who the provider says signed in: the name (the configured claim, else `sub`), the
-    directory groups (the configured claim), and every claim of the ID token."""
+    directory groups (the configured claim), every claim it gave, and the refresh token that
+    reads them again later ("" when the provider gave none)."""
 
     subject: str
     name: str
     groups: tuple[str, ...]
     claims: dict[str, Any]
+    refresh_token: str = ""
 
 
 def seal(pending: Pending, key: bytes) -> str:
@@ -203,19 +205,50 @@ class OidcClient:
             self._used[state] = None
             while len(self._used) > USED_STATES:
                 self._used.popitem(last=False)
-        tokens = self._exchange(params.get("code", ""), pending.verifier, redirect_uri)
-        claims = self.verify(str(tokens.get("id_token", "")), pending.nonce)
+        form = {"grant_type": "authorization_code", "code": params.get("code", ""),
+                "redirect_uri": redirect_uri, "code_verifier": pending.verifier}
+        tokens = self._tokens(form)
+        if "id_token" not in tokens:
+            raise OidcError("provider", "the provider gave no ID token: check that the client "
+                                        "asks for the openid scope")
+        claims = self.verify(str(tokens["id_token"]), pending.nonce)
+        return self._identity(claims, str(tokens.get("refresh_token", "")))
+
+    def refresh(self, identity: Identity) -> Identity:
+        """`identity` as the provider has it now: its refresh token traded for a new access
+        token, whose userinfo gives the current claims (groups moved, a user disabled or
+        removed at the provider is refused: OidcError)."""
+        if not identity.refresh_token:
+            raise OidcError("expired", f"no refresh token for {identity.name}: sign in again")
+        tokens = self._tokens({"grant_type": "refresh_token",
+                               "refresh_token": identity.refresh_token})
+        endpoint = self.metadata().get("userinfo_endpoint")
+        if not endpoint:
+            raise OidcError("provider", "the provider publishes no userinfo_endpoint")
+        try:
+            reply = httpx.get(endpoint, timeout=self.timeout_s,
+                              headers={"Authorization": f"Bearer {tokens['access_token']}"})
+            reply.raise_for_status()
+            claims = reply.json()
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            raise OidcError("provider", f"the provider's userinfo failed ({exc})") from exc
+        if not isinstance(claims, dict) or claims.get("sub") != identity.subject:
+            raise OidcError("provider", "the provider's userinfo names another subject")
+        return self._identity(claims, str(tokens.get("refresh_token") or identity.refresh_token))
+
+    def _identity(self, claims: dict[str, Any], refresh_token: str) -> Identity:
         groups = claims.get(self.groups_claim, [])
         if isinstance(groups, str):
             groups = [groups]
         name = str(claims.get(self.user_claim) or claims["sub"])
         return Identity(str(claims["sub"]), name,
-                        tuple(str(g) for g in groups if isinstance(g, str | int)), claims)
+                        tuple(str(g) for g in groups if isinstance(g, str | int)), claims,
+                        refresh_token)
 
-    def _exchange(self, code: str, verifier: str, redirect_uri: str) -> dict[str, Any]:
-        """The provider's tokens for an authorization code, proven by the PKCE verifier."""
-        form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
-                "code_verifier": verifier, "client_id": self.client_id}
+    def _tokens(self, form: dict[str, str]) -> dict[str, Any]:
+        """The provider's token endpoint's answer to `form` (a code proven by the PKCE
+        verifier, or a refresh token), the client authenticated with its secret."""
+        form = {**form, "client_id": self.client_id}
         auth = (self.client_id, self.client_secret) if self.client_secret else None
         try:
             reply = httpx.post(self.metadata()["token_endpoint"], data=form, auth=auth,
@@ -224,10 +257,11 @@ class OidcClient:
         except (httpx.HTTPError, ValueError) as exc:
             raise OidcError("provider", f"the provider's token endpoint failed ({exc}): check "
                                         "that the provider is up") from exc
-        if reply.status_code != 200 or not isinstance(found, dict) or "id_token" not in found:
+        if reply.status_code != 200 or not isinstance(found, dict):
             detail = found.get("error", reply.status_code) if isinstance(found, dict) else ""
-            raise OidcError("provider", f"the provider gave no ID token ({detail}): check "
-                                        "oidc.client_id, the client secret and the redirect URI")
+            raise OidcError("provider", f"the provider refused the token request ({detail}): "
+                                        "check oidc.client_id, the client secret and the "
+                                        "redirect URI")
         return found
 
     def verify(self, id_token: str, nonce: str) -> dict[str, Any]:
