@@ -13,11 +13,12 @@ import pytest
 from fastapi import HTTPException
 
 from core.access import parse_groups
-from core.config import UiSettings
+from core.config import AuthSettings, UiSettings
 from core.errors import KbError
 from core.types import User
 from store.ledger import Ledger
 from ui.security.auth import LoginGuard, SessionTable, login_check
+from ui.signin.directory import SignIn
 from ui.users import Users
 from ui.web import admin
 
@@ -90,8 +91,8 @@ def test_parallel_wrong_logins_check_at_most_the_limit(
         processes[0].add("bob", "bob-password", ["all"])
         checked = [count_password_checks(users, monkeypatch) for users in processes]
         settings = UiSettings(login_concurrency=2)
-        checks = [login_check(users, settings, LoginGuard(users.ledger, max_user=5,
-                                                          max_address=20, lockout_s=300))
+        checks = [login_check(SignIn(users, AuthSettings(), None), settings,
+                              LoginGuard(users.ledger, max_user=5, max_address=20, lockout_s=300))
                   for users in processes]
         codes: list[Any] = []
 
