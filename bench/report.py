@@ -25,6 +25,7 @@ from bench.report_sections import (
     load,
     quality,
     reproduce,
+    signin,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +37,7 @@ def render(root: Path = REPO) -> str:
     """BENCHMARKS.md as the reports of the checkout at `root` produce it."""
     rec = Recorded(root)
     parts = (head(rec), goals_section(rec), quality(rec), followups(rec), ingest(rec),
-             latency(rec), gpu(rec), load(rec), reproduce())
+             latency(rec), gpu(rec), load(rec), signin(rec), reproduce())
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 

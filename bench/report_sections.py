@@ -325,6 +325,24 @@ def load(rec: Recorded) -> list[str]:
     ]
 
 
+def signin(rec: Recorded) -> list[str]:
+    report = rec.report("ldap_signin")
+    rows = [[label, f"{report[key]['p50_ms']} ms", f"{report[key]['p95_ms']} ms",
+             f"{report[key]['max_ms']} ms"]
+            for label, key in (("LDAP, search then bind (groups by a nested search)",
+                                "search_then_bind"),
+                               ("LDAP, bind as the user (groups from memberOf)", "bind_as_user"),
+                               ("local password (scrypt), the baseline", "local_password"))]
+    return [
+        "## Sign-in", "",
+        *para(f"The login check the sign-in form awaits (throttle, directory, the user's local "
+              f"record), {report['rounds']} sign-ins each way against a real OpenLDAP `slapd` "
+              "on loopback:"),
+        *table(["way in", "p50", "p95", "max"], rows),
+        rec.run_line("ldap_signin", command="python -m bench ldap --full"), "",
+    ]
+
+
 def reproduce() -> list[str]:
     return [
         "## How to reproduce", "",
