@@ -27,8 +27,13 @@ import numpy as np
 from bench.common import Host
 from core.config import AuthSettings, UiSettings
 from core.offline import offline_environment
-from devtools.ldap_server import PEOPLE, READER_DN, READER_PASSWORD, Unavailable, \
-    throwaway_directory
+from devtools.ldap_server import (
+    PEOPLE,
+    READER_DN,
+    READER_PASSWORD,
+    Unavailable,
+    throwaway_directory,
+)
 from store.ledger import Ledger
 from ui.security.auth import LoginGuard, login_check
 from ui.signin.directory import SignIn

@@ -11,14 +11,17 @@ import logging
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from core.config import AuthSettings
+from devtools.chromium import CHROMIUM, Page, chromium_page
 from devtools.ldap_server import PEOPLE, READER_DN, READER_PASSWORD, RunningLdap
 from devtools.ports import free_port
+from devtools.system_deps import skip_or_fail
 from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from ui.security.auth import DIRECTORY_DOWN
@@ -231,6 +234,32 @@ def test_a_directory_that_is_down_is_one_line_and_break_glass_still_works(
     assert "auth.ldap_url" in line and down_app.settings.auth.ldap_url in line, line
     code, client = sign_in(down_app, "alice", PASSWORDS["alice"])
     assert code == 200 and signed_in(client)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Page]:
+    if CHROMIUM is None:
+        skip_or_fail("chromium is not installed (run scripts/install_chromium.sh)")
+    with chromium_page(tmp_path / "profile", ["--window-size=1000,800"],
+                       reply_timeout_s=30) as page:
+        yield page
+
+
+def test_the_sign_in_page_shows_the_directory_line(down_app: Running, browser: Page) -> None:
+    """Gradio's own form says nothing on a 503; the page shows the one line."""
+    browser.send("Page.enable")
+    browser.send("Page.navigate", url=down_app.url)
+    browser.wait_for("document.querySelectorAll('input').length >= 2")
+    browser.eval("""(() => {
+        const [user, password] = document.querySelectorAll('input');
+        for (const [box, value] of [[user, 'carol'], [password, 'carol-password']]) {
+            box.value = value; box.dispatchEvent(new Event('input', {bubbles: true})); }
+        return true; })()""")
+    time.sleep(0.3)
+    browser.eval("[...document.querySelectorAll('button')].find(b => /login/i.test("
+                 "b.innerText)).click()")
+    shown = browser.wait_for("document.getElementById('kb-login-note')?.innerText", timeout=30)
+    assert shown == DIRECTORY_DOWN
 
 
 def test_trusted_header_from_the_proxy_only(search_app: Running,

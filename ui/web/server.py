@@ -37,6 +37,7 @@ from ui.web.api import api_router
 from ui.web.chat import ChatHandlers
 from ui.web.handlers import DEMO_USER
 from ui.web.i18n import t
+from ui.web.login_notice import LoginNotice
 from ui.web.metrics import CONTENT_TYPE, Metrics
 from ui.web.page import App, build_app
 from ui.wiring import Services, open_services, sign_in_for
@@ -76,6 +77,8 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     cookies += [f"access-token-{gradio_app.cookie_id}",
                 f"access-token-unsecure-{gradio_app.cookie_id}"]
     _guard_gradio(mounted, gradio_app, blocks, session_user, proxies, max_body)
+    if not demo:  # a line on the sign-in page for a 429 or a 503 (Gradio's form shows none)
+        mounted.add_middleware(LoginNotice)
     auth = services.settings.auth
     if auth.user_header and not demo:  # outermost: the headers settled before anything reads
         mounted.add_middleware(
