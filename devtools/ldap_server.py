@@ -9,6 +9,7 @@ slapd runs with `-d stats`: every search it answers is in `RunningLdap.log()`, s
 check which filter reached the directory.
 
     def test_x(ldap_directory): ldap_directory.url -> "ldap://127.0.0.1:P"
+    def test_y(ldap_tls_directory): ldap_tls_directory.ldaps_url, .ca_file
         ldap_directory.move("carol", "hr", "finance")   # memberOf follows (the overlay)
 """
 
@@ -57,7 +58,7 @@ rootpw {password}
 directory {folder}/data
 maxsize 104857600
 overlay memberof
-access to attrs=userPassword by self write by anonymous auth by * none
+{tls}access to attrs=userPassword by self write by anonymous auth by * none
 access to * by users read by anonymous auth
 """
 
@@ -72,16 +73,52 @@ class Unavailable(Exception):
     """slapd cannot be started here; the message says why and what to install."""
 
 
+TLS_CONFIG = """\
+TLSCACertificateFile {folder}/ca.pem
+TLSCertificateFile {folder}/server.pem
+TLSCertificateKeyFile {folder}/server.key
+"""
+
+
+def make_certificates(folder: Path, name: str = "ca") -> Path:
+    """A throwaway CA (`<name>.pem`) and, for the first, a server certificate for 127.0.0.1
+    signed by it (server.pem, server.key), with openssl; the CA file's path."""
+    if shutil.which("openssl") is None:
+        raise Unavailable("openssl is not installed (Debian package openssl)")
+
+    def run(*args: str) -> None:
+        done = subprocess.run(["openssl", *args], cwd=folder, capture_output=True, text=True,
+                              timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"openssl {args[0]} failed: {done.stderr[-1000:]}")
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+        f"{name}.pem", "-days", "2", "-subj", f"/CN=kb test {name}")
+    if name == "ca":
+        (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
+            "server.csr", "-subj", "/CN=127.0.0.1")
+        run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    return folder / f"{name}.pem"
+
+
 @dataclass
 class RunningLdap:
     host: str
     port: int
     log_path: Path
     process: subprocess.Popen[bytes]
+    tls_port: int = 0  # ldaps://, with tls=True
+    ca_file: Path | None = None  # the CA that signed the server's certificate, with tls=True
 
     @property
     def url(self) -> str:
         return f"ldap://{self.host}:{self.port}"
+
+    @property
+    def ldaps_url(self) -> str:
+        return f"ldaps://{self.host}:{self.tls_port}"
 
     def log(self) -> str:
         """What slapd has logged so far (`-d stats`: each bind and search with its filter)."""
@@ -170,8 +207,9 @@ def _wait_ready(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @contextmanager
-def throwaway_directory(ldif: Path = LDIF) -> Iterator[RunningLdap]:
-    """slapd on 127.0.0.1 with `ldif` loaded; stopped and removed at the end."""
+def throwaway_directory(ldif: Path = LDIF, tls: bool = False) -> Iterator[RunningLdap]:
+    """slapd on 127.0.0.1 with `ldif` loaded (with `tls`, also LDAPS and StartTLS with a
+    throwaway CA); stopped and removed at the end."""
     binary = slapd_binary()
     if binary is None:
         raise Unavailable("OpenLDAP's slapd not found: run scripts/install_ldap.sh (Debian "
@@ -182,18 +220,21 @@ def throwaway_directory(ldif: Path = LDIF) -> Iterator[RunningLdap]:
         raise Unavailable("ldap3 is not installed: pip install ldap3") from exc
     folder = Path(tempfile.mkdtemp(prefix="kb-ldap-"))
     (folder / "data").mkdir()
-    (folder / "slapd.conf").write_text(CONFIG.format(folder=folder, suffix=SUFFIX,
-                                                     admin=ADMIN_DN, password=ADMIN_PASSWORD))
-    port = free_port()
+    ca_file = make_certificates(folder) if tls else None
+    (folder / "slapd.conf").write_text(CONFIG.format(
+        folder=folder, suffix=SUFFIX, admin=ADMIN_DN, password=ADMIN_PASSWORD,
+        tls=TLS_CONFIG.format(folder=folder) if tls else ""))
+    port, tls_port = free_port(), free_port() if tls else 0
+    urls = f"ldap://127.0.0.1:{port}/" + (f" ldaps://127.0.0.1:{tls_port}/" if tls else "")
     log_path = folder / "slapd.log"
     log: IO[bytes] = log_path.open("wb")
     process = subprocess.Popen(
-        [str(binary), "-f", str(folder / "slapd.conf"), "-h", f"ldap://127.0.0.1:{port}/",
+        [str(binary), "-f", str(folder / "slapd.conf"), "-h", urls,
          "-d", "stats"], stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait_ready(port, process, log_path)
         _load(f"ldap://127.0.0.1:{port}", ldif.read_text(encoding="utf-8"))
-        yield RunningLdap("127.0.0.1", port, log_path, process)
+        yield RunningLdap("127.0.0.1", port, log_path, process, tls_port, ca_file)
     finally:
         process.terminate()
         try:
@@ -207,8 +248,19 @@ def throwaway_directory(ldif: Path = LDIF) -> Iterator[RunningLdap]:
 
 @pytest.fixture(scope="session")
 def ldap_directory() -> Iterator[RunningLdap]:
+    yield from _fixture(tls=False)
+
+
+@pytest.fixture(scope="session")
+def ldap_tls_directory() -> Iterator[RunningLdap]:
+    """The same directory, also on LDAPS and with StartTLS, its certificate from a throwaway
+    CA (`ca_file`)."""
+    yield from _fixture(tls=True)
+
+
+def _fixture(tls: bool) -> Iterator[RunningLdap]:
     try:
-        with throwaway_directory() as running:
+        with throwaway_directory(tls=tls) as running:
             yield running
     except Unavailable as exc:
         skip_or_fail(str(exc))

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from core.config import AuthSettings
 from ui.signin.groups import group_names, map_groups
 from ui.signin.header import split_groups
-from ui.signin.ldap import dn_value, fill, filter_value
+from ui.signin.ldap import dn_value, fill, filter_value, in_chain_filter
 
 
 def test_filter_values_escape_every_special_character() -> None:
@@ -50,3 +50,11 @@ def test_group_map_by_cn_or_dn_case_aside() -> None:
 
 def test_header_groups_by_commas_or_spaces() -> None:
     assert split_groups("hr, finance staff") == ["hr", "finance", "staff"]
+
+
+def test_the_ad_in_chain_filter_escapes_the_dn() -> None:
+    """OpenLDAP has no in-chain rule, so this filter is checked here, not against slapd."""
+    assert in_chain_filter("CN=Carol,OU=People,DC=corp") == \
+        "(member:1.2.840.113556.1.4.1941:=CN=Carol,OU=People,DC=corp)"
+    assert in_chain_filter(r"CN=O\2c Brien (x)*,DC=corp") == \
+        r"(member:1.2.840.113556.1.4.1941:=CN=O\5c2c Brien \28x\29\2a,DC=corp)"

@@ -68,6 +68,16 @@ def fill(template: str, name: str) -> str:
     return template.replace("{user}", escaped)
 
 
+def in_chain_filter(dn: str) -> str:
+    """Active Directory's filter for every group holding `dn`, directly or through nested
+    groups (LDAP_MATCHING_RULE_IN_CHAIN).
+
+        in_chain_filter("CN=Carol,OU=People,DC=corp") ->
+            "(member:1.2.840.113556.1.4.1941:=CN=Carol,OU=People,DC=corp)"
+    """
+    return f"(member:{AD_IN_CHAIN}:={filter_value(dn)})"
+
+
 @dataclass(frozen=True)
 class Person:
     """Someone the directory knows: the local user name, the entry's DN, the groups' DNs."""
@@ -145,7 +155,7 @@ class Ldap:
             return person
         base = self.auth.ldap_group_base_dn or self.auth.ldap_base_dn
         if mode == "ad-chain":
-            query = f"(member:{AD_IN_CHAIN}:={filter_value(person.dn)})"
+            query = in_chain_filter(person.dn)
             found = [dn for dn, _ in self._search(conn, base, query, ["cn"], 0)]
             return Person(person.name, person.dn, tuple(found))
         seen: dict[str, None] = {}
@@ -205,6 +215,10 @@ class Ldap:
                 f"LDAP at {auth.ldap_url}: TLS failed ({exc}); check auth.ldap_ca_file and the "
                 "server's certificate") from exc
         except (LDAPException, OSError) as exc:
+            if "certificate" in str(exc).lower() or "ssl" in str(exc).lower():
+                raise DirectoryUnavailable(
+                    f"LDAP at {auth.ldap_url}: TLS failed ({str(exc)[:200]}); check "
+                    "auth.ldap_ca_file and the server's certificate") from exc
             raise DirectoryUnavailable(
                 f"LDAP at {auth.ldap_url} did not answer within {auth.ldap_timeout_s:.0f} s "
                 f"({type(exc).__name__}); check auth.ldap_url and that the directory is up"
