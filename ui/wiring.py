@@ -26,7 +26,7 @@ from store.embed.embedder import torch_device
 from store.lazy_vectors import LazyVectorIndex
 from store.store import Store, open_ledger, open_store
 from ui.conversations import Conversations
-from ui.signin.directory import SignIn
+from ui.signin.directory import SignIn, check_auth
 from ui.signin.ldap import Ldap
 from ui.users import Users
 
@@ -171,8 +171,13 @@ def sign_in_for(settings: Settings, users: Users) -> SignIn:
     tokens read again from it every auth.group_refresh_s). The service account's password comes
     from KB_LDAP_BIND_PASSWORD, never from a config file."""
     auth = settings.auth
+    check_auth(auth)
     ldap = Ldap(auth, os.environ.get(LDAP_PASSWORD_ENV, "")) if auth.ldap_url else None
     signin = SignIn(users, auth, ldap)
+    if auth.break_glass and users.source(auth.break_glass) != "local":
+        logger.warning("auth.break_glass names %r, which is no local account with a password: "
+                       "make it with `kb users add %s --admin`", auth.break_glass,
+                       auth.break_glass)
     if ldap is not None:
         users.follow = signin.follow
     return signin

@@ -3,10 +3,13 @@ group map."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from core.config import AuthSettings
+from core.errors import ConfigError
+from ui.signin.directory import check_auth
 from ui.signin.groups import group_names, map_groups
 from ui.signin.header import split_groups
 from ui.signin.ldap import dn_value, fill, filter_value, in_chain_filter
@@ -58,3 +61,17 @@ def test_the_ad_in_chain_filter_escapes_the_dn() -> None:
         "(member:1.2.840.113556.1.4.1941:=CN=Carol,OU=People,DC=corp)"
     assert in_chain_filter(r"CN=O\2c Brien (x)*,DC=corp") == \
         r"(member:1.2.840.113556.1.4.1941:=CN=O\5c2c Brien \28x\29\2a,DC=corp)"
+
+
+@pytest.mark.parametrize(("changes", "key"), [
+    ({"ldap_url": "dc1.corp:389", "ldap_base_dn": "dc=x"}, "auth.ldap_url"),
+    ({"ldap_groups": "memberof-nested"}, "auth.ldap_groups"),
+    ({"ldap_url": "ldap://dc1:389"}, "auth.ldap_base_dn"),
+    ({"ldap_bind_template": "uid=x,dc=y"}, "auth.ldap_bind_template"),
+    ({"user_header": "X-Forwarded-User"}, "auth.trusted_proxies"),
+    ({"group_map": {"HR": ("Human Resources",)}}, "auth.group_map"),
+])
+def test_auth_settings_that_cannot_work_name_their_key(changes: dict, key: str) -> None:
+    check_auth(AuthSettings())  # the defaults work
+    with pytest.raises(ConfigError, match=key):
+        check_auth(AuthSettings(**changes))

@@ -22,14 +22,42 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from core.access import check_group
 from core.config import AuthSettings
-from core.errors import DirectoryUnavailable, KbError
+from core.errors import ConfigError, DirectoryUnavailable, KbError
 from core.types import User
 from ui.signin.groups import map_groups
 from ui.signin.ldap import Ldap, Person
 from ui.users import Users
 
 logger = logging.getLogger(__name__)
+
+
+GROUP_WAYS = ("memberOf", "search", "ad-chain")
+
+
+def check_auth(auth: AuthSettings) -> None:
+    """ConfigError naming the `[auth]` key that cannot work, before anyone tries to sign in."""
+    if auth.ldap_url and not auth.ldap_url.lower().startswith(("ldap://", "ldaps://")):
+        raise ConfigError(f"auth.ldap_url {auth.ldap_url!r}: write ldap://host:389 or "
+                          "ldaps://host:636")
+    if auth.ldap_groups not in GROUP_WAYS:
+        raise ConfigError(f"auth.ldap_groups {auth.ldap_groups!r}: use one of "
+                          f"{', '.join(GROUP_WAYS)}")
+    if auth.ldap_url and not auth.ldap_base_dn:
+        raise ConfigError("auth.ldap_base_dn is empty: name where people are searched, e.g. "
+                          "\"ou=people,dc=example,dc=org\"")
+    if auth.ldap_bind_template and "{user}" not in auth.ldap_bind_template:
+        raise ConfigError("auth.ldap_bind_template has no {user}: e.g. \"{user}@corp.example\"")
+    if auth.user_header and not auth.trusted_proxies:
+        raise ConfigError("auth.user_header is set but auth.trusted_proxies is empty: list the "
+                          "proxy that sets it, or the header is believed from nobody")
+    for directory_group, groups in auth.group_map.items():
+        for group in groups:
+            try:
+                check_group(group)
+            except KbError as exc:
+                raise ConfigError(f"auth.group_map {directory_group!r}: {exc}") from None
 
 
 class SignIn:
