@@ -11,6 +11,7 @@ import logging
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,31 @@ def test_a_user_gone_from_the_directory_loses_session_and_token(
         assert sign_in(search_app, name, "henry-password")[0] == 200
 
 
+def test_a_slow_directory_stalls_no_other_request(
+        search_app: Running, ldap_directory: RunningLdap, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A due session is read again from the directory in a worker thread: while it takes 1.5 s,
+    other requests are answered at once (on the event loop, every page load waited for it)."""
+    ldap_directory.add_person("iris", "iris-password", ["finance"])
+    code, client = sign_in(search_app, "iris", "iris-password")
+    assert code == 200
+    lookup = Ldap.lookup
+
+    def slow(self: Ldap, name: str) -> Any:
+        time.sleep(1.5)
+        return lookup(self, name)
+
+    monkeypatch.setattr(Ldap, "lookup", slow)
+    time.sleep(REFRESH_S + 0.2)
+    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=search_app.url) as probe:
+        page = pool.submit(client.get, "")  # Gradio's page route: its session looked up
+        time.sleep(0.2)
+        started = time.perf_counter()
+        assert probe.get("gradio_api/login_check").status_code == 401
+        waited = time.perf_counter() - started
+        assert page.result().status_code == 200
+    assert waited < 0.5, waited
+
+
 def test_password_login_off_refuses_local_passwords_but_break_glass(search_app: Running) -> None:
     assert sign_in(search_app, "bob", PASSWORDS["bob"])[0] == 400
     code, client = sign_in(search_app, "alice", PASSWORDS["alice"])
@@ -283,3 +309,10 @@ def test_trusted_header_from_the_proxy_only(search_app: Running,
     proxy.headers["X-Forwarded-Groups"] = "finance"
     assert proxy.get("config").status_code == 200
     assert user(search_app, "ivy")[0].groups == ("all", "finance")
+    # a local account with a password is not the header's to take
+    takeover = httpx.Client(base_url=search_app.url, timeout=30,
+                            headers={"X-Forwarded-User": "bob", "X-Forwarded-Groups": "hr"},
+                            transport=httpx.HTTPTransport(local_address=PROXY))
+    assert takeover.get("config").status_code == 401
+    bob, source = user(search_app, "bob")
+    assert source == "local" and bob.groups == ("all",)

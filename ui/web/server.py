@@ -31,6 +31,7 @@ from ui.security.bodies import BodyLimit, body_cap
 from ui.security.guard import GradioState, GuardGradio, SessionOwners, keep_private
 from ui.security.metrics_access import MetricsAccess
 from ui.security.proxies import TrustedProxies
+from ui.signin.follow import FollowFirst
 from ui.signin.header import TrustedHeader
 from ui.web import render
 from ui.web.api import api_router
@@ -80,6 +81,8 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     if not demo:  # a line on the sign-in page for a 429 or a 503 (Gradio's form shows none)
         mounted.add_middleware(LoginNotice)
     auth = services.settings.auth
+    if auth.ldap_url and not demo:  # the directory asked in a worker thread, not on the loop
+        mounted.add_middleware(FollowFirst, session_user=session_user)
     if auth.user_header and not demo:  # outermost: the headers settled before anything reads
         mounted.add_middleware(
             TrustedHeader, signin=services.signin or sign_in_for(services.settings, users),
