@@ -232,6 +232,9 @@ def test_kb_users_commands(tmp_path: Path) -> None:
         kb("disable", "bob")
         assert "disabled" in kb("list") and users.authenticate("bob", "bob-password") is None
         kb("disable", "bob", "--enable")
+        users.adopt("carol", ["all", "hr"], False, "ldap")
+        listed = {line.split()[0]: line for line in kb("list").splitlines()}
+        assert "from-ldap" in listed["carol"] and "from-" not in listed["bob"]
         epoch = users.require("bob").epoch
         kb("logout", "bob")
         assert users.require("bob").epoch == epoch + 1
