@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 AD_IN_CHAIN = "1.2.840.113556.1.4.1941"  # LDAP_MATCHING_RULE_IN_CHAIN: nested membership in AD
 INVALID_CREDENTIALS = 49
+SEARCH_OK = (0, 4)  # success, and sizeLimitExceeded (two people for one name: nobody signs in)
 MAX_NAME = 256
 
 
@@ -179,10 +180,16 @@ class Ldap:
         try:
             conn.search(base, query, ldap3.SUBTREE, attributes=attributes, size_limit=limit,
                         time_limit=max(1, int(self.auth.ldap_timeout_s)))
-        except LDAPException as exc:
-            raise DirectoryUnavailable(f"LDAP at {self.auth.ldap_url}: a search under {base!r} "
-                                       f"failed ({exc}); check auth.ldap_base_dn and the "
-                                       "directory's logs") from exc
+            result = conn.result or {}
+        except (LDAPException, OSError) as exc:
+            result = {"result": -1, "description": f"{type(exc).__name__}: {exc}"}
+        if result.get("result") not in SEARCH_OK:
+            key = "auth.ldap_base_dn" if base == self.auth.ldap_base_dn else \
+                "auth.ldap_group_base_dn"
+            raise DirectoryUnavailable(
+                f"LDAP at {self.auth.ldap_url}: a search under {base!r} failed "
+                f"({result.get('description', result.get('result'))}); check {key} and the "
+                "filters (auth.ldap_user_filter, auth.ldap_groups)")
         return [(str(r["dn"]), dict(r.get("attributes") or {})) for r in conn.response or ()
                 if r.get("type") == "searchResEntry"]
 

@@ -1,6 +1,7 @@
-"""The directory over TLS (issue 26): LDAPS and StartTLS against a real slapd whose certificate
-comes from a throwaway CA; with `auth.ldap_ca_file` naming that CA the sign-in works, with
-another CA it stops with one line naming that setting, before any password is sent."""
+"""The directory adapter against a real slapd (issue 26): over TLS (LDAPS and StartTLS, its
+certificate from a throwaway CA: with `auth.ldap_ca_file` naming that CA the sign-in works, with
+another CA it stops with one line naming that setting, before any password is sent), and
+misconfigured (each mistake one line naming its setting, not a wrong password)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,22 @@ def test_tls_with_the_right_ca_and_a_wrong_one(ldap_tls_directory: RunningLdap, 
         Ldap(wrong, READER_PASSWORD).sign_in("carol", "carol-password")
     assert " BIND dn=" not in directory.log()[before:]  # no password went out
     assert " BIND dn=" in directory.log()[:before]  # (the right CA's sign-in: logged so)
+
+
+@pytest.mark.parametrize(("changes", "password", "named"), [
+    ({}, "not-the-readers-password", "KB_LDAP_BIND_PASSWORD"),
+    ({"ldap_base_dn": "ou=nobody,dc=example,dc=org"}, READER_PASSWORD, "auth.ldap_base_dn"),
+    ({"ldap_groups": "ad-chain", "ldap_group_base_dn": "ou=nowhere,dc=example,dc=org"},
+     READER_PASSWORD, "auth.ldap_group_base_dn"),
+    ({"ldap_user_filter": "(uid={user}"}, READER_PASSWORD, "auth.ldap_user_filter"),
+])
+def test_a_misconfigured_directory_names_the_setting(ldap_directory: RunningLdap,
+                                                     changes: dict, password: str,
+                                                     named: str) -> None:
+    auth = AuthSettings(ldap_url=ldap_directory.url, ldap_bind_dn=READER_DN, ldap_base_dn=PEOPLE,
+                        ldap_timeout_s=5.0)
+    assert Ldap(auth, READER_PASSWORD).sign_in("carol", "carol-password") is not None
+    wrong = dataclasses.replace(auth, **changes)
+    with pytest.raises(DirectoryUnavailable, match=named) as raised:
+        Ldap(wrong, password).sign_in("carol", "carol-password")
+    assert "\n" not in str(raised.value)
