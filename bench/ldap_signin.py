@@ -41,7 +41,7 @@ from ui.signin.ldap import Ldap
 from ui.users import Users
 
 GOAL_MS = 100.0
-PEOPLE_TRIED = [("carol", "carol-password"), ("dave", "dave-password"), ("erin", "erin-password")]
+PEOPLE_TRIED = [("hanna", "hanna-password"), ("ravi", "ravi-password"), ("mei", "mei-password")]
 
 
 def percentiles(ms: list[float]) -> dict[str, float]:

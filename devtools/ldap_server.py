@@ -10,7 +10,7 @@ check which filter reached the directory.
 
     def test_x(ldap_directory): ldap_directory.url -> "ldap://127.0.0.1:P"
     def test_y(ldap_tls_directory): ldap_tls_directory.ldaps_url, .ca_file
-        ldap_directory.move("carol", "hr", "finance")   # memberOf follows (the overlay)
+        ldap_directory.move("hanna", "hr", "finance")   # memberOf follows (the overlay)
 """
 
 from __future__ import annotations

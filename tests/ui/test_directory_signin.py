@@ -75,6 +75,16 @@ def down_app(sample_store: Store) -> Iterator[Running]:
     yield from _app(sample_store, _auth(None, ldap_bind_dn=READER_DN))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def leave_no_directory_users(sample_store: Store) -> Iterator[None]:
+    """The sample store is the session's: its other tests find only their own accounts."""
+    yield
+    with users_for(sample_store.settings) as users:
+        for found in users.list_users():
+            if users.source(found.name) != "local":
+                users.delete(found.name)
+
+
 @pytest.fixture(autouse=True)
 def no_lockouts(sample_store: Store) -> Iterator[None]:
     with users_for(sample_store.settings) as users:
@@ -116,14 +126,14 @@ def new_token(app: Running, name: str) -> str:
 
 
 def test_search_then_bind_signs_in_through_the_form(search_app: Running) -> None:
-    code, client = sign_in(search_app, "carol", "carol-password")
+    code, client = sign_in(search_app, "hanna", "hanna-password")
     assert code == 200 and signed_in(client)
-    found, source = user(search_app, "carol")
+    found, source = user(search_app, "hanna")
     assert source == "ldap" and found.groups == ("all", "hr") and not found.is_admin
     with users_for(search_app.settings) as users:  # no local password to guess
-        assert users.authenticate("carol", "carol-password") is None
-    assert sign_in(search_app, "carol", "wrong-password")[0] == 400
-    assert sign_in(search_app, "nobody", "carol-password")[0] == 400
+        assert users.authenticate("hanna", "hanna-password") is None
+    assert sign_in(search_app, "hanna", "wrong-password")[0] == 400
+    assert sign_in(search_app, "nobody", "hanna-password")[0] == 400
 
 
 def test_an_empty_password_is_refused_before_the_directory(ldap_directory: RunningLdap) -> None:
@@ -133,38 +143,38 @@ def test_an_empty_password_is_refused_before_the_directory(ldap_directory: Runni
     for template in ("", f"uid={{user}},{PEOPLE}"):
         ldap = Ldap(_auth(ldap_directory, ldap_bind_dn=READER_DN, ldap_bind_template=template),
                     READER_PASSWORD)
-        assert ldap.sign_in("carol", "") is None
-        assert ldap.sign_in("carol", "carol-password") is not None
+        assert ldap.sign_in("hanna", "") is None
+        assert ldap.sign_in("hanna", "hanna-password") is not None
 
 
 def test_bind_as_the_user_signs_in_through_the_form(bind_app: Running) -> None:
-    code, client = sign_in(bind_app, "dave", "dave-password")
+    code, client = sign_in(bind_app, "ravi", "ravi-password")
     assert code == 200 and signed_in(client)
-    found, source = user(bind_app, "dave")
+    found, source = user(bind_app, "ravi")
     assert source == "ldap" and found.groups == ("all", "finance")
-    assert sign_in(bind_app, "dave", "carol-password")[0] == 400
+    assert sign_in(bind_app, "ravi", "hanna-password")[0] == 400
 
 
 def test_nested_groups_and_the_admin_group_map(search_app: Running,
                                                ldap_directory: RunningLdap) -> None:
-    """erin is in hr-managers, itself in hr; frank is in kb-admins."""
-    assert sign_in(search_app, "erin", "erin-password")[0] == 200
-    assert user(search_app, "erin")[0].groups == ("all", "hr")
-    assert sign_in(search_app, "frank", "frank-password")[0] == 200
-    frank = user(search_app, "frank")[0]
-    assert frank.is_admin and frank.groups == ("all",)
+    """mei is in hr-managers, itself in hr; omar is in kb-admins."""
+    assert sign_in(search_app, "mei", "mei-password")[0] == 200
+    assert user(search_app, "mei")[0].groups == ("all", "hr")
+    assert sign_in(search_app, "omar", "omar-password")[0] == 200
+    omar = user(search_app, "omar")[0]
+    assert omar.is_admin and omar.groups == ("all",)
 
 
-INJECTIONS = ["*", "carol)(uid=*", "*)(|(uid=*", "car*", "carol\x00", "carol\\", "c\\2a"]
+INJECTIONS = ["*", "hanna)(uid=*", "*)(|(uid=*", "han*", "hanna\x00", "hanna\\", "c\\2a"]
 
 
 def test_injected_names_are_refused_and_escaped(search_app: Running,
                                                 ldap_directory: RunningLdap) -> None:
-    """With carol's password, no name that an unescaped filter would match to carol signs in,
+    """With hanna's password, no name that an unescaped filter would match to hanna signs in,
     and no filter reaches the directory with a bare `*` or `)(` from a name."""
     before = len(ldap_directory.log())
     for name in INJECTIONS:
-        assert sign_in(search_app, name, "carol-password")[0] in (400, 429), name
+        assert sign_in(search_app, name, "hanna-password")[0] in (400, 429), name
     filters = re.findall(r'filter="([^"]*)"', ldap_directory.log()[before:])
     searched = [f for f in filters if "uid=" in f.lower() and "employeetype" in f.lower()]
     assert searched, "the names reached the directory, escaped"
@@ -251,7 +261,7 @@ def test_a_directory_that_is_down_is_one_line_and_break_glass_still_works(
     caplog.set_level(logging.INFO)
     started = time.perf_counter()
     reply = httpx.post(down_app.url + "login", timeout=30,
-                       data={"username": "carol", "password": "carol-password"})
+                       data={"username": "hanna", "password": "hanna-password"})
     assert reply.status_code == 503 and reply.json() == {"detail": DIRECTORY_DOWN}
     assert "Traceback" not in reply.text and time.perf_counter() - started < 10
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -278,7 +288,7 @@ def test_the_sign_in_page_shows_the_directory_line(down_app: Running, browser: P
     browser.wait_for("document.querySelectorAll('input').length >= 2")
     browser.eval("""(() => {
         const [user, password] = document.querySelectorAll('input');
-        for (const [box, value] of [[user, 'carol'], [password, 'carol-password']]) {
+        for (const [box, value] of [[user, 'hanna'], [password, 'hanna-password']]) {
             box.value = value; box.dispatchEvent(new Event('input', {bubbles: true})); }
         return true; })()""")
     time.sleep(0.3)

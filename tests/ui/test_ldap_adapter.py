@@ -28,13 +28,13 @@ def test_tls_with_the_right_ca_and_a_wrong_one(ldap_tls_directory: RunningLdap, 
     assert directory.ca_file is not None
     url = directory.ldaps_url if way == "ldaps" else directory.url
     right = _auth(url, directory.ca_file, starttls=way == "starttls")
-    person = Ldap(right, READER_PASSWORD).sign_in("carol", "carol-password")
-    assert person is not None and person.name == "carol"
+    person = Ldap(right, READER_PASSWORD).sign_in("hanna", "hanna-password")
+    assert person is not None and person.name == "hanna"
     before = len(directory.log())
     other = make_certificates(tmp_path, "other-ca")
     wrong = dataclasses.replace(right, ldap_ca_file=str(other))
     with pytest.raises(DirectoryUnavailable, match="auth.ldap_ca_file"):
-        Ldap(wrong, READER_PASSWORD).sign_in("carol", "carol-password")
+        Ldap(wrong, READER_PASSWORD).sign_in("hanna", "hanna-password")
     assert " BIND dn=" not in directory.log()[before:]  # no password went out
     assert " BIND dn=" in directory.log()[:before]  # (the right CA's sign-in: logged so)
 
@@ -51,8 +51,8 @@ def test_a_misconfigured_directory_names_the_setting(ldap_directory: RunningLdap
                                                      named: str) -> None:
     auth = AuthSettings(ldap_url=ldap_directory.url, ldap_bind_dn=READER_DN, ldap_base_dn=PEOPLE,
                         ldap_timeout_s=5.0)
-    assert Ldap(auth, READER_PASSWORD).sign_in("carol", "carol-password") is not None
+    assert Ldap(auth, READER_PASSWORD).sign_in("hanna", "hanna-password") is not None
     wrong = dataclasses.replace(auth, **changes)
     with pytest.raises(DirectoryUnavailable, match=named) as raised:
-        Ldap(wrong, password).sign_in("carol", "carol-password")
+        Ldap(wrong, password).sign_in("hanna", "hanna-password")
     assert "\n" not in str(raised.value)
