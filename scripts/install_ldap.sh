@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Installs Debian's OpenLDAP server and tools (slapd, slapadd, ldapmodify), which the tests of the
-# directory sign-in (auth.ldap_*) use to start a throwaway directory on loopback
-# (devtools/ldap_server.py); the system service is neither configured nor started here. Safe to
-# run again; needs root or sudo. Without it, those tests skip with this hint.
+# Installs Debian's OpenLDAP server and tools (slapd, ldap-utils) and openssl, which the tests of
+# the directory sign-in (auth.ldap_*) use to start a throwaway directory on loopback, with a
+# throwaway CA for TLS (devtools/ldap_server.py); the system service is neither configured nor
+# started here. Safe to run again; needs root or sudo. Without it, those tests skip with this hint.
 # Usage: scripts/install_ldap.sh
 set -euo pipefail
 slapd=$(command -v slapd || ls /usr/sbin/slapd 2>/dev/null || true)
-if [ -n "$slapd" ] && command -v ldapmodify >/dev/null; then
-  echo "install_ldap: $slapd and ldap-utils already present"
+if [ -n "$slapd" ] && command -v ldapmodify >/dev/null && command -v openssl >/dev/null; then
+  echo "install_ldap: $slapd, ldap-utils and openssl already present"
   exit 0
 fi
 sudo=""
@@ -25,8 +25,9 @@ if [ ! -e "$policy" ]; then
   $sudo chmod +x "$policy"
   made_policy=1
 fi
-trap '[ -n "$made_policy" ] && $sudo rm -f "$policy"' EXIT
+trap 'if [ -n "$made_policy" ]; then $sudo rm -f "$policy"; fi' EXIT
 $sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends slapd ldap-utils >/dev/null
+# openssl makes the throwaway CA of the TLS tests
+$sudo apt-get install -y -qq --no-install-recommends slapd ldap-utils openssl >/dev/null
 $sudo service slapd stop >/dev/null 2>&1 || true
 echo "install_ldap: $(/usr/sbin/slapd -VVV 2>&1 | head -1)"
