@@ -74,6 +74,9 @@ BENCHES: dict[str, Bench] = {
                      "ingest with 1 worker, --workers 2 and 2 queue workers"),
     "load": Bench("load", "", "--askers 8", False,
                   "50 askers through the page and the API (vLLM CPU test server) vs one alone"),
+    "openai": Bench("openai_overhead", "--rounds 300", "--rounds 100", False,
+                    "the OpenAI-compatible endpoint vs POST /api/ask, same questions in turn "
+                    "(retrieval-only)"),
     "refresh": Bench("refresh_delay", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
     "gpu-ingest": Bench("gpu_ingest", f"{PUBLIC_DOCS} --workers 1,8",

@@ -81,6 +81,9 @@ SOURCES: dict[str, Source] = {
     # issue 28: three runs of 50 askers x 2 questions, the page's askers waiting as a browser does
     "load": Source(tuple(f"{RESULTS}issue28-load-{n}.json" for n in (1, 2, 3)), bench="load",
                    date="2026-12-03"),
+    # issue 25: the OpenAI-compatible endpoint against POST /api/ask, three runs of 300 rounds
+    "openai": Source(tuple(f"{RESULTS}issue25-openai-overhead-{n}.json" for n in (1, 2, 3)),
+                     bench="openai"),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),
                         date="2026-11-30", command=GPU_RUN, machine=OTHER_H200),

@@ -103,3 +103,15 @@ def chromium_page(profile: Path, flags: Sequence[str] = (), reply_timeout_s: flo
             page.close()
     finally:
         stop_process(proc)
+
+
+def send_question(page: Page, question: str) -> None:
+    """Type `question` into the kb page's question box and click Send (not waiting for the
+    answer)."""
+    page.eval(f"""(() => {{
+        const box = document.querySelector('#kb-question textarea');
+        box.value = {json.dumps(question)};
+        box.dispatchEvent(new Event('input', {{bubbles: true}}));
+        return true; }})()""")
+    time.sleep(0.3)
+    page.eval("document.querySelector('#kb-send').click()")

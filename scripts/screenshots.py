@@ -13,7 +13,6 @@ question, open a source, switch tab); the script takes the picture once it retur
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtools.chromium import BrowserError, Page, chromium_page
+from devtools.chromium import BrowserError, Page, chromium_page, send_question
 from devtools.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,14 +39,8 @@ FLAGS = ["--hide-scrollbars", "--force-device-scale-factor=1",
 
 def ask(page: Page, question: str) -> None:
     """Type `question` into the chat and wait for the finished answer."""
-    page.eval(f"""(() => {{
-        const box = document.querySelector('#kb-question textarea');
-        box.value = {json.dumps(question)};
-        box.dispatchEvent(new Event('input', {{bubbles: true}}));
-        return true; }})()""")
-    time.sleep(0.3)
     before = page.eval("document.querySelectorAll('#kb-chat .kb-answer').length")
-    page.eval("document.querySelector('#kb-send').click()")
+    send_question(page, question)
     page.wait_for(f"document.querySelectorAll('#kb-chat .kb-answer').length > {before}")
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -19,21 +18,10 @@ from assistant.answer_json import answer_to_json
 from assistant.loopguard import LoopGuard
 from core.types import Answer, Turn
 from devtools.ports import free_port
-from tests.support.stores import ingest_paths
 from ui.cli import main
 from ui.wiring import open_services
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLES = REPO / "data" / "samples" / "docs"
-
-
-@pytest.fixture
-def sample_settings(make_settings, tmp_path: Path):  # type: ignore[no-untyped-def]
-    docs = tmp_path / "docs"
-    shutil.copytree(SAMPLES, docs)
-    settings = make_settings()
-    ingest_paths(settings, [docs])
-    return settings
 
 
 def with_llm(settings, llm):  # type: ignore[no-untyped-def]

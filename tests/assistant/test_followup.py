@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,12 +22,9 @@ from core.errors import ConfigError, GenerationError
 from core.types import Turn
 from devtools.ports import free_port
 from tests.support.fakes import FakeGenerator
-from tests.support.stores import ingest_paths
 from ui.cli import main
 from ui.wiring import open_services
 
-REPO = Path(__file__).resolve().parents[2]
-SAMPLES = REPO / "data" / "samples" / "docs"
 CARRY = "How many days of unused annual leave can I carry over into next year?"
 
 
@@ -157,13 +153,9 @@ def test_a_rewrite_that_drops_or_adds_nothing_to_the_follow_up_is_not_used() -> 
     assert usable_rewrite(earlier[0], "那满20年的呢？", earlier) == ""  # copied back
 
 
-@pytest.fixture
-def sample_settings(make_settings, tmp_path: Path):  # type: ignore[no-untyped-def]
-    docs = tmp_path / "docs"
-    shutil.copytree(SAMPLES, docs)
-    settings = make_settings()
-    ingest_paths(settings, [docs])
-    # no model server: answers quote the passages (retrieval-only), which is what is checked
+def no_model(settings):  # type: ignore[no-untyped-def]
+    """`settings` with no model server: answers quote the passages (retrieval-only), which is
+    what these tests check."""
     llm = dataclasses.replace(settings.llm, url=f"http://127.0.0.1:{free_port()}/v1",
                               connect_timeout_s=1.0, retries=0)
     return dataclasses.replace(settings, llm=llm)
@@ -171,7 +163,7 @@ def sample_settings(make_settings, tmp_path: Path):  # type: ignore[no-untyped-d
 
 def test_the_assistant_searches_a_follow_up_with_its_history(sample_settings) -> None:
     follow_up = "And what if I don't use them by then?"
-    services = open_services(sample_settings)
+    services = open_services(no_model(sample_settings))
     try:
         alone = services.assistant.ask(follow_up, ["all"])
         answer = services.assistant.ask(follow_up, ["all"], [Turn(CARRY, "At most 5 days.")])

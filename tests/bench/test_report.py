@@ -14,7 +14,7 @@ import pytest
 from bench.__main__ import main as bench_main
 from bench.recorded import HISTORY, SOURCES, Recorded, Source, files_named, machine, shown, times
 from bench.report import PAGE, main, stale_lines
-from bench.report_goals import quality_goals, reindex
+from bench.report_goals import api_overhead_goal, quality_goals, reindex
 from bench.report_sections import quality
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,3 +155,28 @@ def test_a_link_into_the_history_must_find_its_section() -> None:
         f"[x]({HISTORY}#ingest-speed-benchingest_speedpy)")
     with pytest.raises(ValueError, match="no section"):
         rec.history_link("A section that is not there", "x")
+
+
+def test_the_openai_overhead_goal_is_judged_on_both_ways_of_every_run(tmp_path: Path) -> None:
+    def entry(plain: float, streamed: float) -> dict[str, Any]:
+        def way(diff: float) -> dict[str, float]:
+            return {"p95_diff_ms": diff}
+
+        return {"bench": "openai", "returncode": 0,
+                "report": {"goal_ms": 5.0, "openai_vs_api": way(plain),
+                           "openai_stream_vs_api_stream": way(streamed)}}
+
+    def goal(*entries: dict[str, Any]) -> tuple[bool, str]:
+        paths = tuple(f"o{n}.json" for n in range(len(entries)))  # a file per run
+        for path, run in zip(paths, entries, strict=True):
+            (tmp_path / path).write_text(json.dumps([run]), "utf-8")
+        found = api_overhead_goal(Recorded(tmp_path, {"openai": Source(paths, bench="openai")}))
+        return found.met, found.measured
+
+    assert goal(entry(-0.3, 4.9)) == (True, "p95 of `/v1` minus `/api/ask` at worst -0.30 ms "
+                                            "plain, +4.90 ms streamed, over 1 runs")
+    assert goal(entry(-0.3, 1.0), entry(2.0, 0.5)) == (
+        True, "p95 of `/v1` minus `/api/ask` at worst +2.00 ms plain, +1.00 ms streamed, over 2 "
+              "runs")
+    assert goal(entry(0.2, 5.1))[0] is False
+    assert goal(entry(5.5, -1.0))[0] is False

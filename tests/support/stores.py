@@ -6,6 +6,8 @@ opens the store, runs one public function of `ingest/` and closes the store agai
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,3 +67,18 @@ def store_problems(settings: Settings) -> list[str]:
                     f"{per_doc.get(record.meta.id, 0)} live chunks"
                 )
     return problems
+
+
+def ledger_before(path: Path, migration: str) -> sqlite3.Connection:
+    """A SQLite ledger at `path` migrated up to, not including, `migration`: a ledger written
+    by an older kb, for tests that it opens and migrates."""
+    from store.ledger import MIGRATIONS
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+    for name, sql in MIGRATIONS:
+        if name == migration:
+            break
+        db.executescript(sql)
+        db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+    return db

@@ -17,6 +17,7 @@ from core.config import AuthSettings, UiSettings
 from core.errors import KbError
 from core.types import User
 from store.ledger import Ledger
+from tests.support.stores import ledger_before
 from ui.security.auth import LoginGuard, SessionTable, login_check
 from ui.signin.directory import SignIn
 from ui.users import Users
@@ -262,19 +263,10 @@ def test_model_errors_stay_in_the_log() -> None:
 
 
 def test_tokens_from_before_the_migration_get_90_days(tmp_path: Path) -> None:
-    import sqlite3
     import time
 
-    from store.ledger import MIGRATIONS
-
     path = tmp_path / "ledger.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL)")
-    for name, sql in MIGRATIONS:
-        if name == "005_auth_accounts":
-            break
-        db.executescript(sql)
-        db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+    db = ledger_before(path, "005_auth_accounts")
     db.execute("INSERT INTO users (name, password_hash, api_token_hash, created_at) "
                "VALUES ('old', 'x', 'abc', 0)")
     db.commit()

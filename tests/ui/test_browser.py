@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from devtools.chromium import CHROMIUM, Page, chromium_page
+from devtools.chromium import CHROMIUM, Page, chromium_page, send_question
 from devtools.system_deps import skip_or_fail, tool
 
 pytestmark = pytest.mark.slow
@@ -37,24 +37,13 @@ def browser(tmp_path: Path) -> Iterator[Page]:
         yield page
 
 
-def type_and_send(page: Page, question: str) -> None:
-    """Type `question` into the page's box and click Send."""
-    page.eval(f"""(() => {{
-        const box = document.querySelector('#kb-question textarea');
-        box.value = {json.dumps(question)};
-        box.dispatchEvent(new Event('input', {{bubbles: true}}));
-        return true; }})()""")
-    time.sleep(0.3)
-    page.eval("document.querySelector('#kb-send').click()")
-
-
 def test_chat_page_shows_answer_with_citation_link(demo_server: Any, browser: Page,
                                                    tmp_path: Path) -> None:
     browser.send("Page.enable")
     browser.send("Page.navigate", url=demo_server.url)
     browser.wait_for("!!document.querySelector('#kb-question textarea')")
     browser.wait_for("document.querySelector('#kb-who')?.innerText.includes('demo')")
-    type_and_send(browser, "How many days of unused annual leave can I carry over?")
+    send_question(browser, "How many days of unused annual leave can I carry over?")
     href = browser.wait_for(
         "document.querySelector('#kb-chat a.kb-cite')?.getAttribute('href')", timeout=90)
     assert href.startswith("#kb-q")
@@ -90,9 +79,9 @@ def test_a_follow_up_shows_what_it_was_searched_for(demo_server: Any, browser: P
     browser.wait_for("!!document.querySelector('#kb-question textarea')")
     browser.wait_for("document.querySelector('#kb-who')?.innerText.includes('demo')")
     answers = "document.querySelectorAll('#kb-chat .kb-answer')"
-    type_and_send(browser, "How many days of annual leave can I carry over?")
+    send_question(browser, "How many days of annual leave can I carry over?")
     browser.wait_for(f"{answers}.length === 1", timeout=90)
-    type_and_send(browser, "And for part-time staff?")
+    send_question(browser, "And for part-time staff?")
     browser.wait_for(f"{answers}.length === 2", timeout=90)
     lines = browser.eval(f"""Array.from({answers}).map(a => {{
         const line = a.querySelector('.kb-searched');

@@ -21,6 +21,7 @@ from core.errors import KbError
 from core.types import Answer, Citation, Turn
 from devtools.ports import free_port
 from store.ledger import Ledger
+from tests.support.stores import ledger_before
 from tests.ui.test_app import FakeRequest, ask, message_text, searched_lines
 from ui.conversations import Conversations, title_from
 from ui.web.handlers import Conversation
@@ -90,18 +91,8 @@ def test_turns_keep_their_citations_and_survive_reopening(
 def test_turns_stored_before_searched_for_was_kept_read_back_without_it(tmp_path: Path) -> None:
     """A ledger from before migration 011: its turns open with searched_for "", and new turns
     keep it."""
-    import sqlite3
-
-    from store.ledger import MIGRATIONS
-
     path = tmp_path / "ledger.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL)")
-    for name, sql in MIGRATIONS:
-        if name == "011_turn_searched_for":
-            break
-        db.executescript(sql)
-        db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+    db = ledger_before(path, "011_turn_searched_for")
     db.execute("INSERT INTO conversations VALUES ('c1', 'bob', 'Leave', 0, 0)")
     db.execute("INSERT INTO conversation_turns (conversation_id, ordinal, question, answer, "
                "created_at) VALUES ('c1', 0, ?, 'Up to 5 days.', 0)", (LEAVE,))

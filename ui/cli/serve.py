@@ -63,7 +63,8 @@ def serve_command(settings: Settings, host: str | None, port: int | None, demo: 
         # uvicorn re-raises a SIGTERM after its shutdown: make it unwind to the `finally`
         signal.signal(signal.SIGTERM, signal.default_int_handler)
     url = f"http://{host or settings.ui.host}:{port or settings.ui.port}/"
-    click.echo(f"serving on {url} (API: POST {url}api/ask); Ctrl+C to stop")
+    click.echo(f"serving on {url} (API: POST {url}api/ask; OpenAI-compatible: {url}v1); "
+               "Ctrl+C to stop")
     try:
         serve(settings, demo=demo, host=host, port=port)
     except KeyboardInterrupt:

@@ -1,5 +1,6 @@
-"""The web server: FastAPI with `POST /api/ask`, `GET /metrics`, the cited page and section
-routes, and the page (`ui/web/page.py`) mounted at `/` behind the login, its routes guarded.
+"""The web server: FastAPI with `POST /api/ask`, the OpenAI-compatible `/v1/` routes,
+`GET /metrics`, the cited page and section routes, and the page (`ui/web/page.py`) mounted at
+`/` behind the login, its routes guarded.
 
     app = create_server(services)   # FastAPI: the routes + the page behind a login
     serve(settings)                 # opens the services, uvicorn on ui.host:port
@@ -35,11 +36,13 @@ from ui.signin.follow import FollowFirst
 from ui.signin.header import TrustedHeader
 from ui.web import render
 from ui.web.api import api_router
+from ui.web.asking import Asking
 from ui.web.chat import ChatHandlers
 from ui.web.handlers import DEMO_USER
 from ui.web.i18n import t
 from ui.web.login_notice import LoginNotice
 from ui.web.metrics import CONTENT_TYPE, Metrics
+from ui.web.openai_api import openai_router
 from ui.web.page import App, build_app
 from ui.wiring import Services, open_services, sign_in_for
 
@@ -111,12 +114,15 @@ def signed_in_user(sessions: SessionTable, cookies: list[str], demo: bool) -> Se
 
 def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
                 scrapers: MetricsAccess) -> FastAPI:
-    """FastAPI with the app's own routes: the API (`ui/web/api.py`), `/metrics`, and the cited
-    page and section routes; no schema or docs pages."""
+    """FastAPI with the app's own routes: the API (`ui/web/api.py`), the OpenAI-compatible one
+    (`ui/web/openai_api.py`), `/metrics`, and the cited page and section routes; no schema or
+    docs pages."""
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
-    server.include_router(api_router(services.assistant, services.users, services.metrics,
-                                     kb_app.gate, services.settings.ui.busy_retry_after_s,
-                                     services.conversations))
+    # one gate, and one set of answering threads, for the page and both APIs
+    asking = Asking(services.assistant, services.users, services.metrics, kb_app.gate,
+                    services.settings.ui.busy_retry_after_s)
+    server.include_router(api_router(asking, services.conversations))
+    server.include_router(openai_router(asking))
     server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)
     server.include_router(page_router(kb_app, session_user))
