@@ -115,9 +115,13 @@ def sees_hr(app: Running, token: str) -> bool:
 
 
 def token_works(app: Running, token: str) -> bool:
-    reply = httpx.post(app.url + "api/ask", json={"question": "annual leave"}, timeout=120,
-                       headers={"Authorization": f"Bearer {token}"})
-    return reply.status_code == 200
+    """Whether `POST /api/ask` and the OpenAI-compatible `/v1` both take the token."""
+    bearer = {"Authorization": f"Bearer {token}"}
+    asked = httpx.post(app.url + "api/ask", json={"question": "annual leave"}, timeout=120,
+                       headers=bearer).status_code
+    listed = httpx.get(app.url + "v1/models", headers=bearer, timeout=30).status_code
+    assert (asked == 200) == (listed == 200), (asked, listed)
+    return asked == 200
 
 
 def new_token(app: Running, name: str) -> str:
