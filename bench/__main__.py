@@ -84,6 +84,9 @@ BENCHES: dict[str, Bench] = {
                         "ingest with the embedder on the GPU vs its CPU (GPU machine)"),
     "ingest-generated": Bench("ingest_speed", "--generated --repeat 2", "--generated", False,
                               "fresh ingest vs the starter on the generated ~594-page corpus"),
+    "ldap": Bench("ldap_signin", "--rounds 200", "--rounds 30", False,
+                  "LDAP sign-in through the login check vs a real slapd on loopback (needs "
+                  "scripts/install_ldap.sh)"),
     "waves": Bench("embed_waves", PUBLIC_DOCS, SAMPLE_DOCS, False,
                    "embedding alone: per document vs waves vs waves on throughput streams"),
 }

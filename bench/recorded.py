@@ -51,6 +51,7 @@ SOURCES: dict[str, Source] = {
     "public2": Source(("bench/eval_public2.json",), machine=QUALITY),
     "followup": Source(("bench/eval_followup.json",), machine=QUALITY),
     "followup_latency": Source((f"{RESULTS}issue25-followup-latency.json",), bench="followup"),
+    "ldap_signin": Source((f"{RESULTS}issue26-ldap-signin.json",), bench="ldap"),
     # its command and held-out checks are in the model's note
     "abstain": Source(("assistant/data/answerable.json",), date="2026-12-01", machine=QUALITY),
     "ingest": Source((f"{RESULTS}issue12-eighth-pass-bench-ingest.json",), bench="ingest",

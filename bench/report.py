@@ -27,6 +27,7 @@ from bench.report_sections import (
     quality,
     reproduce,
 )
+from bench.report_signin import signin
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,7 +38,7 @@ def render(root: Path = REPO) -> str:
     """BENCHMARKS.md as the reports of the checkout at `root` produce it."""
     rec = Recorded(root)
     parts = (head(rec), goals_section(rec), quality(rec), followups(rec), ingest(rec),
-             latency(rec), gpu(rec), load(rec), api_overhead(rec), reproduce())
+             latency(rec), gpu(rec), load(rec), api_overhead(rec), signin(rec), reproduce())
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 

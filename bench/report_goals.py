@@ -36,8 +36,8 @@ class Goal:
 
 
 def goals(rec: Recorded) -> list[Goal]:
-    return [*quality_goals(rec), *followup_goals(rec), ingest_pace(rec), reindex(rec),
-            *latency_goals(rec), gpu_serving(rec), api_overhead_goal(rec),
+    return [*quality_goals(rec), *followup_goals(rec), ldap_signin(rec), ingest_pace(rec),
+            reindex(rec), *latency_goals(rec), gpu_serving(rec), api_overhead_goal(rec),
             Goal("50 askers at once without an error", "", True,
                  "0 in 100 questions: the history's last run, not checked here")]
 
@@ -98,6 +98,15 @@ def followup_goals(rec: Recorded) -> list[Goal]:
              f"{timing['p95_added_ms']} ms over all, {timing['p95_added_ms_leaning']} ms over "
              "the follow-ups that lean on their history"),
     ]
+
+
+def ldap_signin(rec: Recorded) -> Goal:
+    report = rec.report("ldap_signin")
+    ways = {"search then bind": report["search_then_bind"], "bind as the user":
+            report["bind_as_user"]}
+    return Goal("LDAP sign-in p95 ≤ 100 ms on loopback", "issue 26",
+                all(way["p95_ms"] <= 100 for way in ways.values()),
+                ", ".join(f"{name} {way['p95_ms']} ms" for name, way in ways.items()))
 
 
 def ingest_pace(rec: Recorded) -> Goal:

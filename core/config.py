@@ -279,6 +279,64 @@ class UiSettings:
 
 
 @dataclass(frozen=True)
+class AuthSettings:
+    """How people sign in: local passwords, a directory (LDAP / Active Directory), or a trusted
+    header set by a proxy in front (docs/deploy.md, "Sign-in")."""
+
+    password_login: bool = field(
+        default=True, metadata=_doc("local passwords sign in; false: only the directory, the "
+                                    "trusted header and the break_glass account"))
+    break_glass: str = field(
+        default="", metadata=_doc("a local account that signs in with its password even when "
+                                  "password_login is false or the directory is down"))
+    group_map: dict[str, tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("directory group (CN or DN) -> access groups"))
+    admin_groups: tuple[str, ...] = field(
+        default=(), metadata=_doc("directory groups (CN or DN) whose members are admins"))
+    base_groups: tuple[str, ...] = field(
+        default=("all",), metadata=_doc("access groups of every directory user"))
+    group_refresh_s: float = field(
+        default=300.0, metadata=_doc("a directory user's groups and standing are read again "
+                                     "at least this often for sessions and API tokens"))
+    ldap_url: str = field(
+        default="", metadata=_doc("ldap://host:389 or ldaps://host:636; empty: no LDAP"))
+    ldap_starttls: bool = field(default=False, metadata=_doc("StartTLS on an ldap:// URL"))
+    ldap_ca_file: str = field(
+        default="", metadata=_doc("CA certificates (PEM) the server's certificate is checked "
+                                  "against; empty: the system's"))
+    ldap_bind_template: str = field(
+        default="", metadata=_doc("bind as the user: '{user}@corp.example' or "
+                                  "'uid={user},ou=people,dc=...'; empty: search then bind"))
+    ldap_bind_dn: str = field(
+        default="", metadata=_doc("service account that searches (password: env "
+                                  "KB_LDAP_BIND_PASSWORD)"))
+    ldap_base_dn: str = field(default="", metadata=_doc("where people are searched"))
+    ldap_user_filter: str = field(
+        default="(uid={user})", metadata=_doc("finds one enabled person; {user} is escaped"))
+    ldap_name_attribute: str = field(
+        default="uid", metadata=_doc("the attribute that is the local user name"))
+    ldap_groups: str = field(
+        default="memberOf", metadata=_doc("'memberOf' (the user's attribute), 'search' "
+                                          "(ldap_group_filter, nesting resolved by search) or "
+                                          "'ad-chain' (AD's in-chain rule)"))
+    ldap_group_base_dn: str = field(default="", metadata=_doc("where groups are searched"))
+    ldap_group_filter: str = field(
+        default="(member={dn})", metadata=_doc("groups holding {dn} (escaped), for 'search'"))
+    ldap_nesting_depth: int = field(
+        default=5, metadata=_doc("levels of nested groups followed by 'search'"))
+    ldap_timeout_s: float = field(
+        default=5.0, metadata=_doc("connect and answer timeout of each directory call"))
+    trusted_proxies: tuple[str, ...] = field(
+        default=(), metadata=_doc("proxies (addresses, CIDRs) whose user and groups headers "
+                                  "are believed"))
+    user_header: str = field(
+        default="", metadata=_doc("header naming the signed-in user, e.g. X-Forwarded-User; "
+                                  "empty: off"))
+    groups_header: str = field(
+        default="", metadata=_doc("header listing the user's directory groups (commas)"))
+
+
+@dataclass(frozen=True)
 class Settings:
     store: StoreSettings = field(default_factory=StoreSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
@@ -287,6 +345,7 @@ class Settings:
     retrieve: RetrieveSettings = field(default_factory=RetrieveSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     ui: UiSettings = field(default_factory=UiSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
     base_dir: Path = field(default=Path("."), metadata=_doc("folder relative paths start from"))
 
     def store_path(self) -> Path:

@@ -14,6 +14,7 @@ KbError
 │   ├── TooManyChunks        more passages than ingest.max_chunks
 │   └── ParseTimeout         parsing took longer than ingest.file_timeout_s
 ├── AccessDenied             a user asked for something outside their groups
+├── DirectoryUnavailable     the sign-in directory (LDAP) is down or misconfigured
 └── GenerationError          the model server failed
     ├── GenerationUnavailable    cannot connect / not serving
     ├── GenerationTimeout        connect, first-token or total time limit passed
@@ -79,6 +80,11 @@ class ParseTimeout(IngestError):
 
 class AccessDenied(KbError):
     """A user asked for a document, passage or file outside their groups."""
+
+
+class DirectoryUnavailable(KbError):
+    """The sign-in directory (LDAP / AD) cannot be reached, or refused the service account or
+    TLS; the message names the setting to check."""
 
 
 class GenerationError(KbError):

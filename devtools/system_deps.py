@@ -1,5 +1,5 @@
 """System packages some tests need (Chromium and poppler, Tesseract and a CJK font, the PostgreSQL
-server): without one, the test skips saying what to install, except under
+server, OpenLDAP's slapd): without one, the test skips saying what to install, except under
 KB_REQUIRE_SYSTEM_DEPS=1, which .ci/run sets after installing them: there a missing package
 means its install failed, and the test fails instead of turning into a skip that CI would pass.
 

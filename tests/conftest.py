@@ -14,6 +14,10 @@ import pytest
 from core.config import Settings, load_settings
 from core.offline import offline_environment
 from devtools.chroma_server import chroma_server  # noqa: F401  (the fixture, for every folder)
+from devtools.ldap_server import (  # noqa: F401  (the fixtures, for every folder)
+    ldap_directory,
+    ldap_tls_directory,
+)
 from devtools.postgres import ledger_url, postgres  # noqa: F401  (the fixtures, for every folder)
 from devtools.vllm_server import vllm_server  # noqa: F401  (the fixture, for every test folder)
 
@@ -31,6 +35,8 @@ MARK_BY_FIXTURE = {
     "login_server": "slow",
     "chroma_server": "slow",  # `chroma run`
     "postgres": "slow",  # a throwaway PostgreSQL cluster (devtools/postgres.py)
+    "ldap_directory": "slow",  # a throwaway OpenLDAP slapd (devtools/ldap_server.py)
+    "ldap_tls_directory": "slow",
     "browser": "slow",  # headless Chromium
     "tesseract": "slow",  # OCR
 }

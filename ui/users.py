@@ -12,6 +12,11 @@ tokens are random, shown once, and only their SHA-256 is stored. Neither is ever
 A disabled user can neither log in nor use a token; a password change, `disable` or
 `end_sessions` moves the user's `epoch` on, which ends every web session opened before it (the
 app checks it on each request, so this works from another process, e.g. the `kb` CLI).
+
+People who sign in through the directory or a trusted header have a record without a password
+(`adopt`, ui/signin/): its password field holds `directory$<source>`, which no password matches.
+The `follow` hook (ui/signin/directory.py) sees each session's and token's user first, to read
+them again from the directory when due.
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 TOKEN_PREFIX = "kb_"
 MIN_PASSWORD = 8
 NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+DIRECTORY = "directory$"  # the password field of a record the directory or a header keeps
+
+Follow = Callable[[User], "User | None"]
 
 
 
@@ -83,8 +91,9 @@ def _dummy_hash() -> str:
 class Users:
     """Accounts, questions and feedback, kept in the ledger; safe to share between threads."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, follow: Follow | None = None) -> None:
         self.ledger = ledger
+        self.follow = follow  # set by ui/signin/directory.py when a directory is configured
 
     # --- users --------------------------------------------------------------------------
     def add(self, name: str, password: str, groups: Sequence[str] = ("all",),
@@ -160,7 +169,49 @@ class Users:
         user = self.get(name)
         if user is None or user.disabled or user.epoch != epoch:
             return None
+        return self.follow(user) if self.follow else user
+
+    def source(self, name: str) -> str | None:
+        """Where the account's identity comes from: "local" (a password), "ldap", "header",
+        "ldap-off" (the directory no longer finds it), or None without an account."""
+        found = self.ledger.user(name)
+        if found is None:
+            return None
+        stored = found[1]
+        return stored[len(DIRECTORY):] if stored.startswith(DIRECTORY) else "local"
+
+    def adopt(self, name: str, groups: Sequence[str], is_admin: bool, source: str) -> User:
+        """Create or update the password-less record of someone the directory or a trusted
+        header (`source`) vouches for; KbError for a name taken by a local account."""
+        if not NAME_RE.match(name):
+            raise KbError(f"directory user {name[:64]!r}: the name does not fit a local "
+                          "account (1-64 letters, digits, '.', '_', '@' or '-')")
+        clean = parse_groups(groups) or ("all",)
+        if self.ledger.add_user(name, DIRECTORY + source, clean, is_admin):
+            logger.info("user %s added from %s (groups %s, admin %s)", name, source,
+                        ",".join(clean), is_admin)
+            return self.require(name)
+        was = self.source(name)
+        if was == "local":
+            raise KbError(f"user {name!r} is a local account with a password: the {source} "
+                          "may not take it over (remove it with `kb users delete`)")
+        if was != source:  # back in the directory (or moved to another source)
+            self.ledger.set_password_hash(name, DIRECTORY + source)
+            self.ledger.set_user_disabled(name, False)
+        user = self.require(name)
+        if user.groups != clean or user.is_admin != is_admin:
+            self.ledger.set_user_groups(name, clean, is_admin)
+            logger.info("groups of %s from %s: %s (admin %s)", name, source, ",".join(clean),
+                        is_admin)
+            user = self.require(name)
         return user
+
+    def turn_off(self, name: str, source: str) -> None:
+        """The directory no longer finds `name`: disable the record (its sessions and token end)
+        until the directory vouches for it again."""
+        self.ledger.set_password_hash(name, DIRECTORY + source + "-off")
+        self.ledger.set_user_disabled(name, True)
+        logger.warning("user %s disabled: %s no longer finds them", name, source)
 
     def new_token(self, name: str, days: float = 90.0) -> str:
         """A fresh API bearer token for `name`, valid `days` (replacing any earlier one); only
@@ -186,7 +237,7 @@ class Users:
                 found = user
         if found is None or found.disabled or found.token_expires_at <= time.time():
             return None
-        return found
+        return self.follow(found) if self.follow else found
 
     # --- questions and feedback ---------------------------------------------------------
     def record_question(self, user: str, question: str, answer: Answer) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -25,6 +26,8 @@ from store.embed.embedder import torch_device
 from store.lazy_vectors import LazyVectorIndex
 from store.store import Store, open_ledger, open_store
 from ui.conversations import Conversations
+from ui.signin.directory import SignIn, check_auth
+from ui.signin.ldap import Ldap
 from ui.users import Users
 
 if TYPE_CHECKING:
@@ -32,6 +35,9 @@ if TYPE_CHECKING:
     from ui.web.metrics import Metrics
 
 logger = logging.getLogger(__name__)
+
+
+LDAP_PASSWORD_ENV = "KB_LDAP_BIND_PASSWORD"
 
 
 @dataclass
@@ -42,6 +48,7 @@ class Services:
     store: Store
     assistant: Assistant
     users: Users
+    signin: SignIn | None = None  # the sign-in policy and the directory (ui/signin/)
     # Run first by close(): stops background threads (the app's snapshot refresher).
     on_close: list[Callable[[], None]] = field(default_factory=list)
     _metrics: Metrics | None = field(default=None, repr=False)
@@ -155,7 +162,25 @@ def open_services(settings: Settings, *, warm: bool = False) -> Services:
         raise
     if warm:
         threading.Thread(target=_prime_quietly, args=(assistant,), daemon=True).start()
-    return Services(settings, store, assistant, Users(store.ledger))
+    users = Users(store.ledger)
+    return Services(settings, store, assistant, users, sign_in_for(settings, users))
+
+
+def sign_in_for(settings: Settings, users: Users) -> SignIn:
+    """The sign-in policy of `settings.auth`; with a directory, `users` follows it (sessions and
+    tokens read again from it every auth.group_refresh_s). The service account's password comes
+    from KB_LDAP_BIND_PASSWORD, never from a config file."""
+    auth = settings.auth
+    check_auth(auth)
+    ldap = Ldap(auth, os.environ.get(LDAP_PASSWORD_ENV, "")) if auth.ldap_url else None
+    signin = SignIn(users, auth, ldap)
+    if auth.break_glass and users.source(auth.break_glass) != "local":
+        logger.warning("auth.break_glass names %r, which is no local account with a password: "
+                       "make it with `kb users add %s --admin`", auth.break_glass,
+                       auth.break_glass)
+    if ldap is not None:
+        users.follow = signin.follow
+    return signin
 
 
 def _prime_quietly(assistant: Assistant) -> None:

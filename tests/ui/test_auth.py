@@ -13,12 +13,13 @@ import pytest
 from fastapi import HTTPException
 
 from core.access import parse_groups
-from core.config import UiSettings
+from core.config import AuthSettings, UiSettings
 from core.errors import KbError
 from core.types import User
 from store.ledger import Ledger
 from tests.support.stores import ledger_before
 from ui.security.auth import LoginGuard, SessionTable, login_check
+from ui.signin.directory import SignIn
 from ui.users import Users
 from ui.web import admin
 
@@ -91,8 +92,8 @@ def test_parallel_wrong_logins_check_at_most_the_limit(
         processes[0].add("bob", "bob-password", ["all"])
         checked = [count_password_checks(users, monkeypatch) for users in processes]
         settings = UiSettings(login_concurrency=2)
-        checks = [login_check(users, settings, LoginGuard(users.ledger, max_user=5,
-                                                          max_address=20, lockout_s=300))
+        checks = [login_check(SignIn(users, AuthSettings(), None), settings,
+                              LoginGuard(users.ledger, max_user=5, max_address=20, lockout_s=300))
                   for users in processes]
         codes: list[Any] = []
 
@@ -232,6 +233,9 @@ def test_kb_users_commands(tmp_path: Path) -> None:
         kb("disable", "bob")
         assert "disabled" in kb("list") and users.authenticate("bob", "bob-password") is None
         kb("disable", "bob", "--enable")
+        users.adopt("carol", ["all", "hr"], False, "ldap")
+        listed = {line.split()[0]: line for line in kb("list").splitlines()}
+        assert "from-ldap" in listed["carol"] and "from-" not in listed["bob"]
         epoch = users.require("bob").epoch
         kb("logout", "bob")
         assert users.require("bob").epoch == epoch + 1

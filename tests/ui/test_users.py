@@ -98,3 +98,28 @@ def test_questions_recorded_from_many_threads(users: Users) -> None:
     assert len(set(ids)) == 80 and all(ids)
     count = users.ledger.db.execute("SELECT COUNT(*) FROM questions").fetchone()[0]
     assert count == 80
+
+
+def test_directory_records_have_no_password_and_follow_their_source(users: Users) -> None:
+    """`adopt` makes a password-less record, updates its groups, never takes a local account,
+    and `turn_off` disables it until the directory vouches for it again; a record an admin
+    disabled stays disabled."""
+    carol = users.adopt("carol", ["all", "hr"], False, "ldap")
+    assert carol.groups == ("all", "hr") and users.source("carol") == "ldap"
+    assert users.authenticate("carol", "directory$ldap") is None
+    assert users.authenticate("carol", "") is None
+    assert users.adopt("carol", ["all", "finance"], True, "ldap").groups == ("all", "finance")
+    assert users.require("carol").is_admin
+    users.add("bob", "bob-password", ["all"])
+    with pytest.raises(KbError, match="local account"):
+        users.adopt("bob", ["all", "hr"], True, "ldap")
+    assert users.require("bob").groups == ("all",) and users.source("bob") == "local"
+    epoch = users.require("carol").epoch
+    users.turn_off("carol", "ldap")
+    assert users.require("carol").disabled and users.require("carol").epoch > epoch
+    assert users.source("carol") == "ldap-off"
+    assert not users.adopt("carol", ["all"], False, "ldap").disabled  # back in the directory
+    users.disable("carol")  # an admin's choice: the directory does not lift it
+    assert users.adopt("carol", ["all"], False, "ldap").disabled
+    with pytest.raises(KbError, match="does not fit"):
+        users.adopt("o'brien", ["all"], False, "ldap")

@@ -55,10 +55,13 @@ def users_list(settings: Settings) -> None:
     """List users, their groups and whether they hold an API token."""
     with users_for(settings) as service:
         users = service.list_users()
+        sources = {user.name: service.source(user.name) for user in users}
     for user in users:
+        source = sources[user.name]  # from the directory or a proxy's header: no password
         flags = " ".join(f for f, on in (("admin", user.is_admin), ("see-all", user.see_all),
                                          ("token", user.has_token),
-                                         ("disabled", user.disabled)) if on)
+                                         ("disabled", user.disabled),
+                                         (f"from-{source}", source != "local")) if on)
         click.echo(f"{user.name:<20} {','.join(user.groups):<24} {flags}")
     click.echo(f"{len(users)} users")
 

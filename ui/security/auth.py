@@ -29,8 +29,10 @@ import anyio
 from fastapi import HTTPException
 
 from core.config import UiSettings
+from core.errors import DirectoryUnavailable
 from core.types import User
 from store.ledger import Ledger
+from ui.signin.directory import SignIn
 from ui.users import Users, token_hash
 
 logger = logging.getLogger(__name__)
@@ -92,11 +94,17 @@ class LoginGuard:
         self.ledger.clear_login_failures()
 
 
-def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
+# The sign-in page's line when the directory is down; the log's line names the setting.
+DIRECTORY_DOWN = ("Company sign-in is unavailable: the directory did not answer. Try again later "
+                  "or tell the administrator (the server log names the setting to check).")
+
+
+def login_check(signin: SignIn, settings: UiSettings, guard: LoginGuard,
                 on_failure: Callable[[], None] = lambda: None,
                 ) -> Callable[[str, str], Awaitable[bool]]:
-    """The coroutine Gradio's `/login` awaits: throttled, scrypt in a worker thread, and only
-    for an attempt the guard counted first."""
+    """The coroutine Gradio's `/login` awaits: throttled, the password check (scrypt or the
+    directory, `SignIn.authenticate`) in a worker thread, and only for an attempt the guard
+    counted first. A directory that is down is one line on the form (503), not a failure."""
     limiter = anyio.CapacityLimiter(max(1, settings.login_concurrency))
 
     async def check(name: str, password: str) -> bool:
@@ -108,8 +116,12 @@ def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
                            shown, address, turn.wait)
             raise HTTPException(status_code=429, detail=f"Too many failed logins: try again "
                                                         f"in {turn.wait:.0f} s.")
-        user = await anyio.to_thread.run_sync(users.authenticate, name, password,
-                                              limiter=limiter)
+        try:
+            user = await anyio.to_thread.run_sync(signin.authenticate, name, password,
+                                                  limiter=limiter)
+        except DirectoryUnavailable as exc:  # the turn stays counted
+            logger.error("login of %r from %s: %s", shown, address, exc)
+            raise HTTPException(status_code=503, detail=DIRECTORY_DOWN) from None
         if user is None:  # the turn stays counted as a failure
             on_failure()
             logger.warning("login failed for user %r from %s", shown, address)

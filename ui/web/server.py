@@ -32,16 +32,19 @@ from ui.security.bodies import BodyLimit, body_cap
 from ui.security.guard import GradioState, GuardGradio, SessionOwners, keep_private
 from ui.security.metrics_access import MetricsAccess
 from ui.security.proxies import TrustedProxies
+from ui.signin.follow import FollowFirst
+from ui.signin.header import TrustedHeader
 from ui.web import render
 from ui.web.api import api_router
 from ui.web.asking import Asking
 from ui.web.chat import ChatHandlers
 from ui.web.handlers import DEMO_USER
 from ui.web.i18n import t
+from ui.web.login_notice import LoginNotice
 from ui.web.metrics import CONTENT_TYPE, Metrics
 from ui.web.openai_api import openai_router
 from ui.web.page import App, build_app
-from ui.wiring import Services, open_services
+from ui.wiring import Services, open_services, sign_in_for
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +81,17 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     cookies += [f"access-token-{gradio_app.cookie_id}",
                 f"access-token-unsecure-{gradio_app.cookie_id}"]
     _guard_gradio(mounted, gradio_app, blocks, session_user, proxies, max_body)
+    if not demo:  # a line on the sign-in page for a 429 or a 503 (Gradio's form shows none)
+        mounted.add_middleware(LoginNotice)
+    auth = services.settings.auth
+    if auth.ldap_url and not demo:  # the directory asked in a worker thread, not on the loop
+        mounted.add_middleware(FollowFirst, session_user=session_user)
+    if auth.user_header and not demo:  # outermost: the headers settled before anything reads
+        mounted.add_middleware(
+            TrustedHeader, signin=services.signin or sign_in_for(services.settings, users),
+            sessions=sessions, cookies=cookies,
+            proxies=TrustedProxies.parse(auth.trusted_proxies, "auth.trusted_proxies"),
+            user_header=auth.user_header, groups_header=auth.groups_header)
     _follow_the_ledger(services)
     return mounted
 
@@ -119,10 +133,11 @@ def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
 def _mount_page(server: FastAPI, blocks: gr.Blocks, services: Services, guard: LoginGuard,
                 demo: bool) -> FastAPI:
     """`server` with the page mounted at `/`, behind the login unless in demo mode."""
-    users, ui = services.users, services.settings.ui
+    ui = services.settings.ui
+    signin = services.signin or sign_in_for(services.settings, services.users)
     mounted = gr.mount_gradio_app(
         server, blocks, path="/",
-        auth=None if demo else login_check(users, ui, guard,
+        auth=None if demo else login_check(signin, ui, guard,
                                            services.metrics.login_failures.inc),
         auth_message=t("title") + " · " + t("title", "zh"),
         max_file_size=f"{int(ui.upload_max_mb)}mb", css=render.CSS,

@@ -1,0 +1,144 @@
+"""Who may sign in, and how: the policy in front of the login form, and the directory followed
+after it.
+
+`SignIn.authenticate` is what the login form's check calls (ui/security/auth.py): a local
+password when `auth.password_login` allows it (always for the `auth.break_glass` account), else
+the directory (`auth.ldap_url`), whose person becomes a password-less local record with the
+groups of `auth.group_map`. `SignIn.follow` is the `Users.follow` hook: every session and API
+token of a directory user is read again from the directory once `auth.group_refresh_s` has
+passed since the last read (a user moved between groups sees the other documents; one removed
+or disabled there loses sessions and token). Without a service account the directory cannot be
+read without the user's password, so such a user's session then ends and a token is refused.
+
+    signin = SignIn(users, settings.auth, Ldap(settings.auth, password))
+    users.follow = signin.follow
+    signin.authenticate("carol", "pw") -> User(name="carol", groups=("all", "hr"), ...)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from core.access import check_group
+from core.config import AuthSettings
+from core.errors import ConfigError, DirectoryUnavailable, KbError
+from core.types import User
+from ui.signin.groups import map_groups
+from ui.signin.ldap import Ldap, Person
+from ui.users import Users
+
+logger = logging.getLogger(__name__)
+
+
+GROUP_WAYS = ("memberOf", "search", "ad-chain")
+
+
+def check_auth(auth: AuthSettings) -> None:
+    """ConfigError naming the `[auth]` key that cannot work, before anyone tries to sign in."""
+    if auth.ldap_url and not auth.ldap_url.lower().startswith(("ldap://", "ldaps://")):
+        raise ConfigError(f"auth.ldap_url {auth.ldap_url!r}: write ldap://host:389 or "
+                          "ldaps://host:636")
+    if auth.ldap_groups not in GROUP_WAYS:
+        raise ConfigError(f"auth.ldap_groups {auth.ldap_groups!r}: use one of "
+                          f"{', '.join(GROUP_WAYS)}")
+    if auth.ldap_url and not auth.ldap_base_dn:
+        raise ConfigError("auth.ldap_base_dn is empty: name where people are searched, e.g. "
+                          "\"ou=people,dc=example,dc=org\"")
+    if auth.ldap_bind_template and "{user}" not in auth.ldap_bind_template:
+        raise ConfigError("auth.ldap_bind_template has no {user}: e.g. \"{user}@corp.example\"")
+    if auth.user_header and not auth.trusted_proxies:
+        raise ConfigError("auth.user_header is set but auth.trusted_proxies is empty: list the "
+                          "proxy that sets it, or the header is believed from nobody")
+    for directory_group, groups in auth.group_map.items():
+        for group in groups:
+            try:
+                check_group(group)
+            except KbError as exc:
+                raise ConfigError(f"auth.group_map {directory_group!r}: {exc}") from None
+
+
+class SignIn:
+    """The sign-in policy of one app process, and its memory of when each directory user was
+    last read (a process that restarts reads each again at first use)."""
+
+    def __init__(self, users: Users, auth: AuthSettings, ldap: Ldap | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.users, self.auth, self.ldap, self.clock = users, auth, ldap, clock
+        self._read_at: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def authenticate(self, name: str, password: str) -> User | None:
+        """The user when the name and password are right, else None; DirectoryUnavailable when
+        the directory is needed and down (the local break-glass account never needs it)."""
+        local = self.auth.password_login or (self.auth.break_glass and
+                                             name == self.auth.break_glass)
+        source = self.users.source(name)
+        if local and source in (None, "local"):
+            user = self.users.authenticate(name, password)
+            if user is not None or self.ldap is None or source == "local":
+                return user
+        elif source == "local" and not local:
+            logger.warning("password sign-in of local user %r refused: auth.password_login "
+                           "is false", name[:64])
+        if self.ldap is None:
+            return None
+        person = self.ldap.sign_in(name, password)
+        if person is None:
+            return None
+        return self._adopt(person, typed=name)
+
+    def adopt_header(self, name: str, groups: Sequence[str]) -> User | None:
+        """The record of a user a trusted proxy signed in, with the groups it names."""
+        access, is_admin = self._map(groups)
+        try:
+            user = self.users.adopt(name, access, is_admin, "header")
+        except KbError as exc:
+            logger.warning("trusted header sign-in refused: %s", exc)
+            return None
+        return None if user.disabled else user
+
+    def follow(self, user: User) -> User | None:
+        """`user` as the directory has them now, when they were read longer than
+        `auth.group_refresh_s` ago (else `user` as is); None when the directory no longer
+        finds them or cannot be read."""
+        now = self.clock()
+        with self._lock:
+            due = now - self._read_at.get(user.name, -1e18) >= self.auth.group_refresh_s
+        if not due or self.users.source(user.name) != "ldap":
+            return user
+        if self.ldap is None or not self.ldap.can_lookup:
+            logger.info("session of %s ended: %.0f s since the directory vouched for them and "
+                        "no service account (auth.ldap_bind_dn) to read them again",
+                        user.name, self.auth.group_refresh_s)
+            return None
+        try:
+            person = self.ldap.lookup(user.name)
+        except DirectoryUnavailable as exc:
+            logger.warning("directory user %s refused for now: %s", user.name, exc)
+            return None
+        if person is None:
+            self.users.turn_off(user.name, "ldap")
+            return None
+        return self._adopt(person, typed=user.name)
+
+    def _adopt(self, person: Person, typed: str) -> User | None:
+        if person.name != typed:
+            logger.warning("LDAP sign-in as %r refused: the directory names them %r (sign in "
+                           "with that name)", typed[:64], person.name[:64])
+            return None
+        access, is_admin = self._map(person.groups)
+        try:
+            user = self.users.adopt(person.name, access, is_admin, "ldap")
+        except KbError as exc:
+            logger.warning("LDAP sign-in refused: %s", exc)
+            return None
+        with self._lock:
+            self._read_at[user.name] = self.clock()
+        return None if user.disabled else user
+
+    def _map(self, groups: Sequence[str]) -> tuple[tuple[str, ...], bool]:
+        return map_groups(groups, self.auth.group_map, self.auth.admin_groups,
+                          self.auth.base_groups)
