@@ -326,6 +326,20 @@ class AuthSettings:
         default=5, metadata=_doc("levels of nested groups followed by 'search'"))
     ldap_timeout_s: float = field(
         default=5.0, metadata=_doc("connect and answer timeout of each directory call"))
+    oidc_issuer: str = field(
+        default="", metadata=_doc("the OpenID provider's issuer URL (https); empty: no OIDC"))
+    oidc_client_id: str = field(
+        default="", metadata=_doc("this app's client id at the provider (secret: env "
+                                  "KB_OIDC_CLIENT_SECRET)"))
+    oidc_scopes: tuple[str, ...] = field(
+        default=("openid", "profile", "email"), metadata=_doc("scopes asked for"))
+    oidc_user_claim: str = field(
+        default="preferred_username", metadata=_doc("the claim that is the local user name"))
+    oidc_groups_claim: str = field(
+        default="groups", metadata=_doc("the claim listing the user's directory groups"))
+    oidc_redirect_url: str = field(
+        default="", metadata=_doc("the callback as the provider knows it, https://HOST/login/"
+                                  "oidc/callback; empty: this request's address"))
     trusted_proxies: tuple[str, ...] = field(
         default=(), metadata=_doc("proxies (addresses, CIDRs) whose user and groups headers "
                                   "are believed"))

@@ -19,13 +19,14 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.config import Settings
+from core.config import AuthSettings, Settings
 from core.ports import Generator
 from core.text import load_segmenter
 from store.embed.embedder import torch_device
 from store.lazy_vectors import LazyVectorIndex
 from store.store import Store, open_ledger, open_store
 from ui.conversations import Conversations
+from ui.security.oidc import OidcClient
 from ui.signin.directory import SignIn, check_auth
 from ui.signin.ldap import Ldap
 from ui.users import Users
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 
 LDAP_PASSWORD_ENV = "KB_LDAP_BIND_PASSWORD"
+OIDC_SECRET_ENV = "KB_OIDC_CLIENT_SECRET"
 
 
 @dataclass
@@ -173,14 +175,22 @@ def sign_in_for(settings: Settings, users: Users) -> SignIn:
     auth = settings.auth
     check_auth(auth)
     ldap = Ldap(auth, os.environ.get(LDAP_PASSWORD_ENV, "")) if auth.ldap_url else None
-    signin = SignIn(users, auth, ldap)
+    signin = SignIn(users, auth, ldap, oidc=oidc_client(auth) if auth.oidc_issuer else None)
     if auth.break_glass and users.source(auth.break_glass) != "local":
         logger.warning("auth.break_glass names %r, which is no local account with a password: "
                        "make it with `kb users add %s --admin`", auth.break_glass,
                        auth.break_glass)
-    if ldap is not None:
+    if ldap is not None or auth.oidc_issuer:
         users.follow = signin.follow
     return signin
+
+
+def oidc_client(auth: AuthSettings) -> OidcClient:
+    """The OpenID provider of `auth`; its client secret comes from KB_OIDC_CLIENT_SECRET, never
+    from a config file."""
+    return OidcClient(auth.oidc_issuer, auth.oidc_client_id,
+                      os.environ.get(OIDC_SECRET_ENV, ""), auth.oidc_scopes,
+                      auth.oidc_user_claim, auth.oidc_groups_claim, auth.ldap_timeout_s)
 
 
 def _prime_quietly(assistant: Assistant) -> None:

@@ -26,6 +26,7 @@ from core.access import check_group
 from core.config import AuthSettings
 from core.errors import ConfigError, DirectoryUnavailable, KbError
 from core.types import User
+from ui.security.oidc import Identity, OidcClient, OidcError
 from ui.signin.groups import map_groups
 from ui.signin.ldap import Ldap, Person
 from ui.users import Users
@@ -49,6 +50,9 @@ def check_auth(auth: AuthSettings) -> None:
                           "\"ou=people,dc=example,dc=org\"")
     if auth.ldap_bind_template and "{user}" not in auth.ldap_bind_template:
         raise ConfigError("auth.ldap_bind_template has no {user}: e.g. \"{user}@corp.example\"")
+    if auth.oidc_issuer and not auth.oidc_client_id:
+        raise ConfigError("auth.oidc_issuer is set but auth.oidc_client_id is empty: register "
+                          "kb-assistant at the provider and name its client id")
     if auth.user_header and not auth.trusted_proxies:
         raise ConfigError("auth.user_header is set but auth.trusted_proxies is empty: list the "
                           "proxy that sets it, or the header is believed from nobody")
@@ -65,9 +69,14 @@ class SignIn:
     last read (a process that restarts reads each again at first use)."""
 
     def __init__(self, users: Users, auth: AuthSettings, ldap: Ldap | None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 oidc: OidcClient | None = None) -> None:
         self.users, self.auth, self.ldap, self.clock = users, auth, ldap, clock
+        self.oidc = oidc
         self._read_at: dict[str, float] = {}
+        # who signed in through the OpenID provider, with the refresh token that reads them
+        # again (in memory only: a process that restarts asks them to sign in again)
+        self._identities: dict[str, Identity] = {}
         self._lock = threading.Lock()
 
     def authenticate(self, name: str, password: str) -> User | None:
@@ -100,14 +109,31 @@ class SignIn:
             return None
         return None if user.disabled else user
 
+    def adopt_oidc(self, identity: Identity) -> User | None:
+        """The record of someone the OpenID provider signed in, with the groups its token
+        names; None when that name is a local account's or disabled here."""
+        access, is_admin = self._map(identity.groups)
+        try:
+            user = self.users.adopt(identity.name, access, is_admin, "oidc")
+        except KbError as exc:
+            logger.warning("OIDC sign-in refused: %s", exc)
+            return None
+        with self._lock:
+            self._identities[user.name] = identity
+            self._read_at[user.name] = self.clock()
+        return None if user.disabled else user
+
     def follow(self, user: User) -> User | None:
-        """`user` as the directory has them now, when they were read longer than
-        `auth.group_refresh_s` ago (else `user` as is); None when the directory no longer
+        """`user` as the directory (or the OpenID provider) has them now, when they were read
+        longer than `auth.group_refresh_s` ago (else `user` as is); None when it no longer
         finds them or cannot be read."""
         now = self.clock()
         with self._lock:
             due = now - self._read_at.get(user.name, -1e18) >= self.auth.group_refresh_s
-        if not due or self.users.source(user.name) != "ldap":
+        source = self.users.source(user.name)
+        if due and source == "oidc":
+            return self._follow_oidc(user)
+        if not due or source != "ldap":
             return user
         if self.ldap is None or not self.ldap.can_lookup:
             logger.info("session of %s ended: %.0f s since the directory vouched for them and "
@@ -123,6 +149,26 @@ class SignIn:
             self.users.turn_off(user.name, "ldap")
             return None
         return self._adopt(person, typed=user.name)
+
+    def _follow_oidc(self, user: User) -> User | None:
+        """An OpenID user read again through their refresh token; None (the session ends, the
+        token is refused until they sign in again) when this process holds none or the
+        provider refuses it (disabled or removed there, or the grant expired)."""
+        with self._lock:
+            identity = self._identities.get(user.name)
+        if identity is None or self.oidc is None:
+            logger.info("session of %s ended: %.0f s since the provider vouched for them, and "
+                        "this process holds no refresh token (sign in again)", user.name,
+                        self.auth.group_refresh_s)
+            return None
+        try:
+            fresh = self.oidc.refresh(identity)
+        except OidcError as exc:
+            logger.warning("OIDC user %s refused for now (%s): %s", user.name, exc.reason, exc)
+            with self._lock:
+                self._identities.pop(user.name, None)
+            return None
+        return self.adopt_oidc(fresh)
 
     def _adopt(self, person: Person, typed: str) -> User | None:
         if person.name != typed:

@@ -14,6 +14,9 @@ LANGS = ("en", "zh")
 LABELS: dict[str, tuple[str, str]] = {
     # key: (English, Chinese)
     "title": ("Policy assistant", "制度问答助手"),
+    # --- the sign-in page's link to the company's OpenID provider (ui/signin/oidc_web.py)
+    "oidc_sign_in": ("Sign in with your company account · 使用公司账号登录",
+                     "使用公司账号登录 · Sign in with your company account"),
     "chat_tab": ("Ask", "提问"),
     "admin_tab": ("Admin", "管理"),
     "question": ("Your question", "您的问题"),

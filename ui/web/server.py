@@ -14,6 +14,7 @@ sessions, uploads and files are guarded (`ui/security/guard.py`), its bodies cap
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -32,8 +33,11 @@ from ui.security.bodies import BodyLimit, body_cap
 from ui.security.guard import GradioState, GuardGradio, SessionOwners, keep_private
 from ui.security.metrics_access import MetricsAccess
 from ui.security.proxies import TrustedProxies
+from ui.signin.directory import SignIn
 from ui.signin.follow import FollowFirst
 from ui.signin.header import TrustedHeader
+from ui.signin.oidc_web import START as OIDC_START
+from ui.signin.oidc_web import oidc_router
 from ui.web import render
 from ui.web.api import api_router
 from ui.web.asking import Asking
@@ -71,10 +75,19 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     scrapers = MetricsAccess.parse(ui.metrics_allow, ui.metrics_token)
     max_body = body_cap(ui.max_body_bytes)
     session_user = signed_in_user(sessions, cookies, demo)
+    # one sign-in policy for the form, the trusted header and the OpenID routes: it remembers
+    # when each directory user was read and holds OpenID users' refresh tokens
+    signin = services.signin or sign_in_for(services.settings, users)
+    auth = services.settings.auth
 
     server = _own_routes(services, kb_app, session_user, scrapers)
     server.state.login_guard = guard
-    mounted = _mount_page(server, blocks, services, guard, demo)
+    if signin.oidc is not None and not demo:  # before the page's mount at /: it takes all
+        server.include_router(oidc_router(
+            signin.oidc, signin, sessions, cookies,
+            users.ledger.meta_default("oidc_state_key", secrets.token_hex(32)).encode(),
+            auth.oidc_redirect_url))
+    mounted = _mount_page(server, blocks, services, signin, guard, demo)
     gradio_app: Any = next(r.app for r in mounted.routes if isinstance(r, Mount))
     gradio_app.tokens = sessions
     gradio_app.cookie_id = shared_cookie_id(users)  # one cookie name for every app process
@@ -83,12 +96,11 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     _guard_gradio(mounted, gradio_app, blocks, session_user, proxies, max_body)
     if not demo:  # a line on the sign-in page for a 429 or a 503 (Gradio's form shows none)
         mounted.add_middleware(LoginNotice)
-    auth = services.settings.auth
     if auth.ldap_url and not demo:  # the directory asked in a worker thread, not on the loop
         mounted.add_middleware(FollowFirst, session_user=session_user)
     if auth.user_header and not demo:  # outermost: the headers settled before anything reads
         mounted.add_middleware(
-            TrustedHeader, signin=services.signin or sign_in_for(services.settings, users),
+            TrustedHeader, signin=signin,
             sessions=sessions, cookies=cookies,
             proxies=TrustedProxies.parse(auth.trusted_proxies, "auth.trusted_proxies"),
             user_header=auth.user_header, groups_header=auth.groups_header)
@@ -130,16 +142,19 @@ def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
     return server
 
 
-def _mount_page(server: FastAPI, blocks: gr.Blocks, services: Services, guard: LoginGuard,
-                demo: bool) -> FastAPI:
-    """`server` with the page mounted at `/`, behind the login unless in demo mode."""
+def _mount_page(server: FastAPI, blocks: gr.Blocks, services: Services, signin: SignIn,
+                guard: LoginGuard, demo: bool) -> FastAPI:
+    """`server` with the page mounted at `/`, behind the login unless in demo mode; with an
+    OpenID provider, its sign-in page links to it."""
     ui = services.settings.ui
-    signin = services.signin or sign_in_for(services.settings, services.users)
+    message = t("title") + " · " + t("title", "zh")
+    if services.settings.auth.oidc_issuer:
+        message += f'<p><a id="kb-oidc" href="{OIDC_START}">{t("oidc_sign_in")}</a></p>'
     mounted = gr.mount_gradio_app(
         server, blocks, path="/",
         auth=None if demo else login_check(signin, ui, guard,
                                            services.metrics.login_failures.inc),
-        auth_message=t("title") + " · " + t("title", "zh"),
+        auth_message=message,
         max_file_size=f"{int(ui.upload_max_mb)}mb", css=render.CSS,
         footer_links=["api"], run_history=False, show_error=False,
         # FastAPI's schema of Gradio's own routes answered anyone at /openapi.json: gone.

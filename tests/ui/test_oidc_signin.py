@@ -1,0 +1,184 @@
+"""Company sign-in over OpenID Connect (issue 26) through the real app: a real provider process
+(devtools/oidc_provider.py) and `kb serve`'s app on loopback (the sample store, the model
+unreachable). The browser's redirects are followed by hand with httpx, and once by headless
+Chromium from the sign-in page's link; groups follow the provider within auth.group_refresh_s."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from core.config import AuthSettings
+from devtools.chromium import CHROMIUM, chromium_page
+from devtools.oidc_provider import RunningProvider, running_provider
+from devtools.ports import free_port
+from devtools.system_deps import skip_or_fail
+from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
+from tests.ui.test_app import HR_FILES, HR_QUESTIONS
+from ui.signin.oidc_web import PENDING_COOKIE
+from ui.wiring import OIDC_SECRET_ENV, users_for
+
+pytestmark = pytest.mark.slow
+
+REFRESH_S = 1.0
+SECRET = "client-s3cret"
+HANNA = {"preferred_username": "hanna.o", "groups": ["hr-staff", "everyone"]}
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProvider]:
+    with running_provider(tmp_path_factory.mktemp("oidc-app")) as running:
+        yield running
+
+
+def _app(store: Store, issuer: str) -> Iterator[Running]:
+    auth = AuthSettings(oidc_issuer=issuer, oidc_client_id="kb",
+                        group_map={"hr-staff": ("hr",), "finance-staff": ("finance",)},
+                        group_refresh_s=REFRESH_S)
+    settings = dataclasses.replace(_login_settings(store), auth=auth)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(OIDC_SECRET_ENV, SECRET)
+        yield from _serve(settings, demo=False)
+
+
+@pytest.fixture(scope="module")
+def oidc_app(sample_store: Store, provider: RunningProvider) -> Iterator[Running]:
+    yield from _app(sample_store, provider.issuer)
+
+
+@pytest.fixture(scope="module")
+def down_app(sample_store: Store) -> Iterator[Running]:
+    yield from _app(sample_store, f"http://127.0.0.1:{free_port()}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def leave_no_provider_users(sample_store: Store) -> Iterator[None]:
+    yield
+    with users_for(sample_store.settings) as users:
+        for found in users.list_users():
+            if users.source(found.name) != "local":
+                users.delete(found.name)
+
+
+def start(app: Running) -> tuple[httpx.Client, str]:
+    """A browser's first step: the app's /login/oidc, which redirects to the provider."""
+    client = httpx.Client(base_url=app.url, timeout=30)
+    reply = client.get("login/oidc")
+    assert reply.status_code == 302, reply.text
+    assert PENDING_COOKIE in reply.cookies
+    return client, reply.headers["location"]
+
+
+def sign_in(app: Running, provider: RunningProvider, sub: str) -> tuple[httpx.Client, str]:
+    """The whole redirect dance as `sub`: the client, signed in, and the callback it used."""
+    client, at_provider = start(app)
+    callback = provider.authorize(at_provider, sub)
+    reply = client.get(callback)
+    assert reply.status_code == 302 and reply.headers["location"] == "/", reply.text
+    return client, callback
+
+
+def signed_in(client: httpx.Client) -> bool:
+    return client.get("config").status_code == 200
+
+
+def sees_hr(app: Running, token: str) -> bool:
+    reply = httpx.post(app.url + "api/ask", json={"question": HR_QUESTIONS[0]}, timeout=120,
+                       headers={"Authorization": f"Bearer {token}"})
+    assert reply.status_code in (200, 401), reply.text
+    return reply.status_code == 200 and any(f in reply.text for f in HR_FILES)
+
+
+def token_for(app: Running, name: str) -> str:
+    with users_for(app.settings) as users:
+        return users.new_token(name)
+
+
+def test_the_provider_signs_hanna_in_with_her_directory_groups(
+    oidc_app: Running, provider: RunningProvider,
+) -> None:
+    provider.set_user("hanna-sub", HANNA)
+    client, _ = sign_in(oidc_app, provider, "hanna-sub")
+    assert signed_in(client)
+    with users_for(oidc_app.settings) as users:
+        hanna = users.require("hanna.o")
+        assert users.source("hanna.o") == "oidc"
+        assert users.authenticate("hanna.o", "") is None  # no password to guess
+    assert hanna.groups == ("all", "hr") and not hanna.is_admin
+    assert sees_hr(oidc_app, token_for(oidc_app, "hanna.o"))
+
+
+def test_a_move_at_the_provider_changes_the_next_question_and_a_block_ends_it(
+    oidc_app: Running, provider: RunningProvider,
+) -> None:
+    provider.set_user("ivan-sub", {"preferred_username": "ivan", "groups": ["hr-staff"]})
+    client, _ = sign_in(oidc_app, provider, "ivan-sub")
+    token = token_for(oidc_app, "ivan")
+    assert sees_hr(oidc_app, token)
+    provider.set_user("ivan-sub", {"preferred_username": "ivan", "groups": ["finance-staff"]})
+    time.sleep(REFRESH_S + 0.2)
+    assert not sees_hr(oidc_app, token) and signed_in(client)
+    with users_for(oidc_app.settings) as users:
+        assert users.require("ivan").groups == ("all", "finance")
+    provider.revoke("ivan-sub")  # blocked at the provider: its grants are void
+    time.sleep(REFRESH_S + 0.2)
+    assert not signed_in(client)
+    reply = httpx.post(oidc_app.url + "api/ask", json={"question": "annual leave"}, timeout=60,
+                       headers={"Authorization": f"Bearer {token}"})
+    assert reply.status_code == 401
+
+
+def test_a_replayed_or_forged_callback_is_refused_with_one_line(
+    oidc_app: Running, provider: RunningProvider,
+) -> None:
+    provider.set_user("hanna-sub", HANNA)
+    client, callback = sign_in(oidc_app, provider, "hanna-sub")
+    replayed = client.get(callback)
+    assert replayed.status_code == 400 and "start the sign-in again" in replayed.text
+    assert replayed.text.count("<p") == 2  # the line, and the ways back
+    other, at_provider = start(oidc_app)
+    forged = urllib.parse.urlsplit(provider.authorize(at_provider, "hanna-sub"))
+    query = dict(urllib.parse.parse_qsl(forged.query), state="attacker")
+    refused = other.get(f"login/oidc/callback?{urllib.parse.urlencode(query)}")
+    assert refused.status_code == 400 and "another state" in refused.text
+    assert not signed_in(other)
+    # no pending cookie at all (a link sent by someone else): refused too
+    stranger = httpx.Client(base_url=oidc_app.url, timeout=30)
+    assert stranger.get(f"login/oidc/callback?{forged.query}").status_code == 400
+
+
+def test_a_provider_that_is_down_says_so_and_passwords_still_work(down_app: Running) -> None:
+    reply = httpx.get(down_app.url + "login/oidc", timeout=30)
+    assert reply.status_code == 503
+    assert "check oidc.issuer and that the provider is up" in reply.text
+    password = httpx.post(down_app.url + "login", timeout=30,
+                          data={"username": "alice", "password": PASSWORDS["alice"]})
+    assert password.status_code == 200
+
+
+def test_the_sign_in_page_links_to_the_provider_in_chromium(
+    oidc_app: Running, provider: RunningProvider, tmp_path: Path,
+) -> None:
+    """The whole flow in a browser: the sign-in page's link, the provider's consent form, the
+    callback, and the chat page signed in."""
+    if CHROMIUM is None:
+        skip_or_fail("Chromium is not installed (scripts/install_chromium.sh)")
+    provider.set_user("hanna-sub", HANNA)
+    with chromium_page(tmp_path / "profile", reply_timeout_s=30) as page:
+        page.send("Page.enable")
+        page.send("Page.navigate", url=oidc_app.url)
+        page.wait_for("!!document.querySelector('#kb-oidc')")
+        page.eval("document.querySelector('#kb-oidc').click()")
+        page.wait_for("!!document.querySelector('input[name=sub]')")
+        page.eval("""(() => { const box = document.querySelector('input[name=sub]');
+                     box.value = 'hanna-sub'; box.form.submit(); return true; })()""")
+        page.wait_for("!!document.querySelector('#kb-question textarea')")
+        url: Any = page.eval("location.href")
+    assert url.startswith(oidc_app.url)

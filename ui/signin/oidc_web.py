@@ -1,0 +1,89 @@
+"""Sign-in with the company's OpenID provider (`auth.oidc_issuer`): `GET /login/oidc` sends the
+browser to the provider, with the pending sign-in (state, nonce, PKCE verifier) sealed in a
+short-lived cookie; `GET /login/oidc/callback` takes it back, checks everything
+`ui/security/oidc.py` checks, keeps the person as a password-less local user with the groups
+of `auth.group_map`, and opens a session as the password form does. A refusal is a short page
+with one line (what failed, what to check) and a way back; the log says the same, with the
+address.
+
+    server.include_router(oidc_router(client, signin, sessions, cookies, key, redirect_url))
+    # the sign-in page links to START ("Sign in with your company account")
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import secrets
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from ui.security.auth import SessionTable, client_address
+from ui.security.oidc import OidcClient, OidcError, seal, unseal
+from ui.signin.directory import SignIn
+
+logger = logging.getLogger(__name__)
+
+START = "/login/oidc"
+CALLBACK = "/login/oidc/callback"
+PENDING_COOKIE = "kb-oidc-pending"
+
+
+def refused_page(line: str, status: int) -> HTMLResponse:
+    """The page a refused sign-in shows: one line, and the way back to the sign-in page."""
+    body = (f"<!doctype html><meta charset=utf-8><title>Sign-in refused</title>"
+            f"<p id=kb-signin-refused>{html.escape(line)}</p>"
+            f'<p><a href="{START}">Try again</a> · <a href="/">Back to the sign-in page</a></p>')
+    return HTMLResponse(body, status_code=status)
+
+
+def oidc_router(client: OidcClient, signin: SignIn, sessions: SessionTable, cookies: list[str],
+                key: bytes, redirect_url: str = "") -> APIRouter:
+    """The two routes of an OpenID sign-in; `redirect_url` is the callback's address as the
+    provider knows it (empty: this request's own address of `CALLBACK`)."""
+    router = APIRouter()
+
+    def callback_url(request: Request) -> str:
+        return redirect_url or str(request.url.replace(path=CALLBACK, query=""))
+
+    @router.get(START, include_in_schema=False)
+    async def start(request: Request) -> Response:
+        try:
+            url, pending = await run_in_threadpool(client.start, callback_url(request))
+        except OidcError as exc:
+            logger.warning("OIDC sign-in not started for %s: %s", client_address.get(), exc)
+            return refused_page(str(exc), 503)
+        response = RedirectResponse(url, status_code=302)
+        response.set_cookie(PENDING_COOKIE, seal(pending, key), max_age=600, path=START,
+                            httponly=True, samesite="lax", secure=request.url.scheme == "https")
+        return response
+
+    @router.get(CALLBACK, include_in_schema=False)
+    async def callback(request: Request) -> Response:
+        address = client_address.get()
+        try:
+            pending = unseal(request.cookies.get(PENDING_COOKIE, ""), key)
+            identity = await run_in_threadpool(client.finish, pending,
+                                               dict(request.query_params), callback_url(request))
+        except OidcError as exc:
+            logger.warning("OIDC sign-in refused (%s) from %s: %s", exc.reason, address, exc)
+            return refused_page(str(exc), 400 if exc.reason != "provider" else 502)
+        user = await run_in_threadpool(signin.adopt_oidc, identity)
+        if user is None:
+            logger.warning("OIDC sign-in of %r from %s refused: no such enabled user",
+                           identity.name[:64], address)
+            return refused_page(f"{identity.name}: this account is disabled here; ask an "
+                                "administrator", 403)
+        token = secrets.token_urlsafe(32)
+        await run_in_threadpool(sessions.__setitem__, token, user.name)
+        logger.info("login of %s from %s (OIDC)", user.name, address)
+        secure = request.url.scheme == "https"
+        response = RedirectResponse("/", status_code=302)
+        response.set_cookie(cookies[0] if secure else cookies[-1], token, httponly=True,
+                            samesite="lax", secure=secure, path="/")
+        response.delete_cookie(PENDING_COOKIE, path=START)
+        return response
+
+    return router
