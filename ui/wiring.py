@@ -23,7 +23,9 @@ from core.ports import Generator
 from core.text import load_segmenter
 from store.embed.embedder import torch_device
 from store.lazy_vectors import LazyVectorIndex
+from store.ledger import Ledger
 from store.store import Store, open_ledger, open_store
+from ui.audit import AuditTrail, cli_actor
 from ui.conversations import Conversations
 from ui.users import Users
 
@@ -155,7 +157,10 @@ def open_services(settings: Settings, *, warm: bool = False) -> Services:
         raise
     if warm:
         threading.Thread(target=_prime_quietly, args=(assistant,), daemon=True).start()
-    return Services(settings, store, assistant, Users(store.ledger))
+    audit = AuditTrail(store.ledger, settings.audit)
+    services = Services(settings, store, assistant, Users(store.ledger, audit))
+    services.on_close.append(audit.close)
+    return services
 
 
 def _prime_quietly(assistant: Assistant) -> None:
@@ -177,11 +182,18 @@ def store_for(settings: Settings) -> closing[Store]:
     return closing(open_store(settings, lazy_vectors=True))
 
 
+def ledger_for(settings: Settings) -> closing[Ledger]:
+    """Just the ledger, for `kb audit ...`."""
+    return closing(open_ledger(settings))
+
+
 @contextmanager
 def users_for(settings: Settings) -> Iterator[Users]:
     """Just the accounts, for `kb users ...`."""
     ledger = open_ledger(settings)
+    audit = AuditTrail(ledger, settings.audit)
     try:
-        yield Users(ledger)
+        yield Users(ledger, audit, actor=cli_actor())
     finally:
+        audit.close()
         ledger.close()

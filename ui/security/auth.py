@@ -104,6 +104,8 @@ def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
         shown = name[:64]
         turn = await anyio.to_thread.run_sync(guard.reserve, shown, address)
         if not turn.granted:
+            users.audit.soon("signin", shown, object=shown, outcome="locked", address=address,
+                             method="password", wait_s=round(turn.wait))
             logger.warning("login refused for user %r from %s: locked for %.0f s more",
                            shown, address, turn.wait)
             raise HTTPException(status_code=429, detail=f"Too many failed logins: try again "
@@ -112,9 +114,13 @@ def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
                                               limiter=limiter)
         if user is None:  # the turn stays counted as a failure
             on_failure()
+            users.audit.soon("signin", shown, object=shown, outcome="failed", address=address,
+                             method="password")
             logger.warning("login failed for user %r from %s", shown, address)
             return False
         await anyio.to_thread.run_sync(guard.succeeded, turn, shown)
+        users.audit.soon("signin", user.name, object=user.name, address=address,
+                         method="password")
         logger.info("login of %s from %s", user.name, address)
         return True
 
@@ -150,9 +156,13 @@ class SessionTable(dict[str, str]):
         now = self.clock()
         self.ledger.open_session(token_hash(token), name, user.epoch if user else -1, now,
                                  now + self.max_age_s)
+        self.users.audit.soon("session.create", name, object=name,
+                              address=client_address.get(), hours=self.max_age_s / 3600)
 
     def __delitem__(self, token: str) -> None:
+        name = token.name if isinstance(token, _StoredKey) else self.get(token, "?")
         self.ledger.end_session(self._hash(token))
+        self.users.audit.soon("signout", name, object=name, address=client_address.get())
 
     def __getitem__(self, token: str) -> str:
         if isinstance(token, _StoredKey):
