@@ -17,6 +17,7 @@ from pathlib import Path
 from bench.recorded import Recorded
 from bench.report_goals import goals_section
 from bench.report_sections import (
+    audit_and_logins,
     followups,
     gpu,
     head,
@@ -36,7 +37,7 @@ def render(root: Path = REPO) -> str:
     """BENCHMARKS.md as the reports of the checkout at `root` produce it."""
     rec = Recorded(root)
     parts = (head(rec), goals_section(rec), quality(rec), followups(rec), ingest(rec),
-             latency(rec), gpu(rec), load(rec), reproduce())
+             latency(rec), gpu(rec), load(rec), audit_and_logins(rec), reproduce())
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 

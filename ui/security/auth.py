@@ -17,15 +17,19 @@ other, and a failure counts on every other.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
+import os
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
-import anyio
 from fastapi import HTTPException
 
 from core.config import UiSettings
@@ -34,6 +38,11 @@ from store.ledger import Ledger
 from ui.users import Users, token_hash
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# How much lower the password checks' threads run (Linux nice, per thread): a flood's scrypt
+# work takes the cores the pages leave.
+LOGIN_NICE = 10
 
 # The client address of the request being handled, for the login check: set by GuardGradio
 # (ui/security/guard.py) to the socket peer, or to the client a trusted proxy names
@@ -92,17 +101,38 @@ class LoginGuard:
         self.ledger.clear_login_failures()
 
 
+def yield_cpu() -> None:
+    """Lower this thread's CPU priority by LOGIN_NICE (Linux keeps a nice value per thread;
+    elsewhere, or where refused, nothing changes)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOGIN_NICE)
+    except (AttributeError, OSError) as exc:
+        logger.debug("password checks keep their priority: %s", exc)
+
+
 def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
                 on_failure: Callable[[], None] = lambda: None,
                 ) -> Callable[[str, str], Awaitable[bool]]:
     """The coroutine Gradio's `/login` awaits: throttled, scrypt in a worker thread, and only
-    for an attempt the guard counted first."""
-    limiter = anyio.CapacityLimiter(max(1, settings.login_concurrency))
+    for an attempt the guard counted first.
+
+    A flood of logins must not slow the pages (issue 26): it runs on threads of its own, never
+    on the pool the pages' routes share (anyio's default, 40 threads). The throttle's ledger
+    steps take one thread, in turn (the ledger makes them take turns anyway; here they queue
+    without holding a thread each, instead of 40 threads waiting on SQLite's lock), and the
+    password checks `ui.login_concurrency` threads at a lower CPU priority, so pages get the
+    cores first."""
+    turns = ThreadPoolExecutor(1, "login-turn")
+    checks = ThreadPoolExecutor(max(1, settings.login_concurrency), "login-check",
+                                initializer=yield_cpu)
+
+    async def on(pool: ThreadPoolExecutor, func: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(pool, partial(func, *args))
 
     async def check(name: str, password: str) -> bool:
         address = client_address.get()
         shown = name[:64]
-        turn = await anyio.to_thread.run_sync(guard.reserve, shown, address)
+        turn = await on(turns, guard.reserve, shown, address)
         if not turn.granted:
             users.audit.soon("signin", shown, object=shown, outcome="locked", address=address,
                              method="password", wait_s=round(turn.wait))
@@ -110,15 +140,14 @@ def login_check(users: Users, settings: UiSettings, guard: LoginGuard,
                            shown, address, turn.wait)
             raise HTTPException(status_code=429, detail=f"Too many failed logins: try again "
                                                         f"in {turn.wait:.0f} s.")
-        user = await anyio.to_thread.run_sync(users.authenticate, name, password,
-                                              limiter=limiter)
+        user = await on(checks, users.authenticate, name, password)
         if user is None:  # the turn stays counted as a failure
             on_failure()
             users.audit.soon("signin", shown, object=shown, outcome="failed", address=address,
                              method="password")
             logger.warning("login failed for user %r from %s", shown, address)
             return False
-        await anyio.to_thread.run_sync(guard.succeeded, turn, shown)
+        await on(turns, guard.succeeded, turn, shown)
         users.audit.soon("signin", user.name, object=user.name, address=address,
                          method="password")
         logger.info("login of %s from %s", user.name, address)
