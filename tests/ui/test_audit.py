@@ -177,3 +177,23 @@ def test_export_lines_and_times_are_pure() -> None:
 def test_settings_have_an_audit_section() -> None:
     settings: Settings = load_settings(REPO / "config.toml", environ={"KB_AUDIT_KEEP_DAYS": "30"})
     assert settings.audit.enabled and settings.audit.keep_days == 30.0
+
+
+def test_serve_records_its_settings_and_prunes(make_settings: Any) -> None:
+    from ui.web.server import record_start
+    from ui.wiring import open_services
+
+    settings = make_settings()
+    services = open_services(settings)
+    try:
+        ledger = services.store.ledger
+        ledger.append_audit([AuditEntry(time.time() - 400 * 86400, "a", "", "signin", "a")])
+        record_start(services, demo=False)
+        records = list(ledger.audit_records())
+        start = next(r for r in records if r.event == "settings")
+        assert start.object == settings_digest(settings)[0] and start.actor == cli_actor()
+        assert json.loads(start.details)["settings"]["ui.port"] == settings.ui.port
+        assert [r.event for r in records][-1] == "audit.prune"  # the 400-day-old record went
+        assert ledger.audit_checkpoint() is not None and ledger.verify_audit().ok
+    finally:
+        services.close()
