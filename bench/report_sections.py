@@ -351,8 +351,9 @@ def audit_and_logins(rec: Recorded) -> list[str]:
               "own, the per-address limit raised), against `kb serve` on the same 2 cores as "
               "the client; a signed-in page request (`GET /`) timed throughout, then as often "
               "with no flood. Before: the code before issue 26 (the login's ledger steps and "
-              "password checks on the pages' thread pool, the checks at the pages' priority), "
-              "served beside it, the two apps' floods taking turns:"),
+              "password checks on the pages' thread pool, the checks at the pages' priority, "
+              "the loaded heap walked by every full garbage collection), served beside it, "
+              "the two apps' floods taking turns, the attacker in a process of its own:"),
         *table(["run", "page, slowest in the flood", "median in the flood",
                 "slowest with no flood", "before: slowest in the flood", "median",
                 "slowest with no flood"], rows),

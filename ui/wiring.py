@@ -11,6 +11,7 @@ ledger, a Chroma client, an embedder, a model client or a token counter.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -118,10 +119,19 @@ def warm_up(store: Store) -> threading.Thread:
         encoder = open_openvino_question_encoder(store.settings.embed)
         if encoder is not None:
             store.use_question_encoder(encoder)
+        settle_heap()
 
     thread = threading.Thread(target=load, name="warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def settle_heap() -> None:
+    """For a long-running process, once its parts are loaded: what is in memory now stays for
+    the process's life, so the garbage collector stops walking it (`gc.freeze`). Otherwise
+    each full collection walks every object of Gradio, torch, Chroma and jieba, a pause of
+    every thread (~150 ms on 2 cores) that a burst of requests (a login flood) sets off."""
+    gc.freeze()
 
 
 PRIME_CHUNKS = 20_000  # chunks whose lines a warm process counts ahead (the first of the store)

@@ -45,7 +45,7 @@ from ui.web.handlers import DEMO_USER
 from ui.web.i18n import t
 from ui.web.metrics import CONTENT_TYPE, Metrics
 from ui.web.page import App, build_app
-from ui.wiring import Services, open_services
+from ui.wiring import Services, open_services, settle_heap
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +260,7 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
     try:
         app = create_server(services, demo=demo)
         record_start(services, demo)
+        settle_heap()
         uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,
                     **UVICORN_OPTIONS)
     finally:
