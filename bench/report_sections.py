@@ -352,7 +352,8 @@ def audit_and_logins(rec: Recorded) -> list[str]:
               "the client; a signed-in page request (`GET /`) timed throughout, then as often "
               "with no flood. Before: the code before issue 26 (the login's ledger steps and "
               "password checks on the pages' thread pool, the checks at the pages' priority, "
-              "the loaded heap walked by every full garbage collection), served beside it, "
+              "the loaded heap walked by every full garbage collection, Python's 5 ms GIL "
+              "switch interval), served beside it, "
               "the two apps' floods taking turns, the attacker in a process of its own:"),
         *table(["run", "page, slowest in the flood", "median in the flood",
                 "slowest with no flood", "before: slowest in the flood", "median",

@@ -1,11 +1,14 @@
 """Issue 26, item 6, against the real app (uvicorn on loopback, the sample store, the model
 unreachable): a flood of wrong logins runs on threads of its own, so the pages' thread pool
-stays free. Each test failed before the fix (the login's ledger steps ran on anyio's default
-pool, 40 threads, the password checks too, at the pages' CPU priority)."""
+stays free, and `kb serve` keeps garbage collections and GIL waits short. Each test failed
+before the fix (the login's ledger steps ran on anyio's default pool, 40 threads, the password
+checks at the pages' CPU priority; nothing frozen; Python's 5 ms switch interval)."""
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -85,3 +88,25 @@ def test_password_checks_run_at_a_lower_priority(
         assert future.result().status_code == 400
     assert len(nice) == 4
     assert set(nice) == {os.getpriority(os.PRIO_PROCESS, 0) + LOGIN_NICE}, nice
+
+
+def test_serve_settles_its_heap_and_switches_the_gil_often(
+        make_settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `kb serve` sets before it listens: the loaded heap frozen, a 1 ms switch interval
+    (Python's 5 ms let a page's thread wait behind the flood's at every ledger read)."""
+    import uvicorn
+
+    from ui.web import server
+
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(
+        (sys.getswitchinterval(), gc.get_freeze_count())))
+    before = sys.getswitchinterval()
+    gc.unfreeze()
+    try:
+        server.serve(make_settings(llm={"url": "http://127.0.0.1:9/v1"}), demo=True)
+    finally:
+        sys.setswitchinterval(before)
+        gc.unfreeze()
+    (interval, frozen), = served
+    assert interval == server.SWITCH_INTERVAL_S == 0.001 and frozen > 10_000

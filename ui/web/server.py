@@ -13,6 +13,7 @@ sessions, uploads and files are guarded (`ui/security/guard.py`), its bodies cap
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -245,6 +246,12 @@ def record_start(services: Services, demo: bool | None) -> None:
     audit.prune(actor, "local")
 
 
+# How long a thread running Python keeps the GIL while another waits for it (Python's default:
+# 5 ms). A page's request takes the GIL back many times (each ledger read lets it go); behind a
+# login flood's threads it waited up to the interval each time (issue 26, bench.login_flood).
+SWITCH_INTERVAL_S = 0.001
+
+
 # uvicorn's own X-Forwarded-For handling is off: by default it believes the header from
 # 127.0.0.1, so a client on the app's host could name any address. GuardGradio believes it
 # only from ui.trusted_proxies. The tests serve the app with these options too.
@@ -261,6 +268,7 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
         app = create_server(services, demo=demo)
         record_start(services, demo)
         settle_heap()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,
                     **UVICORN_OPTIONS)
     finally:
