@@ -60,6 +60,8 @@ BENCHES: dict[str, Bench] = {
                       "pipeline time before the request vs time to first token (vLLM CPU)"),
     "followup": Bench("followup_latency", "--rounds 5", "--rounds 2", True,
                       "retrieval of follow-ups read with their history vs alone (p95 added)"),
+    "audit": Bench("audit_latency", "--rounds 25", "--rounds 5", True,
+                   "a question's p95 with the audit events that follow it vs without"),
     "ingest": Bench("ingest_speed", PUBLIC_DOCS, SAMPLE_DOCS, True,
                     "fresh ingest pages/s vs the LlamaIndex starter; unchanged re-index"),
     "parse": Bench("parse_speed", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",
@@ -77,6 +79,8 @@ BENCHES: dict[str, Bench] = {
     "openai": Bench("openai_overhead", "--rounds 300", "--rounds 100", False,
                     "the OpenAI-compatible endpoint vs POST /api/ask, same questions in turn "
                     "(retrieval-only)"),
+    "login-flood": Bench("login_flood", "--runs 10", "--runs 3", False,
+                         "40 parallel wrong sign-ins: the slowest page request of each run"),
     "refresh": Bench("refresh_delay", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
     "gpu-ingest": Bench("gpu_ingest", f"{PUBLIC_DOCS} --workers 1,8",

@@ -84,6 +84,12 @@ SOURCES: dict[str, Source] = {
     # issue 25: the OpenAI-compatible endpoint against POST /api/ask, three runs of 300 rounds
     "openai": Source(tuple(f"{RESULTS}issue25-openai-overhead-{n}.json" for n in (1, 2, 3)),
                      bench="openai"),
+    # issue 26: the audit trail's cost to a question; 40 wrong sign-ins at once, 10 runs, now
+    # and with the code before it (ac51a22), their floods taking turns
+    "audit": Source((f"{RESULTS}issue26-audit-latency.json",), bench="audit"),
+    "login_flood": Source((f"{RESULTS}issue26-login-flood.json",), date="2026-12-03",
+                          command="python -m bench.login_flood --runs 10 --before "
+                                  "/tmp/before (git archive ac51a22)"),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),
                         date="2026-11-30", command=GPU_RUN, machine=OTHER_H200),

@@ -18,6 +18,7 @@ from bench.recorded import Recorded
 from bench.report_goals import goals_section
 from bench.report_sections import (
     api_overhead,
+    audit_and_logins,
     followups,
     gpu,
     head,
@@ -38,7 +39,8 @@ def render(root: Path = REPO) -> str:
     """BENCHMARKS.md as the reports of the checkout at `root` produce it."""
     rec = Recorded(root)
     parts = (head(rec), goals_section(rec), quality(rec), followups(rec), ingest(rec),
-             latency(rec), gpu(rec), load(rec), api_overhead(rec), signin(rec), reproduce())
+             latency(rec), gpu(rec), load(rec), api_overhead(rec), signin(rec),
+             audit_and_logins(rec), reproduce())
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 

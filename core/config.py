@@ -351,6 +351,14 @@ class AuthSettings:
 
 
 @dataclass(frozen=True)
+class AuditSettings:
+    enabled: bool = field(default=True, metadata=_doc("record the audit trail (SECURITY.md)"))
+    keep_days: float = field(
+        default=365.0, metadata=_doc("records older than this are pruned, through a checkpoint; "
+                                     "0: keep all"))
+
+
+@dataclass(frozen=True)
 class Settings:
     store: StoreSettings = field(default_factory=StoreSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
@@ -360,6 +368,7 @@ class Settings:
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     ui: UiSettings = field(default_factory=UiSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
     base_dir: Path = field(default=Path("."), metadata=_doc("folder relative paths start from"))
 
     def store_path(self) -> Path:

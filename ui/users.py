@@ -37,6 +37,7 @@ from core.access import parse_groups
 from core.errors import KbError
 from core.types import Answer, QuestionRecord, User
 from store.ledger import Ledger
+from ui.audit import AuditTrail
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +90,19 @@ def _dummy_hash() -> str:
 
 
 class Users:
-    """Accounts, questions and feedback, kept in the ledger; safe to share between threads."""
+    """Accounts, questions and feedback, kept in the ledger; safe to share between threads.
+    Each change to an account or token is recorded in the audit trail under `actor` (the CLI's
+    "cli:<os user>"; "app" in the web app, whose sign-ins record their own)."""
 
-    def __init__(self, ledger: Ledger, follow: Follow | None = None) -> None:
+    def __init__(self, ledger: Ledger, audit: AuditTrail | None = None, actor: str = "app",
+                 follow: Follow | None = None) -> None:
         self.ledger = ledger
+        self.audit = audit or AuditTrail(ledger)
+        self.actor = actor
         self.follow = follow  # set by ui/signin/directory.py when a directory is configured
+
+    def _audit(self, event: str, name: str, **details: Any) -> None:
+        self.audit.record(event, self.actor, object=name, address="local", **details)
 
     # --- users --------------------------------------------------------------------------
     def add(self, name: str, password: str, groups: Sequence[str] = ("all",),
@@ -106,6 +115,7 @@ class Users:
             raise KbError(f"user {name!r} exists (use `kb users passwd {name}` to change "
                           "the password)")
         logger.info("user %s added (groups %s, admin %s)", name, ",".join(clean), is_admin)
+        self._audit("user.add", name, groups=list(clean), admin=is_admin)
         return self.require(name)
 
     def get(self, name: str) -> User | None:
@@ -127,34 +137,41 @@ class Users:
         self.require(name)
         self.ledger.set_password_hash(name, hash_password(password))
         logger.info("password of %s changed; sessions ended", name)
+        self._audit("user.password", name)
 
     def disable(self, name: str, disabled: bool = True) -> None:
         """Refuse the user's logins, sessions and token (or, with False, allow them again)."""
         self.require(name)
         self.ledger.set_user_disabled(name, disabled)
         logger.warning("user %s %s", name, "disabled" if disabled else "enabled")
+        self._audit("user.disable" if disabled else "user.enable", name)
 
     def delete(self, name: str) -> None:
         """Remove the account; its questions and feedback stay on record."""
         self.require(name)
         self.ledger.delete_user(name)
         logger.warning("user %s deleted", name)
+        self._audit("user.delete", name)
 
     def end_sessions(self, name: str) -> None:
         self.require(name)
         self.ledger.bump_user_epoch(name)
         logger.info("sessions of %s ended", name)
+        self._audit("session.revoke", name, sessions="all")
 
     def set_see_all(self, name: str, see_all: bool) -> None:
         """The explicit right of an admin to see every group's documents and feedback in the
         admin tab (without it, admin views show only the admin's own groups)."""
         self.require(name)
         self.ledger.set_user_see_all(name, see_all)
+        self._audit("user.see_all", name, see_all=see_all)
 
     def set_groups(self, name: str, groups: Sequence[str], is_admin: bool | None = None) -> User:
         self.require(name)
         self.ledger.set_user_groups(name, parse_groups(groups) or ("all",), is_admin)
-        return self.require(name)
+        user = self.require(name)
+        self._audit("user.groups", name, groups=list(user.groups), admin=user.is_admin)
+        return user
 
     def authenticate(self, name: str, password: str) -> User | None:
         """The user when the password matches, else None (same work either way)."""
@@ -219,12 +236,14 @@ class Users:
         self.require(name)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         self.ledger.set_token_hash(name, token_hash(token), time.time() + days * 86400)
+        self._audit("token.create", name, days=days)
         return token
 
     def revoke_token(self, name: str) -> None:
         self.require(name)
         self.ledger.set_token_hash(name, "", 0.0)
         logger.warning("API token of %s revoked", name)
+        self._audit("token.revoke", name)
 
     def by_token(self, token: str) -> User | None:
         """The user of a valid, unexpired token of an enabled account, else None."""

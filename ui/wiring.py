@@ -11,6 +11,7 @@ ledger, a Chroma client, an embedder, a model client or a token counter.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import threading
@@ -24,7 +25,9 @@ from core.ports import Generator
 from core.text import load_segmenter
 from store.embed.embedder import torch_device
 from store.lazy_vectors import LazyVectorIndex
+from store.ledger import Ledger
 from store.store import Store, open_ledger, open_store
+from ui.audit import AuditTrail, cli_actor
 from ui.conversations import Conversations
 from ui.security.oidc import OidcClient
 from ui.signin.directory import SignIn, check_auth
@@ -125,10 +128,19 @@ def warm_up(store: Store) -> threading.Thread:
         encoder = open_openvino_question_encoder(store.settings.embed)
         if encoder is not None:
             store.use_question_encoder(encoder)
+        settle_heap()
 
     thread = threading.Thread(target=load, name="warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def settle_heap() -> None:
+    """For a long-running process, once its parts are loaded: what is in memory now stays for
+    the process's life, so the garbage collector stops walking it (`gc.freeze`). Otherwise
+    each full collection walks every object of Gradio, torch, Chroma and jieba, a pause of
+    every thread (~150 ms on 2 cores) that a burst of requests (a login flood) sets off."""
+    gc.freeze()
 
 
 PRIME_CHUNKS = 20_000  # chunks whose lines a warm process counts ahead (the first of the store)
@@ -164,8 +176,11 @@ def open_services(settings: Settings, *, warm: bool = False) -> Services:
         raise
     if warm:
         threading.Thread(target=_prime_quietly, args=(assistant,), daemon=True).start()
-    users = Users(store.ledger)
-    return Services(settings, store, assistant, users, sign_in_for(settings, users))
+    audit = AuditTrail(store.ledger, settings.audit)
+    users = Users(store.ledger, audit)
+    services = Services(settings, store, assistant, users, sign_in_for(settings, users))
+    services.on_close.append(audit.close)
+    return services
 
 
 def sign_in_for(settings: Settings, users: Users) -> SignIn:
@@ -212,11 +227,18 @@ def store_for(settings: Settings) -> closing[Store]:
     return closing(open_store(settings, lazy_vectors=True))
 
 
+def ledger_for(settings: Settings) -> closing[Ledger]:
+    """Just the ledger, for `kb audit ...`."""
+    return closing(open_ledger(settings))
+
+
 @contextmanager
 def users_for(settings: Settings) -> Iterator[Users]:
     """Just the accounts, for `kb users ...`."""
     ledger = open_ledger(settings)
+    audit = AuditTrail(ledger, settings.audit)
     try:
-        yield Users(ledger)
+        yield Users(ledger, audit, actor=cli_actor())
     finally:
+        audit.close()
         ledger.close()

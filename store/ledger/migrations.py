@@ -222,4 +222,31 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE conversation_turns ADD COLUMN searched_for TEXT NOT NULL DEFAULT '';
         """,
     ),
+    # --- 012_audit (issue 26): the audit trail, append-only and hash-chained (store/ledger/
+    # audit.py); a prune leaves a checkpoint the chain is verified from.
+    (
+        "012_audit",
+        """
+        CREATE TABLE audit (
+            seq BIGINT NOT NULL PRIMARY KEY,
+            at DOUBLE PRECISION NOT NULL,
+            actor TEXT NOT NULL,
+            address TEXT NOT NULL DEFAULT '',
+            event TEXT NOT NULL,
+            object TEXT NOT NULL DEFAULT '',
+            outcome TEXT NOT NULL DEFAULT '',
+            details TEXT NOT NULL DEFAULT '{}',
+            prev TEXT NOT NULL,
+            hash TEXT NOT NULL
+        );
+        CREATE INDEX audit_at ON audit (at);
+        CREATE TABLE audit_checkpoints (
+            seq BIGINT NOT NULL PRIMARY KEY,
+            hash TEXT NOT NULL,
+            pruned BIGINT NOT NULL,
+            actor TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL
+        );
+        """,
+    ),
 ]

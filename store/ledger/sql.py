@@ -20,10 +20,10 @@ from typing import Any, Protocol
 from core.errors import ConfigError, StoreError
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-# The advisory lock keys (two int4) of the store's write lock, of schema migrations and of the
-# login throttle's reservations.
+# The advisory lock keys (two int4) of the store's write lock, of schema migrations, of the
+# login throttle's reservations and of the audit trail's head.
 LOCK_SPACE = 0x6B62  # "kb"
-WRITER_KEY, MIGRATE_KEY, LOGIN_KEY = 1, 2, 3
+WRITER_KEY, MIGRATE_KEY, LOGIN_KEY, AUDIT_KEY = 1, 2, 3, 4
 # Type and syntax differences a migration written for SQLite needs on PostgreSQL. REAL is 4 bytes
 # there (epoch seconds would lose minutes), INTEGER 4 bytes (SQLite's are 8).
 _DDL = [

@@ -6,6 +6,7 @@ Chromium from the sign-in page's link; groups follow the provider within auth.gr
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from devtools.ports import free_port
 from devtools.system_deps import skip_or_fail
 from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
+from tests.ui.test_audit_web import waiting_for
 from ui.signin.oidc_web import PENDING_COOKIE
 from ui.wiring import OIDC_SECRET_ENV, users_for
 
@@ -105,8 +107,12 @@ def test_the_provider_signs_hanna_in_with_her_directory_groups(
     oidc_app: Running, provider: RunningProvider,
 ) -> None:
     provider.set_user("hanna-sub", HANNA)
+    since = time.time()
     client, _ = sign_in(oidc_app, provider, "hanna-sub")
     assert signed_in(client)
+    found = waiting_for(oidc_app, since, lambda r: r.event == "signin")
+    assert any(r.event == "signin" and r.actor == "hanna.o" and r.outcome == "ok"
+               and json.loads(r.details).get("method") == "oidc" for r in found), found
     with users_for(oidc_app.settings) as users:
         hanna = users.require("hanna.o")
         assert users.source("hanna.o") == "oidc"
@@ -140,6 +146,7 @@ def test_a_replayed_or_forged_callback_is_refused_with_one_line(
 ) -> None:
     provider.set_user("hanna-sub", HANNA)
     client, callback = sign_in(oidc_app, provider, "hanna-sub")
+    since = time.time()
     replayed = client.get(callback)
     assert replayed.status_code == 400 and "start the sign-in again" in replayed.text
     assert replayed.text.count("<p") == 2  # the line, and the ways back
@@ -152,6 +159,9 @@ def test_a_replayed_or_forged_callback_is_refused_with_one_line(
     # no pending cookie at all (a link sent by someone else): refused too
     stranger = httpx.Client(base_url=oidc_app.url, timeout=30)
     assert stranger.get(f"login/oidc/callback?{forged.query}").status_code == 400
+    refusals = [r for r in waiting_for(oidc_app, since, lambda r: r.outcome == "refused")
+                if r.event == "signin" and r.outcome == "refused"]
+    assert [json.loads(r.details).get("reason") for r in refusals] == ["state"] * 3, refusals
 
 
 def test_a_provider_that_is_down_says_so_and_passwords_still_work(down_app: Running) -> None:

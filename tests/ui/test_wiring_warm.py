@@ -1,8 +1,10 @@
 """A long-running process warms up (issue 12): the passages' lines counted ahead with the served
-model's tokenizer, and nothing to prime where the server counts."""
+model's tokenizer, nothing to prime where the server counts, and what it loaded frozen out of
+the garbage collector's walks (issue 26)."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import core.text
@@ -47,4 +49,18 @@ def test_a_counter_of_the_server_primes_nothing(make_settings) -> None:  # type:
     try:
         assert prime_counts(services.assistant) == 0
     finally:
+        services.close()
+
+
+def test_warm_up_freezes_what_it_loaded(make_settings) -> None:  # type: ignore[no-untyped-def]
+    """Issue 26: a full garbage collection walked all of it (~150 ms, every thread paused)."""
+    settings = make_settings(llm={"url": "http://127.0.0.1:9/v1"})
+    services = open_services(settings)
+    gc.unfreeze()
+    try:
+        assert gc.get_freeze_count() == 0
+        warm_up(services.store).join(timeout=120)
+        assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
         services.close()

@@ -1,13 +1,14 @@
 """`kb`: the command line of kb-assistant. One group, short commands; each command calls the
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
-`query.py`, `llm.py`, `abstain.py`) and is imported only when it runs.
+`query.py`, `llm.py`, `abstain.py`, `audit.py`) and is imported only when it runs.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"
     kb llm serve
     kb serve --demo
     kb users add alice --groups all,hr --admin
+    kb audit verify
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ COMMAND_MODULES = {
     "ui.cli.query": ("COMMANDS",),
     "ui.cli.llm": ("llm",),
     "ui.cli.abstain": ("abstain",),
+    "ui.cli.audit": ("audit_group",),
 }
 COMMAND_HOMES = {
     **dict.fromkeys(("ingest", "reindex", "docs", "delete", "status", "worker"), "ui.cli.ingest"),
@@ -37,6 +39,7 @@ COMMAND_HOMES = {
     "users": "ui.cli.users",
     "llm": "ui.cli.llm",
     "abstain": "ui.cli.abstain",
+    "audit": "ui.cli.audit",
 }
 
 

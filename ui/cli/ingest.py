@@ -29,6 +29,7 @@ from ingest.pipeline import (
 from ingest.queue import run_worker, wait_for_batch
 from ingest.reindex import reindex
 from ingest.workers import limit_torch_threads
+from ui.audit import AuditTrail, cli_actor, run_details, run_outcome
 from ui.cli.common import with_settings
 from ui.wiring import store_for
 
@@ -119,11 +120,15 @@ def ingest_command(
             click.echo(
                 f"{report.queued} files queued (batch {report.batch}) for `kb worker` processes"
             )
+            _record_run(store.ledger, settings, "ingest.run", ", ".join(map(str, paths)),
+                        report, groups=groups or "", prune=prune)
             return
         if report.queued:
             if not quiet:
                 click.echo(f"waiting for `kb worker`s to take {report.queued} queued files")
             report = wait_for_batch(store, report, progress)
+        _record_run(store.ledger, settings, "ingest.run", ", ".join(map(str, paths)), report,
+                    groups=groups or "", prune=prune)
     _print_report(report)
 
 
@@ -143,7 +148,17 @@ def reindex_command(settings: Settings, full: bool, workers: int, quiet: bool) -
     """
     with store_for(settings) as store, _progress_bar(not quiet) as progress:
         report = reindex(store, full, progress, workers)
+        _record_run(store.ledger, settings, "reindex.run", "full" if full else "incremental",
+                    report)
     _print_report(report)
+
+
+def _record_run(ledger: Any, settings: Settings, event: str, target: str,
+                report: IngestReport, **details: Any) -> None:
+    """The run in the audit trail, with its counts."""
+    AuditTrail(ledger, settings.audit).record(event, cli_actor(), object=target[:500],
+                                              outcome=run_outcome(report), address="local",
+                                              **run_details(report), **details)
 
 
 def _record_json(record: Any) -> dict[str, Any]:
@@ -193,6 +208,9 @@ def delete_command(settings: Settings, doc: str) -> None:
     """Remove a document (id, path or file name) from the store."""
     with store_for(settings) as store:
         record = delete_document(store, doc)
+        AuditTrail(store.ledger, settings.audit).record(
+            "document.delete", cli_actor(), object=record.meta.path, address="local",
+            doc_id=record.meta.id, chunks=record.chunk_count)
     click.echo(f"deleted {record.meta.path} ({record.chunk_count} chunks)")
 
 

@@ -17,15 +17,19 @@ other, and a failure counts on every other.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
+import os
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
-import anyio
 from fastapi import HTTPException
 
 from core.config import UiSettings
@@ -36,6 +40,11 @@ from ui.signin.directory import SignIn
 from ui.users import Users, token_hash
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# How much lower the password checks' threads run (Linux nice, per thread): a flood's scrypt
+# work takes the cores the pages leave.
+LOGIN_NICE = 10
 
 # The client address of the request being handled, for the login check: set by GuardGradio
 # (ui/security/guard.py) to the socket peer, or to the client a trusted proxy names
@@ -99,34 +108,64 @@ DIRECTORY_DOWN = ("Company sign-in is unavailable: the directory did not answer.
                   "or tell the administrator (the server log names the setting to check).")
 
 
+def yield_cpu() -> None:
+    """Lower this thread's CPU priority by LOGIN_NICE (Linux keeps a nice value per thread;
+    elsewhere, or where refused, nothing changes)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOGIN_NICE)
+    except (AttributeError, OSError) as exc:
+        logger.debug("password checks keep their priority: %s", exc)
+
+
 def login_check(signin: SignIn, settings: UiSettings, guard: LoginGuard,
                 on_failure: Callable[[], None] = lambda: None,
                 ) -> Callable[[str, str], Awaitable[bool]]:
     """The coroutine Gradio's `/login` awaits: throttled, the password check (scrypt or the
     directory, `SignIn.authenticate`) in a worker thread, and only for an attempt the guard
-    counted first. A directory that is down is one line on the form (503), not a failure."""
-    limiter = anyio.CapacityLimiter(max(1, settings.login_concurrency))
+    counted first. A directory that is down is one line on the form (503), not a failure.
+
+    A flood of logins must not slow the pages (issue 26): it runs on threads of its own, never
+    on the pool the pages' routes share (anyio's default, 40 threads). The throttle's ledger
+    steps take one thread, in turn (the ledger makes them take turns anyway; here they queue
+    without holding a thread each, instead of 40 threads waiting on SQLite's lock), and the
+    password checks `ui.login_concurrency` threads at a lower CPU priority, so pages get the
+    cores first."""
+    turns = ThreadPoolExecutor(1, "login-turn")
+    checks = ThreadPoolExecutor(max(1, settings.login_concurrency), "login-check",
+                                initializer=yield_cpu)
+    users = signin.users
+    form = "ldap" if signin.ldap is not None else "password"  # what the form's check asks
+
+    async def on(pool: ThreadPoolExecutor, func: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(pool, partial(func, *args))
 
     async def check(name: str, password: str) -> bool:
         address = client_address.get()
         shown = name[:64]
-        turn = await anyio.to_thread.run_sync(guard.reserve, shown, address)
+        turn = await on(turns, guard.reserve, shown, address)
         if not turn.granted:
+            users.audit.soon("signin", shown, object=shown, outcome="locked", address=address,
+                             method=form, wait_s=round(turn.wait))
             logger.warning("login refused for user %r from %s: locked for %.0f s more",
                            shown, address, turn.wait)
             raise HTTPException(status_code=429, detail=f"Too many failed logins: try again "
                                                         f"in {turn.wait:.0f} s.")
         try:
-            user = await anyio.to_thread.run_sync(signin.authenticate, name, password,
-                                                  limiter=limiter)
+            user = await on(checks, signin.authenticate, name, password)
         except DirectoryUnavailable as exc:  # the turn stays counted
             logger.error("login of %r from %s: %s", shown, address, exc)
+            users.audit.soon("signin", shown, object=shown, outcome="unavailable",
+                             address=address, method="ldap")
             raise HTTPException(status_code=503, detail=DIRECTORY_DOWN) from None
         if user is None:  # the turn stays counted as a failure
             on_failure()
+            users.audit.soon("signin", shown, object=shown, outcome="failed", address=address,
+                             method=form)
             logger.warning("login failed for user %r from %s", shown, address)
             return False
-        await anyio.to_thread.run_sync(guard.succeeded, turn, shown)
+        await on(turns, guard.succeeded, turn, shown)
+        method = "ldap" if await on(turns, users.source, user.name) == "ldap" else "password"
+        users.audit.soon("signin", user.name, object=user.name, address=address, method=method)
         logger.info("login of %s from %s", user.name, address)
         return True
 
@@ -162,9 +201,13 @@ class SessionTable(dict[str, str]):
         now = self.clock()
         self.ledger.open_session(token_hash(token), name, user.epoch if user else -1, now,
                                  now + self.max_age_s)
+        self.users.audit.soon("session.create", name, object=name,
+                              address=client_address.get(), hours=self.max_age_s / 3600)
 
     def __delitem__(self, token: str) -> None:
+        name = token.name if isinstance(token, _StoredKey) else self.get(token, "?")
         self.ledger.end_session(self._hash(token))
+        self.users.audit.soon("signout", name, object=name, address=client_address.get())
 
     def __getitem__(self, token: str) -> str:
         if isinstance(token, _StoredKey):

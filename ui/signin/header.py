@@ -60,6 +60,9 @@ class TrustedHeader:
         if not self.proxies.trusts(peer) or len(named) != 1 or not named[0]:
             logger.warning("%s header from %s ignored: not one of auth.trusted_proxies (or not "
                            "one user named)", self.user_key.decode(), peer)
+            self.signin.users.audit.soon("signin", named[0][:64] if named else "?",
+                                         outcome="refused", address=peer, method="header",
+                                         reason="untrusted peer")
             return await self.app(scope, receive, send)
         groups = [g for k, v in headers if k == self.groups_key
                   for g in split_groups(v.decode("latin-1"))]
@@ -104,4 +107,6 @@ class TrustedHeader:
         token = secrets.token_urlsafe(32)
         self.sessions[token] = name
         logger.info("session of %s opened from the trusted header", name)
+        self.signin.users.audit.soon("signin", name, object=name, method="header",
+                                     address=scope["client"][0] if scope.get("client") else "")
         return cookie_name, token

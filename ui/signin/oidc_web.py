@@ -4,7 +4,7 @@ short-lived cookie; `GET /login/oidc/callback` takes it back, checks everything
 `ui/security/oidc.py` checks, keeps the person as a password-less local user with the groups
 of `auth.group_map`, and opens a session as the password form does. A refusal is a short page
 with one line (what failed, what to check) and a way back; the log says the same, with the
-address.
+address, and the audit trail records each sign-in and refusal (method "oidc", the check).
 
     server.include_router(oidc_router(client, signin, sessions, cookies, key, redirect_url))
     # the sign-in page links to START ("Sign in with your company account")
@@ -44,6 +44,7 @@ def oidc_router(client: OidcClient, signin: SignIn, sessions: SessionTable, cook
     """The two routes of an OpenID sign-in; `redirect_url` is the callback's address as the
     provider knows it (empty: this request's own address of `CALLBACK`)."""
     router = APIRouter()
+    audit = signin.users.audit
 
     def callback_url(request: Request) -> str:
         return redirect_url or str(request.url.replace(path=CALLBACK, query=""))
@@ -69,16 +70,21 @@ def oidc_router(client: OidcClient, signin: SignIn, sessions: SessionTable, cook
                                                dict(request.query_params), callback_url(request))
         except OidcError as exc:
             logger.warning("OIDC sign-in refused (%s) from %s: %s", exc.reason, address, exc)
+            audit.soon("signin", "?", outcome="refused", address=address, method="oidc",
+                       reason=exc.reason)
             return refused_page(str(exc), 400 if exc.reason != "provider" else 502)
         user = await run_in_threadpool(signin.adopt_oidc, identity)
         if user is None:
             logger.warning("OIDC sign-in of %r from %s refused: no such enabled user",
                            identity.name[:64], address)
+            audit.soon("signin", identity.name[:64], object=identity.name[:64],
+                       outcome="refused", address=address, method="oidc", reason="disabled")
             return refused_page(f"{identity.name}: this account is disabled here; ask an "
                                 "administrator", 403)
         token = secrets.token_urlsafe(32)
         await run_in_threadpool(sessions.__setitem__, token, user.name)
         logger.info("login of %s from %s (OIDC)", user.name, address)
+        audit.soon("signin", user.name, object=user.name, address=address, method="oidc")
         secure = request.url.scheme == "https"
         response = RedirectResponse("/", status_code=302)
         response.set_cookie(cookies[0] if secure else cookies[-1], token, httponly=True,

@@ -1,6 +1,6 @@
 """The admin tab's handlers: uploads ingested into the groups an admin may give, documents
-deleted, the store re-indexed, the tables of documents, store status and feedback, and the
-insights (use, latency, cited documents, knowledge gaps and their notes).
+deleted, the store re-indexed, the tables of documents, store status and feedback, the
+insights (use, latency, cited documents, knowledge gaps and their notes) and the audit trail.
 
     handlers.ingest_upload(files, groups, request)   # -> (report rows, document rows)
     handlers.insights(request)                        # -> figures, plots, tables, the gaps' CSV
@@ -20,10 +20,13 @@ import gradio as gr
 import pandas as pd
 
 from core.access import parse_groups
+from core.errors import KbError
 from core.types import User
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
+from ui.audit import export_lines, parse_when, run_details, run_outcome
 from ui.web import admin, insights
+from ui.web.audit_view import AUDIT_HEADERS, SHOWN, audit_rows
 from ui.web.handlers import Handlers
 from ui.web.i18n import t
 
@@ -45,6 +48,13 @@ class AdminHandlers(Handlers):
             temp = Path(f if isinstance(f, str) else getattr(f, "name", str(f)))
             pairs.append((temp, getattr(f, "orig_name", None) or temp.name))
         stored, rejected = admin.store_uploads(self.settings, pairs, chosen)
+        address = self.address(request)
+        for r in rejected:
+            self.audit.record("document.upload", user.name, object=r.name, outcome="rejected",
+                              address=address, reason=r.reason)
+        for path in stored:
+            self.audit.record("document.upload", user.name, object=str(path), address=address,
+                              groups=list(chosen), bytes=path.stat().st_size)
         report = None
         if stored:
             progress((0, len(stored)), desc="ingest")
@@ -54,6 +64,9 @@ class AdminHandlers(Handlers):
 
             report = ingest_paths(self.store, stored, list(chosen), progress=step)
             self.metrics.ingested(report)
+            self.audit.record("ingest.run", user.name, object="upload", address=address,
+                              outcome=run_outcome(report), **run_details(report),
+                              groups=list(chosen))
             logger.info("%s ingested %d uploads into %s", user.name, len(stored), chosen)
         return admin.report_rows(report, rejected), self._docs(user)
 
@@ -64,6 +77,9 @@ class AdminHandlers(Handlers):
         if not found or not all(self.sees(user, r.meta.groups) for r in found):
             raise gr.Error(f"no document {ref!r} in your groups")
         record = delete_document(self.store, ref)
+        self.audit.record("document.delete", user.name, object=record.meta.path,
+                          address=self.address(request), doc_id=record.meta.id,
+                          chunks=record.chunk_count)
         return f"deleted {record.meta.path} ({record.chunk_count} chunks)", self._docs(user)
 
     def reindex(self, mode: str, request: gr.Request,
@@ -75,6 +91,9 @@ class AdminHandlers(Handlers):
 
         report = reindex(self.store, full=(mode == "full"), progress=step)
         self.metrics.ingested(report)
+        self.audit.record("reindex.run", user.name, object="full" if mode == "full" else
+                          "incremental", address=self.address(request),
+                          outcome=run_outcome(report), **run_details(report))
         rows = [r for r in admin.report_rows(report) if self._row_visible(user, r[0])]
         return rows, self._docs(user)
 
@@ -96,6 +115,8 @@ class AdminHandlers(Handlers):
         gaps = insights.knowledge_gaps(rows, self.users.gap_notes())
         export = self.exports / f"knowledge-gaps-{user.name}.csv"
         export.write_text(insights.gaps_csv(gaps), encoding="utf-8")
+        self.audit.record("export", user.name, object="knowledge-gaps.csv",
+                          address=self.address(request), rows=len(gaps))
         figures = insights.summary(rows)
         return (
             figures,
@@ -115,6 +136,25 @@ class AdminHandlers(Handlers):
         if key:
             self.users.set_gap_note(key, note or "", user.name)
         return self.insights(request)
+
+    def audit_trail(self, event: str, actor: str, since: str,
+                    request: gr.Request) -> tuple[Any, ...]:
+        """The audit trail's newest records matching the filters, and all of them as a CSV
+        file; admins only, and the export is recorded."""
+        user = self.admin(request)
+        try:
+            start = parse_when(since or "")
+        except KbError as exc:
+            raise gr.Error(str(exc)) from exc
+        event, actor = (event or "").strip(), (actor or "").strip()
+        ledger = self.store.ledger
+        rows = audit_rows(ledger.audit_records(start, None, event, actor, SHOWN, True))
+        export = self.exports / f"audit-{user.name}.csv"
+        with export.open("w", encoding="utf-8", newline="") as fh:
+            fh.writelines(export_lines(ledger.audit_records(start, None, event, actor), "csv"))
+        self.audit.record("audit.export", user.name, object="csv", address=self.address(request),
+                          event_filter=event, actor_filter=actor, since=since or "")
+        return pd.DataFrame(rows, columns=AUDIT_HEADERS), str(export)
 
     def known_groups(self, admin_user: User | None = None) -> list[str]:
         """The groups an admin may give documents: their own, or every known one (see-all)."""

@@ -142,7 +142,12 @@ class ChatHandlers(Handlers):
             path = self.assistant.document_path(passage.doc_id, user.groups)
         except AccessDenied as exc:
             logger.warning("source view refused for %s: %s", user.name, exc)
+            self.audit.soon("source.view", user.name, object=chunk_id[:200], outcome="denied",
+                            address=self.address(request), kind="passage")
             raise gr.Error(t("denied", lang)) from exc
+        self.audit.soon("source.view", user.name, object=str(path), address=self.address(request),
+                        kind="passage", chunk=chunk_id, page=passage.page,
+                        section=passage.section_path)
         owned = self.mine(conv, user)
         quote = owned.quotes.get(chunk_id, "") if owned else ""
         quote = marks.what_to_mark(quote, "") if quote else ""  # a retrieval-only quote's lead
@@ -170,6 +175,19 @@ class ChatHandlers(Handlers):
         return marks.mark_page(image, path, passage.page,
                                marks.what_to_mark(quote[:MARK_CHARS], passage.text),
                                marks.PAGE_DPI, ocr_options(self.settings.ingest))
+
+    def record_view(self, user: User, chunk_id: str, kind: str, address: str,
+                    outcome: str = "ok") -> None:
+        """A page or section route's view in the audit trail: who opened which document's
+        page or section (written by the trail's writer thread, off the request)."""
+        details: dict[str, Any] = {"kind": kind, "chunk": chunk_id[:200]}
+        target = chunk_id[:200]
+        if outcome == "ok":
+            passage = self.assistant.source(chunk_id, user.groups)
+            target = str(self.assistant.document_path(passage.doc_id, user.groups))
+            details.update(page=passage.page, section=passage.section_path)
+        self.audit.soon("source.view", user.name, object=target, outcome=outcome,
+                        address=address, **details)
 
     def section_page(self, chunk_id: str, user: User, quote: str = "", lang: str = "en") -> str:
         """The HTML page of a passage's chapter for `user`, scrolled to the passage with the

@@ -60,6 +60,7 @@ class Handlers:
         self.store = services.store
         self.assistant = services.assistant
         self.users = services.users
+        self.audit = services.users.audit
         self.metrics = services.metrics
         self.conversations = services.conversations
         self.demo = demo
@@ -84,6 +85,12 @@ class Handlers:
         if user is None:
             raise gr.Error(t("not_signed_in"))
         return user
+
+    @staticmethod
+    def address(request: gr.Request | None) -> str:
+        """The client's address (a trusted proxy's client: GuardGradio wrote it in)."""
+        client = getattr(request, "client", None)
+        return str(getattr(client, "host", "") or "?")
 
     def admin(self, request: gr.Request | None) -> User:
         user = self.who(request)

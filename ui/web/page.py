@@ -19,6 +19,7 @@ import gradio as gr
 
 from ui.web import admin, insights
 from ui.web.admin_tab import AdminHandlers
+from ui.web.audit_view import AuditView, build_audit_view, wire_audit_view
 from ui.web.chat import ChatHandlers
 from ui.web.handlers import Conversation
 from ui.web.i18n import LANGS, lang_from_header, t
@@ -137,6 +138,7 @@ class AdminTab:
     stats: gr.JSON
     feedback: gr.Dataframe
     insights: Insights
+    audit: AuditView
 
     @property
     def tables(self) -> list[Any]:
@@ -230,8 +232,8 @@ def _chat_tab(lab: Labels) -> ChatTab:
 
 
 def _admin_tab(lab: Labels) -> AdminTab:
-    """Uploads and their groups, the documents, re-index, store status, feedback and the
-    insights; hidden until `App.on_load` finds an admin."""
+    """Uploads and their groups, the documents, re-index, store status, feedback, the
+    insights and the audit trail; hidden until `App.on_load` finds an admin."""
     with gr.Tab(t("admin_tab"), id="admin", visible=False) as tab:
         lab(tab, label="admin_tab")
         with gr.Row():
@@ -258,8 +260,9 @@ def _admin_tab(lab: Labels) -> AdminTab:
         feedback = lab(gr.Dataframe(headers=admin.FEEDBACK_HEADERS, label=t("feedback_list"),
                                     interactive=False), label="feedback_list")
         seen = _insights(lab)
+        trail = build_audit_view(lab, t)
     return AdminTab(tab, files, groups, ingest, report, docs, refresh, doc_ref, delete, mode,
-                    reindex, message, stats, feedback, seen)
+                    reindex, message, stats, feedback, seen, trail)
 
 
 def _insights(lab: Labels) -> Insights:
@@ -353,6 +356,7 @@ def _wire_admin(app: App, tab: AdminTab) -> None:
     seen.box.expand(app.insights, None, seen.outputs, api_visibility="private")
     seen.save_note.click(app.save_gap_note, [seen.gap_pick, seen.gap_note], seen.outputs,
                          api_name="gap_note")
+    wire_audit_view(app.audit_trail, tab.audit)
 
 
 def _wire_sidebar(blocks: gr.Blocks, app: App, page: Page, after: list[Any]) -> None:

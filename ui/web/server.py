@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -28,7 +29,14 @@ from starlette.routing import Mount
 from core.config import Settings
 from core.errors import AccessDenied
 from core.types import User
-from ui.security.auth import LoginGuard, SessionTable, login_check, shared_cookie_id
+from ui.audit import cli_actor, settings_digest
+from ui.security.auth import (
+    LoginGuard,
+    SessionTable,
+    client_address,
+    login_check,
+    shared_cookie_id,
+)
 from ui.security.bodies import BodyLimit, body_cap
 from ui.security.guard import GradioState, GuardGradio, SessionOwners, keep_private
 from ui.security.metrics_access import MetricsAccess
@@ -48,7 +56,7 @@ from ui.web.login_notice import LoginNotice
 from ui.web.metrics import CONTENT_TYPE, Metrics
 from ui.web.openai_api import openai_router
 from ui.web.page import App, build_app
-from ui.wiring import Services, open_services, sign_in_for
+from ui.wiring import Services, open_services, settle_heap, sign_in_for
 
 logger = logging.getLogger(__name__)
 
@@ -223,13 +231,16 @@ def page_router(app: ChatHandlers, session_user: SessionUser) -> APIRouter:
         user = await run_in_threadpool(session_user, request)
         if user is None:
             return JSONResponse({"error": "not signed in"}, status_code=401)
+        address = client_address.get()
         try:
             image = await run_in_threadpool(app.page_image, chunk_id, user, q)
         except AccessDenied:
             logger.warning("page image refused for %s: %s", user.name, chunk_id[:80])
+            app.record_view(user, chunk_id, "page", address, "denied")
             image = None
         if image is None:
             return JSONResponse({"error": "no such page"}, status_code=404)
+        await run_in_threadpool(app.record_view, user, chunk_id, "page", address)
         return FileResponse(image, media_type="image/png",
                             headers={"Cache-Control": "private, no-store"})
 
@@ -238,11 +249,14 @@ def page_router(app: ChatHandlers, session_user: SessionUser) -> APIRouter:
         user = await run_in_threadpool(session_user, request)
         if user is None:
             return JSONResponse({"error": "not signed in"}, status_code=401)
+        address = client_address.get()
         try:
             page = await run_in_threadpool(app.section_page, chunk_id, user, q, lang)
         except AccessDenied:
             logger.warning("section view refused for %s: %s", user.name, chunk_id[:80])
+            app.record_view(user, chunk_id, "section", address, "denied")
             return JSONResponse({"error": "no such passage"}, status_code=404)
+        await run_in_threadpool(app.record_view, user, chunk_id, "section", address)
         return HTMLResponse(page, headers=SECTION_HEADERS)
 
     return router
@@ -255,6 +269,23 @@ SECTION_HEADERS = {
                                "frame-ancestors 'self'",
     "X-Content-Type-Options": "nosniff",
 }
+
+
+def record_start(services: Services, demo: bool | None) -> None:
+    """The audit trail at start: the settings' digest (secrets left out), then records older
+    than audit.keep_days pruned through a checkpoint."""
+    digest, shown = settings_digest(services.settings)
+    actor = cli_actor()
+    audit = services.users.audit
+    audit.record("settings", actor, object=digest, address="local", demo=bool(demo),
+                 settings=shown)
+    audit.prune(actor, "local")
+
+
+# How long a thread running Python keeps the GIL while another waits for it (Python's default:
+# 5 ms). A page's request takes the GIL back many times (each ledger read lets it go); behind a
+# login flood's threads it waited up to the interval each time (issue 26, bench.login_flood).
+SWITCH_INTERVAL_S = 0.001
 
 
 # uvicorn's own X-Forwarded-For handling is off: by default it believes the header from
@@ -271,6 +302,9 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
     services = open_services(settings, warm=True)
     try:
         app = create_server(services, demo=demo)
+        record_start(services, demo)
+        settle_heap()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,
                     **UVICORN_OPTIONS)
     finally:
