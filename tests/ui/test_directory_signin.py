@@ -25,6 +25,7 @@ from devtools.ports import free_port
 from devtools.system_deps import skip_or_fail
 from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
+from tests.ui.test_audit_web import waiting_for
 from ui.security.auth import DIRECTORY_DOWN
 from ui.signin.ldap import Ldap
 from ui.wiring import LDAP_PASSWORD_ENV, users_for
@@ -305,6 +306,7 @@ def test_the_sign_in_page_shows_the_directory_line(down_app: Running, browser: P
 def test_trusted_header_from_the_proxy_only(search_app: Running,
                                             caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
+    since = time.time()
     headers = {"X-Forwarded-User": "ivy", "X-Forwarded-Groups": "hr, staff"}
     proxy = httpx.Client(base_url=search_app.url, timeout=30, headers=headers,
                          transport=httpx.HTTPTransport(local_address=PROXY))
@@ -319,6 +321,10 @@ def test_trusted_header_from_the_proxy_only(search_app: Running,
     assert user(search_app, "mallory")[0] is None
     warned = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
     assert warned and "127.0.0.1" in warned[0], warned
+    # and both are in the audit trail: ivy's session from the proxy, mallory's attempt refused
+    found = waiting_for(search_app, since, lambda r: r.outcome == "refused")
+    signins = {(r.actor, r.address, r.outcome) for r in found if r.event == "signin"}
+    assert {("ivy", PROXY, "ok"), ("mallory", "127.0.0.1", "refused")} <= signins, signins
     # the header's groups are read on every request
     proxy.headers["X-Forwarded-Groups"] = "finance"
     assert proxy.get("config").status_code == 200
