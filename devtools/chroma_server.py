@@ -12,18 +12,16 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from devtools.ports import free_port
-from devtools.processes import stop_process
+from devtools.processes import DidNotStart, stop_process, wait_answering
 
 READY_TIMEOUT_S = 60.0
 
@@ -44,14 +42,10 @@ def chroma_command() -> str:
     return str(found) if found.exists() else shutil.which("chroma") or "chroma"
 
 
-class ChromaDidNotStart(RuntimeError):
-    pass
-
-
 @contextmanager
 def running_chroma(data: Path, timeout_s: float = READY_TIMEOUT_S) -> Iterator[RunningChroma]:
     """`chroma run` on 127.0.0.1 at a free port, its data in `data`/db and its log in
-    `data`/chroma.log, until the block ends; ChromaDidNotStart, with the log's tail, when it
+    `data`/chroma.log, until the block ends; DidNotStart, with the log's tail, when it
     does not answer within `timeout_s`."""
     data.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -61,18 +55,9 @@ def running_chroma(data: Path, timeout_s: float = READY_TIMEOUT_S) -> Iterator[R
          "--port", str(port)],
         stdout=log, stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + timeout_s
     try:
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2).is_success:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                tail = (data / "chroma.log").read_text(errors="replace")[-2000:]
-                raise ChromaDidNotStart(f"chroma run did not start:\n{tail}")
-            time.sleep(0.2)
+        wait_answering(process, f"http://127.0.0.1:{port}/api/v2/heartbeat",
+                       data / "chroma.log", timeout_s, "chroma run")
         yield RunningChroma("127.0.0.1", port)
     finally:
         stop_process(process)
@@ -84,5 +69,5 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningC
     try:
         with running_chroma(tmp_path_factory.mktemp("chroma-server")) as server:
             yield server
-    except ChromaDidNotStart as exc:  # raised only before the yield, while it starts
+    except DidNotStart as exc:  # raised only before the yield, while it starts
         pytest.fail(str(exc), pytrace=False)

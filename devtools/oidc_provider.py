@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,13 +22,9 @@ from typing import Any
 import httpx
 
 from devtools.ports import free_port
-from devtools.processes import stop_process
+from devtools.processes import stop_process, wait_answering
 
 READY_TIMEOUT_S = 60.0
-
-
-class ProviderDidNotStart(RuntimeError):
-    pass
 
 
 @dataclass
@@ -58,8 +53,8 @@ class RunningProvider:
 def running_provider(work: Path, token_max_age_s: int = 3600,
                      timeout_s: float = READY_TIMEOUT_S) -> Iterator[RunningProvider]:
     """The provider on 127.0.0.1 at a free port until the block ends, its log in
-    `work`/oidc.log; ProviderDidNotStart, with the log's tail, when it does not answer within
-    `timeout_s`."""
+    `work`/oidc.log; DidNotStart (devtools/processes.py), with the log's tail, when it does not
+    answer within `timeout_s`."""
     work.mkdir(parents=True, exist_ok=True)
     port = free_port()
     issuer = f"http://127.0.0.1:{port}"
@@ -69,18 +64,9 @@ def running_provider(work: Path, token_max_age_s: int = 3600,
          "--token-max-age", str(token_max_age_s)],
         stdout=log, stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + timeout_s
     try:
-        while True:
-            try:
-                if httpx.get(f"{issuer}/.well-known/openid-configuration", timeout=2).is_success:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                tail = (work / "oidc.log").read_text(errors="replace")[-2000:]
-                raise ProviderDidNotStart(f"oidc_provider_mock did not start:\n{tail}")
-            time.sleep(0.2)
+        wait_answering(process, f"{issuer}/.well-known/openid-configuration",
+                       work / "oidc.log", timeout_s, "oidc_provider_mock")
         yield RunningProvider(issuer)
     finally:
         stop_process(process)

@@ -169,3 +169,11 @@ def proxied_server(sample_store: Store) -> Iterator[Running]:
     for running in _serve(settings, demo=False):
         running.tokens = sample_store.tokens
         yield running
+
+
+@pytest.fixture
+def fresh_guard(login_server: Any) -> Iterator[Any]:
+    """The login throttle's ledger, emptied before and after the test (both servers share it)."""
+    login_server.guard.reset()
+    yield login_server.guard
+    login_server.guard.reset()

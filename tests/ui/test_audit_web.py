@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,6 @@ from tests.ui.conftest import PASSWORDS
 from tests.ui.test_app import hr_chunk_ids
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def fresh_guard(login_server: Any) -> Iterator[Any]:
-    login_server.guard.reset()
-    yield login_server.guard
-    login_server.guard.reset()
 
 
 def waiting_for(login_server: Any, since: float,

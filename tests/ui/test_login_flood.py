@@ -11,7 +11,6 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,13 +21,6 @@ from tests.ui.conftest import PASSWORDS
 from ui.security.auth import LOGIN_NICE
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def fresh_guard(login_server: Any) -> Iterator[Any]:
-    login_server.guard.reset()
-    yield login_server.guard
-    login_server.guard.reset()
 
 
 def wrong_logins(url: str, n: int) -> Any:

@@ -6,7 +6,6 @@ c675322."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,16 +16,6 @@ from tests.ui.conftest import PASSWORDS
 from tests.ui.test_auth import count_password_checks
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def fresh_guard(login_server: Any) -> Iterator[Any]:
-    """The login throttle's ledger, emptied before and after the test (both servers share it)."""
-    login_server.guard.reset()
-    yield login_server.guard
-    login_server.guard.reset()
-
-
 
 
 def wrong_login(url: str, name: str, guess: str, forwarded_for: str = "") -> int:

@@ -101,27 +101,16 @@ class SignIn:
 
     def adopt_header(self, name: str, groups: Sequence[str]) -> User | None:
         """The record of a user a trusted proxy signed in, with the groups it names."""
-        access, is_admin = self._map(groups)
-        try:
-            user = self.users.adopt(name, access, is_admin, "header")
-        except KbError as exc:
-            logger.warning("trusted header sign-in refused: %s", exc)
-            return None
-        return None if user.disabled else user
+        return self._take(name, groups, "header")
 
     def adopt_oidc(self, identity: Identity) -> User | None:
         """The record of someone the OpenID provider signed in, with the groups its token
         names; None when that name is a local account's or disabled here."""
-        access, is_admin = self._map(identity.groups)
-        try:
-            user = self.users.adopt(identity.name, access, is_admin, "oidc")
-        except KbError as exc:
-            logger.warning("OIDC sign-in refused: %s", exc)
-            return None
-        with self._lock:
-            self._identities[user.name] = identity
-            self._read_at[user.name] = self.clock()
-        return None if user.disabled else user
+        user = self._take(identity.name, identity.groups, "oidc")
+        if user is not None:
+            with self._lock:
+                self._identities[user.name] = identity
+        return user
 
     def follow(self, user: User) -> User | None:
         """`user` as the directory (or the OpenID provider) has them now, when they were read
@@ -175,11 +164,17 @@ class SignIn:
             logger.warning("LDAP sign-in as %r refused: the directory names them %r (sign in "
                            "with that name)", typed[:64], person.name[:64])
             return None
-        access, is_admin = self._map(person.groups)
+        return self._take(person.name, person.groups, "ldap")
+
+    def _take(self, name: str, groups: Sequence[str], source: str) -> User | None:
+        """The record of `name` as `source` (ldap, oidc, header) vouches for them now, with the
+        access groups of `groups`; None when the name is a local account's (or fits none) or
+        the record is disabled here."""
+        access, is_admin = self._map(groups)
         try:
-            user = self.users.adopt(person.name, access, is_admin, "ldap")
+            user = self.users.adopt(name, access, is_admin, source)
         except KbError as exc:
-            logger.warning("LDAP sign-in refused: %s", exc)
+            logger.warning("%s sign-in refused: %s", source, exc)
             return None
         with self._lock:
             self._read_at[user.name] = self.clock()
