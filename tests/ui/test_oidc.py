@@ -97,7 +97,7 @@ def test_a_token_for_another_client_is_refused(provider: RunningProvider) -> Non
     pending, back = sign_in(other, provider)
     code_for_other = exchange(other, pending, back)
     kb = OidcClient(provider.issuer, "kb", SECRET)
-    with pytest.raises(OidcError, match="not oidc.client_id 'kb'") as refused:
+    with pytest.raises(OidcError, match="not auth.oidc_client_id 'kb'") as refused:
         kb.verify(code_for_other["id_token"], pending.nonce)
     assert refused.value.reason == "audience"
 
@@ -146,7 +146,7 @@ def test_a_sign_in_begun_too_long_ago_is_refused(provider: RunningProvider) -> N
 
 def test_another_issuer_and_a_provider_that_is_down_give_one_line() -> None:
     down = OidcClient(f"http://127.0.0.1:{free_port()}", "kb", timeout_s=1)
-    with pytest.raises(OidcError, match="check oidc.issuer and that the provider is up") as exc:
+    with pytest.raises(OidcError, match="check auth.oidc_issuer and that the provider") as exc:
         down.start(CALLBACK)
     assert exc.value.reason == "provider" and "\n" not in str(exc.value)
     with pytest.raises(OidcError, match="use the provider's https address"):

@@ -173,7 +173,7 @@ def test_a_replayed_or_forged_callback_is_refused_with_one_line(
 def test_a_provider_that_is_down_says_so_and_passwords_still_work(down_app: Running) -> None:
     reply = httpx.get(down_app.url + "login/oidc", timeout=30)
     assert reply.status_code == 503
-    assert "check oidc.issuer and that the provider is up" in reply.text
+    assert "check auth.oidc_issuer and that the provider is up" in reply.text
     password = httpx.post(down_app.url + "login", timeout=30,
                           data={"username": "alice", "password": PASSWORDS["alice"]})
     assert password.status_code == 200

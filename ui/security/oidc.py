@@ -120,8 +120,8 @@ class OidcClient:
         if parsed.scheme != "https" and not (
             parsed.scheme == "http" and parsed.hostname in LOOPBACK
         ):
-            raise OidcError("provider", f"oidc.issuer = {issuer!r}: use the provider's https "
-                                        "address (plain http only on this machine, for tests)")
+            raise OidcError("provider", f"auth.oidc_issuer = {issuer!r}: use the provider's "
+                                        "https address (plain http only on this machine)")
         self.client_id, self.client_secret = client_id, client_secret
         self.scopes = " ".join(dict.fromkeys(["openid", *scopes]))
         self.user_claim, self.groups_claim = user_claim, groups_claim
@@ -134,18 +134,18 @@ class OidcClient:
     # --- the provider -----------------------------------------------------------------------
     def metadata(self) -> dict[str, Any]:
         """The provider's discovery document, read at most once an hour; OidcError("provider")
-        naming oidc.issuer when it cannot be read or names another issuer."""
+        naming auth.oidc_issuer when it cannot be read or names another issuer."""
         with self._lock:
             if self._metadata and self.clock() - self._metadata[0] < METADATA_TTL_S:
                 return self._metadata[1]
         found = self._get_json(f"{self.issuer}/.well-known/openid-configuration")
         if str(found.get("issuer", "")).rstrip("/") != self.issuer:
-            raise OidcError("issuer", f"oidc.issuer = {self.issuer!r}, but the provider's "
+            raise OidcError("issuer", f"auth.oidc_issuer = {self.issuer!r}, but the provider's "
                                       f"discovery names {found.get('issuer')!r}: set the issuer "
                                       "exactly as the provider writes it")
         for endpoint in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
             if not found.get(endpoint):
-                raise OidcError("provider", f"the provider at oidc.issuer {self.issuer!r} "
+                raise OidcError("provider", f"the provider at auth.oidc_issuer {self.issuer!r} "
                                             f"publishes no {endpoint}")
         with self._lock:
             self._metadata = (self.clock(), found)
@@ -168,7 +168,8 @@ class OidcClient:
             found = reply.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise OidcError("provider", f"the sign-in provider did not answer {url} ({exc}): "
-                                        "check oidc.issuer and that the provider is up") from exc
+                                        "check auth.oidc_issuer and that the provider is up"
+                            ) from exc
         if not isinstance(found, dict):
             raise OidcError("provider", f"{url} did not answer a JSON object")
         return found
@@ -260,7 +261,7 @@ class OidcClient:
         if reply.status_code != 200 or not isinstance(found, dict):
             detail = found.get("error", reply.status_code) if isinstance(found, dict) else ""
             raise OidcError("provider", f"the provider refused the token request ({detail}): "
-                                        "check oidc.client_id, the client secret and the "
+                                        "check auth.oidc_client_id, KB_OIDC_CLIENT_SECRET and the "
                                         "redirect URI")
         return found
 
@@ -287,8 +288,8 @@ class OidcClient:
         if self.client_id not in audiences or (
             len(audiences) > 1 and claims.get("azp") != self.client_id
         ):
-            raise OidcError("audience", f"the ID token is for {audiences}, not oidc.client_id "
-                                        f"{self.client_id!r}")
+            raise OidcError("audience", f"the ID token is for {audiences}, not "
+                                        f"auth.oidc_client_id {self.client_id!r}")
         if not isinstance(claims.get("exp"), int | float) or claims["exp"] < now - LEEWAY_S:
             raise OidcError("expired", "the ID token has expired: check this machine's clock")
         if isinstance(claims.get("iat"), int | float) and claims["iat"] > now + LEEWAY_S:
