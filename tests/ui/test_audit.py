@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from core.config import AuditSettings, Settings, load_settings
+from core.auth_settings import AuditSettings
+from core.config import Settings, load_settings
 from store.ledger import AuditEntry, Ledger
 from ui.audit import AuditTrail, cli_actor, export_lines, parse_when, settings_digest
 from ui.cli import main

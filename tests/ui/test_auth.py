@@ -13,7 +13,8 @@ import pytest
 from fastapi import HTTPException
 
 from core.access import parse_groups
-from core.config import AuthSettings, UiSettings
+from core.auth_settings import AuthSettings
+from core.config import UiSettings
 from core.errors import KbError
 from core.types import User
 from store.ledger import Ledger

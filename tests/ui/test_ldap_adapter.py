@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import AuthSettings
+from core.auth_settings import AuthSettings
 from core.errors import DirectoryUnavailable
 from devtools.ldap_server import PEOPLE, READER_DN, READER_PASSWORD, RunningLdap, make_certificates
 from ui.signin.ldap import Ldap

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.config import AuthSettings
+from core.auth_settings import AuthSettings
 from core.errors import ConfigError
 from ui.signin.directory import check_auth
 from ui.signin.groups import group_names, map_groups

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from core.access import check_group
-from core.config import AuthSettings
+from core.auth_settings import AuthSettings
 from core.errors import ConfigError, DirectoryUnavailable, KbError
 from core.types import User
 from ui.security.oidc import Identity, OidcClient, OidcError

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from core.config import AuthSettings
+from core.auth_settings import AuthSettings
 from core.errors import DirectoryUnavailable
 
 logger = logging.getLogger(__name__)
