@@ -119,10 +119,12 @@ class SignIn:
         now = self.clock()
         with self._lock:
             due = now - self._read_at.get(user.name, -1e18) >= self.auth.group_refresh_s
+        if not due:  # the common case: no ledger read on a session's every request
+            return user
         source = self.users.source(user.name)
-        if due and source == "oidc":
+        if source == "oidc":
             return self._follow_oidc(user)
-        if not due or source != "ldap":
+        if source != "ldap":
             return user
         if self.ldap is None or not self.ldap.can_lookup:
             logger.info("session of %s ended: %.0f s since the directory vouched for them and "
