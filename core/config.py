@@ -12,7 +12,7 @@ and a one-line comment. Research knobs (ranking and fusion weights, candidate co
 thresholds, sizes tuned by measurement) are marked `tuning` (core/config_fields.py): their
 defaults live here only, `docs/tuning.md` gives the measurement behind each, and a config file
 or a `KB_` variable may still set them. The `[auth]` and `[audit]` sections are in
-core/auth_settings.py.
+core/auth_settings.py, `[sync]` and the `[[sources]]` array in core/sources_settings.py.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
 """
@@ -31,6 +31,7 @@ from typing import Any
 from core.auth_settings import AuditSettings, AuthSettings
 from core.config_fields import doc, tuning
 from core.errors import ConfigError
+from core.sources_settings import SourceSettings, SyncSettings, read_sources
 
 logger = logging.getLogger(__name__)
 
@@ -276,6 +277,9 @@ class Settings:
     ui: UiSettings = field(default_factory=UiSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
+    # the folders kept in sync, `[[sources]]` (core/sources_settings.py); not a section of keys
+    sources: tuple[SourceSettings, ...] = ()
     base_dir: Path = field(default=Path("."), metadata=doc("folder relative paths start from"))
 
     def store_path(self) -> Path:
@@ -331,8 +335,12 @@ def _build(cls: type[Any], section: str, values: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+# Fields of Settings that are not sections of keys.
+NOT_SECTIONS = ("base_dir", "sources")
+
+
 def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, Any]]:
-    sections = {f.name for f in dataclasses.fields(Settings) if f.name != "base_dir"}
+    sections = {f.name for f in dataclasses.fields(Settings) if f.name not in NOT_SECTIONS}
     out: dict[str, dict[str, Any]] = {}
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX):
@@ -363,9 +371,9 @@ def load_settings(path: Path | None = None, environ: dict[str, str] | None = Non
         base_dir = path.resolve().parent
     for section, values in _env_overrides(dict(os.environ if environ is None else environ)).items():
         data.setdefault(section, {}).update(values)
-    sections: dict[str, Any] = {}
+    sections: dict[str, Any] = {"sources": read_sources(data.pop("sources", []), base_dir)}
     for f in dataclasses.fields(Settings):
-        if f.name == "base_dir":
+        if f.name in NOT_SECTIONS:
             continue
         values = data.pop(f.name, {})
         if not isinstance(values, dict):

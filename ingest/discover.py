@@ -86,13 +86,14 @@ def _groups_for(
     return tuple(sorted(set(groups)))
 
 
-def discover(paths: Sequence[Path]) -> Iterator[tuple[Path, Path]]:
+def discover(paths: Sequence[Path], root: Path | None = None) -> Iterator[tuple[Path, Path]]:
     """(root, file) pairs: a folder is walked (hidden entries and sidecars skipped), a file is
-    its own root's only member."""
+    its own root's only member, or a member of `root` when given (the files of a folder kept in
+    sync, ingest/sync.py, keep the ids they have under that folder)."""
     for given in paths:
         path = given.expanduser().resolve()
         if path.is_file():
-            yield path.parent, path
+            yield root or path.parent, path
         elif path.is_dir():
             for dirpath, dirnames, filenames in os.walk(path):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))

@@ -103,13 +103,15 @@ def ingest_paths(
     progress: Progress | None = None,
     workers: int = 1,
     queue: bool = False,
+    root: Path | None = None,
 ) -> IngestReport:
     """Ingest files and folders, holding the store's write lock; see the module docstring.
     `workers` > 1: parse and embed in that many processes each (ingest/workers.py). `queue`:
     the new and changed files become jobs for `kb worker` processes (ingest/queue.py; the
-    report's `batch` names them) instead of being ingested here."""
+    report's `batch` names them) instead of being ingested here. `root`: the files given are
+    known by their path under this folder (a folder kept in sync, ingest/sync.py)."""
     with store.writing("kb ingest --queue" if queue else "kb ingest"):
-        return _ingest_paths(store, paths, groups, prune, progress, workers, queue)
+        return _ingest_paths(store, paths, groups, prune, progress, workers, queue, root)
 
 
 def _ingest_paths(
@@ -120,13 +122,14 @@ def _ingest_paths(
     progress: Progress | None,
     workers: int,
     queue: bool = False,
+    root: Path | None = None,
 ) -> IngestReport:
     started = time.perf_counter()
     embedded_before = store.embedded()
     store.ledger.check_text_version()
     recover(store)
-    found = list(discover(paths))
-    for given in paths:
+    found = list(discover(paths, root))
+    for given in [root] if root else paths:
         store.ledger.remember_source(str(given.expanduser().resolve()), groups)
     report = IngestReport(run_id=_start_run(store, paths, groups, prune))
     run = _Run(store, report, len(found), progress)

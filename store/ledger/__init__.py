@@ -30,6 +30,7 @@ says which one a ledger speaks, for the few statements that must differ.
     questions.py      questions, feedback, notes on knowledge gaps
     conversations.py  conversations and their turns
     audit.py          the audit trail: appended, chained by hash, verified, pruned
+    sources.py        the folders kept in sync: each one's last pass and state, its documents
     migrations.py     the schema, as named migrations
 
 Only these modules speak SQL (and the embedding cache, store/embed/embedder.py, in its own
@@ -45,6 +46,7 @@ from store.ledger.documents import KEPT_NOTE, ChunkTable, Documents
 from store.ledger.migrations import MIGRATIONS
 from store.ledger.questions import Questions
 from store.ledger.runs import Job, Runs
+from store.ledger.sources import SyncSources, SyncState
 from store.ledger.sql import WriterSession, postgres_ddl, redact_url, to_postgres
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "ChunkTable",
     "Job",
     "Ledger",
+    "SyncState",
     "WriterSession",
     "postgres_ddl",
     "redact_url",
@@ -63,7 +66,7 @@ __all__ = [
 ]
 
 
-class Ledger(Documents, Runs, Accounts, Questions, Conversations, Audit):
+class Ledger(Documents, Runs, Accounts, Questions, Conversations, Audit, SyncSources):
     """The ledger of one store. Safe to share between threads: each thread gets its own
     connection (SQLite: to the same file, in WAL mode; PostgreSQL: to the same database), so a
     transaction in one never meets another's.

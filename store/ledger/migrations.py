@@ -249,4 +249,26 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    # --- 015_sources (issue 27): the folders kept in sync (store/ledger/sources.py, ingest/
+    # sync.py): each source's last pass, its state (ok, braked, failed, running) and why.
+    (
+        "015_sources",
+        """
+        CREATE TABLE sync_sources (
+            name TEXT PRIMARY KEY,
+            root TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'ok',
+            reason TEXT NOT NULL DEFAULT '',
+            last_run DOUBLE PRECISION NOT NULL DEFAULT 0,
+            next_run DOUBLE PRECISION NOT NULL DEFAULT 0,
+            seen INTEGER NOT NULL DEFAULT 0,
+            changed INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            renamed INTEGER NOT NULL DEFAULT 0,
+            pending_deletes INTEGER NOT NULL DEFAULT 0,
+            fingerprint TEXT NOT NULL DEFAULT ''
+        )
+        """,
+    ),
 ]

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from core.config import Settings, load_settings
+from core.config import NOT_SECTIONS, Settings, load_settings
 from core.config_fields import is_tuning
 from core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config.toml"
 TUNING_DOC = REPO / "docs" / "tuning.md"
-SECTIONS = [f.name for f in dataclasses.fields(Settings) if f.name != "base_dir"]
+SECTIONS = [f.name for f in dataclasses.fields(Settings) if f.name not in NOT_SECTIONS]
 SHIPPED_FOLDER_GROUPS = {"hr-only": ("hr",)}  # the samples' hr-only folder, not a default
 
 
