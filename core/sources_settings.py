@@ -102,7 +102,7 @@ def _source(number: int, entry: dict[str, Any], base_dir: Path) -> SourceSetting
     if not isinstance(name, str) or not re.fullmatch(r"[\w.-]{1,64}", name):
         raise ConfigError(f"{where} ({path}): name {name!r}: use 1-64 letters, digits, "
                           "'_', '.' or '-'")
-    groups = entry.get("groups", ())
+    groups = entry.get("groups", [])
     try:
         parsed = parse_groups(groups if isinstance(groups, (str, list)) else [str(groups)])
     except KbError as exc:

@@ -33,6 +33,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -92,9 +93,12 @@ def run_worker(
     drain: bool = False,
     name: str | None = None,
     stop: threading.Event | None = None,
+    between: Callable[[], object] | None = None,
 ) -> int:
     """Take and finish jobs until `stop` is set or, with `drain`, until no job is open (queued,
-    or running under another worker, whose lease may still run out); returns the jobs done."""
+    or running under another worker, whose lease may still run out); returns the jobs done.
+    `between` is called before each look at the queue (`kb worker` runs the folders kept in
+    sync that are due, ingest/sync_schedule.py)."""
     name = name or worker_name()
     settings = store.settings.ingest
     stop = stop or threading.Event()
@@ -102,6 +106,8 @@ def run_worker(
     logger.info("worker %s: taking jobs", name)
     with ParsePool(settings, workers=1) as parser:
         while not stop.is_set():
+            if between is not None:
+                between()
             job = store.ledger.claim_job(name, settings.job_lease_s)
             if job is None:
                 counts = store.ledger.job_counts()

@@ -1,4 +1,4 @@
-"""Admin commands: `kb ingest`, `kb reindex`, `kb docs`, `kb delete`, `kb status`.
+"""Admin commands: `kb ingest`, `kb reindex`, `kb docs`, `kb delete`, `kb status`, `kb worker`.
 
 Exit code 0 when the run completed (even with failed files); non-zero only when the command
 itself could not run.
@@ -31,6 +31,7 @@ from ingest.reindex import reindex
 from ingest.workers import limit_torch_threads
 from ui.audit import AuditTrail, cli_actor, run_details, run_outcome
 from ui.cli.common import with_settings
+from ui.cli.sync import SourceRunner
 from ui.wiring import store_for
 
 
@@ -257,6 +258,7 @@ def status_command(settings: Settings, as_json: bool) -> None:
 def worker_command(settings: Settings, drain: bool, threads: int) -> None:
     """Take files queued by `kb ingest --queue`: parse and embed them, then commit each under
     the store's write lock. Run one or more on any machine sharing the ledger and the store.
+    Between jobs, the folders of [[sources]] that are due are synced (as `kb sync` does).
 
     \b
     kb worker                   # until stopped (Ctrl+C, SIGTERM)
@@ -264,7 +266,8 @@ def worker_command(settings: Settings, drain: bool, threads: int) -> None:
     """
     limit_torch_threads(threads)
     with store_for(settings) as store:
-        done = run_worker(store, drain=drain)
+        between = SourceRunner(store, settings) if settings.sources else None
+        done = run_worker(store, drain=drain, between=between)
     click.echo(f"{done} jobs done")
 
 

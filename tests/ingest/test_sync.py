@@ -1,0 +1,180 @@
+"""Folders kept in sync, on real folders of sample PDF and Word files, a real ledger, Chroma and
+the embedder: files added, changed, renamed and deleted; the brake on a share emptied at once
+or missing, and the admin's confirmation; the schedule driven by a clock of the test's own."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import docx
+import pytest
+
+from core.sources_settings import SourceSettings
+from ingest.discover import doc_id_for
+from ingest.sync import sync_source
+from ingest.sync_schedule import keep_in_sync, source_states
+from store.store import Store
+from ui.wiring import store_for
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "docs"
+FILES = ["Employee-Leave-Policy.pdf", "Code-of-Conduct.docx", "IT-Security-Policy.docx",
+         "New-Hire-Onboarding-Guide.pdf", "日常费用报销规定.docx"]
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()
+
+
+def copy_samples(folder: Path, names: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy2(SAMPLES / name, folder / name)
+    return folder
+
+
+@pytest.fixture
+def share(tmp_path: Path) -> Path:
+    """A folder standing for HR's file share, with five policies."""
+    return copy_samples(tmp_path / "share" / "hr", FILES)
+
+
+@pytest.fixture
+def store(make_settings) -> Iterator[Store]:  # type: ignore[no-untyped-def]
+    with store_for(make_settings()) as opened:
+        yield opened
+
+
+def hr(share: Path, every: float = 60.0) -> SourceSettings:
+    return SourceSettings("hr", str(share.resolve()), ("hr",), every)
+
+
+def documents(store: Store, share: Path) -> dict[str, list[str]]:
+    """The source's documents: path -> its live chunk ids."""
+    return {rel: sorted(store.ledger.chunk_ids(record.meta.id))
+            for rel, record in store.ledger.source_documents(str(share.resolve())).items()}
+
+
+def consistent(store: Store) -> bool:
+    """Every live chunk has its vector and every vector a live chunk."""
+    return set(store.ledger.chunk_ids()) == store.vectors.all_ids(store.collection)
+
+
+def test_added_changed_renamed_and_deleted_files(store: Store, share: Path) -> None:
+    source = hr(share)
+    first = sync_source(store, source, 0.2, T0)
+    assert (first.state, first.seen, first.changed, first.failed) == ("ok", 5, 5, 0)
+    assert first.ingest is not None and first.ingest.counts["ingested"] == 5
+    state = store.ledger.sync_state("hr")
+    assert state is not None
+    assert (state.last_run, state.next_run, state.seen, state.changed) == (T0, T0 + 60, 5, 5)
+    records = store.ledger.source_documents(source.path)
+    assert {r.meta.groups for r in records.values()} == {("hr",)}
+
+    unchanged = sync_source(store, source, 0.2, T0 + 60)
+    assert (unchanged.changed, unchanged.ingest) == (0, None)
+
+    word = docx.Document(str(share / "Code-of-Conduct.docx"))
+    word.add_paragraph("Synced addition: visitors sign the badge register at reception.")
+    word.save(str(share / "Code-of-Conduct.docx"))
+    changed = sync_source(store, source, 0.2, T0 + 120)
+    assert changed.ingest is not None and changed.ingest.counts["updated"] == 1
+    texts = [c.text for c, _ in store.ledger.chunks_of(doc_id_for(source.path,
+                                                                  "Code-of-Conduct.docx"))]
+    assert any("badge register" in text for text in texts)
+
+    before = documents(store, share)
+    (share / "archive").mkdir()
+    (share / "Employee-Leave-Policy.pdf").rename(share / "archive" / "Leave-2026.pdf")
+    renamed = sync_source(store, source, 0.2, T0 + 180)
+    assert renamed.renamed == [("Employee-Leave-Policy.pdf", "archive/Leave-2026.pdf")]
+    assert renamed.ingest is not None and renamed.ingest.embedded == 0
+    assert renamed.ingest.counts["ingested"] == 0
+    after = documents(store, share)
+    assert "Employee-Leave-Policy.pdf" not in after
+    assert after["archive/Leave-2026.pdf"] == before["Employee-Leave-Policy.pdf"]  # same ids
+    moved = store.ledger.document(doc_id_for(source.path, "archive/Leave-2026.pdf"))
+    assert moved is not None and moved.status == "ok" and moved.meta.groups == ("hr",)
+
+    (share / "IT-Security-Policy.docx").unlink()  # 1 of 5: 20%, not more
+    deleted = sync_source(store, source, 0.2, T0 + 240)
+    assert (deleted.state, deleted.deleted) == ("ok", ["IT-Security-Policy.docx"])
+    assert sorted(documents(store, share)) == sorted(
+        ["archive/Leave-2026.pdf", "Code-of-Conduct.docx", "New-Hire-Onboarding-Guide.pdf",
+         "日常费用报销规定.docx"])
+    assert consistent(store)
+
+
+def test_the_brake_holds_deletes_until_the_files_return_or_an_admin_confirms(
+        store: Store, share: Path, tmp_path: Path) -> None:
+    source = hr(share)
+    sync_source(store, source, 0.2, T0)
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    for name in FILES[:2]:
+        shutil.move(share / name, aside / name)
+    braked = sync_source(store, source, 0.2, T0 + 60)
+    assert braked.state == "braked" and braked.deleted == []
+    assert braked.reason.startswith("2 of 5 files vanished (40% > 20%); check the share is "
+                                    "mounted, then `kb sync --confirm-deletes hr`")
+    state = store.ledger.sync_state("hr")
+    assert state is not None and (state.state, state.pending_deletes) == ("braked", 2)
+    assert len(documents(store, share)) == 5
+
+    for name in FILES[:2]:
+        shutil.move(aside / name, share / name)
+    back = sync_source(store, source, 0.2, T0 + 120)
+    assert (back.state, back.reason, back.changed, back.ingest) == ("ok", "", 0, None)
+
+    for name in FILES:  # the share unmounted: its mount point is an empty folder
+        shutil.move(share / name, aside / name)
+    empty = sync_source(store, source, 0.2, T0 + 180)
+    assert empty.state == "braked" and "is empty while 5 of its files are known" in empty.reason
+    share.rmdir()  # or gone altogether
+    missing = sync_source(store, source, 0.2, T0 + 240)
+    assert missing.state == "braked" and "missing or not a folder" in missing.reason
+    assert len(documents(store, share)) == 5
+
+    confirmed = sync_source(store, source, 0.2, T0 + 300, confirm_deletes=True)
+    assert (confirmed.state, len(confirmed.deleted)) == ("ok", 5)
+    assert documents(store, share) == {} and store.ledger.chunk_ids() == []
+    assert consistent(store)
+
+
+def test_two_sources_never_touch_each_other(store: Store, share: Path, tmp_path: Path) -> None:
+    finance = copy_samples(tmp_path / "share" / "finance", ["差旅费管理办法-2024.pdf"])
+    other = SourceSettings("finance", str(finance.resolve()), ("finance",), 60.0)
+    for source in (hr(share), other):
+        sync_source(store, source, 0.2, T0)
+    shutil.copy2(SAMPLES / "Code-of-Conduct.docx", finance / "Code-of-Conduct.docx")
+    for name in FILES:
+        (share / name).unlink()
+    emptied = sync_source(store, hr(share), 0.2, T0 + 60, confirm_deletes=True)
+    assert len(emptied.deleted) == 5 and emptied.renamed == []  # not renamed into finance
+    kept = sync_source(store, other, 0.2, T0 + 60)
+    assert kept.deleted == [] and kept.ingest is not None
+    assert kept.ingest.counts["ingested"] == 1
+    assert sorted(documents(store, finance)) == ["Code-of-Conduct.docx", "差旅费管理办法-2024.pdf"]
+    assert {r.meta.groups for r in store.ledger.source_documents(other.path).values()} == {
+        ("finance",)}
+
+
+def test_the_schedule_follows_the_clock(store: Store, share: Path, tmp_path: Path,
+                                        make_settings) -> None:  # type: ignore[no-untyped-def]
+    """Each source runs when due (every 60 s and every 300 s), the loop sleeps until the next
+    one is due; the clock and the sleep are the test's."""
+    finance = copy_samples(tmp_path / "share" / "finance", ["差旅费管理办法-2024.pdf"])
+    sources = (hr(share, every=60), SourceSettings("finance", str(finance.resolve()), (), 300))
+    settings = dataclasses.replace(make_settings(store=store.path), sources=sources)
+    now = [T0]
+    ran: list[tuple[str, float]] = []
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    keep_in_sync(store, settings, lambda: now[0], sleep,
+                 lambda r: ran.append((r.source.name, now[0] - T0)), lambda: now[0] >= T0 + 600)
+    assert ran == [("hr", 0), ("finance", 0), *[("hr", t) for t in (60, 120, 180, 240, 300)],
+                   ("finance", 300), *[("hr", t) for t in (360, 420, 480, 540)]]
+    states = {s.name: s for s in source_states(store, sources)}
+    assert states["finance"].next_run == T0 + 600 and states["hr"].next_run == T0 + 600
