@@ -62,6 +62,8 @@ BENCHES: dict[str, Bench] = {
                       "retrieval of follow-ups read with their history vs alone (p95 added)"),
     "audit": Bench("audit_latency", "--rounds 25", "--rounds 5", True,
                    "a question's p95 with the audit events that follow it vs without"),
+    "sync": Bench("sync_unchanged", "--files 10000 --passes 5", "--files 10000 --passes 3", True,
+                  "a sync pass over 10,000 unchanged files vs `kb ingest` over the same"),
     "ingest": Bench("ingest_speed", PUBLIC_DOCS, SAMPLE_DOCS, True,
                     "fresh ingest pages/s vs the LlamaIndex starter; unchanged re-index"),
     "parse": Bench("parse_speed", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",

@@ -90,6 +90,8 @@ SOURCES: dict[str, Source] = {
     "login_flood": Source((f"{RESULTS}issue26-login-flood.json",), date="2026-12-03",
                           command="python -m bench.login_flood --runs 10 --before "
                                   "/tmp/before (git archive ac51a22)"),
+    # issue 27: a sync pass over 10,000 unchanged files (ledger rows seeded), beside `kb ingest`
+    "sync_unchanged": Source((f"{RESULTS}issue27-sync-unchanged.json",), bench="sync"),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),
                         date="2026-11-30", command=GPU_RUN, machine=OTHER_H200),

@@ -73,8 +73,8 @@ def test_duplicate_names_and_nested_folders_are_refused(tmp_path: Path) -> None:
 def test_a_source_overlapping_the_store_is_refused(tmp_path: Path) -> None:
     """The store folder holds the app's uploads: a source inside it, or around it, would take
     them in as its own files."""
-    store = tmp_path / "store"
-    inside = load(tmp_path, '[[sources]]\npath = "store/uploads"\n').sources
+    store = tmp_path / "kbstore"
+    inside = load(tmp_path, '[[sources]]\npath = "kbstore/uploads"\n').sources
     with pytest.raises(ConfigError, match="overlaps the store folder"):
         check_apart_from_store(inside, store)
     around = load(tmp_path, f'[[sources]]\npath = "{tmp_path}"\n').sources

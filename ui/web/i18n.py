@@ -28,6 +28,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "signed_in": ("Signed in as {user} · groups: {groups}", "当前用户 {user} · 用户组：{groups}"),
     "logout": ("Log out", "退出登录"),
     "sources": ("Sources", "来源"),
+    "synced_folders": ("Folders kept in sync", "同步文件夹"),
     "view_source": ("View source", "查看原文"),
     "pick_source": ("Citation", "引用"),
     "source_view": ("Source", "原文"),

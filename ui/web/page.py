@@ -23,6 +23,12 @@ from ui.web.audit_view import AuditView, build_audit_view, wire_audit_view
 from ui.web.chat import ChatHandlers
 from ui.web.handlers import Conversation
 from ui.web.i18n import LANGS, lang_from_header, t
+from ui.web.sources_view import (
+    SourcesHandlers,
+    SourcesView,
+    build_sources_view,
+    wire_sources_view,
+)
 from ui.wiring import Services
 
 LANG_CHOICES = [("English", "en"), ("中文", "zh")]
@@ -30,9 +36,10 @@ LANG_CHOICES = [("English", "en"), ("中文", "zh")]
 C = TypeVar("C")
 
 
-class App(ChatHandlers, AdminHandlers):
+class App(ChatHandlers, AdminHandlers, SourcesHandlers):
     """The page's handlers: the chat tab's and the sidebar's (`ui/web/chat.py`) and the admin
-    tab's (`ui/web/admin_tab.py`), over one set of services and one question gate."""
+    tab's (`ui/web/admin_tab.py`, the folders kept in sync: `ui/web/sources_view.py`), over one
+    set of services and one question gate."""
 
     def on_load(self, request: gr.Request) -> tuple[Any, ...]:
         """The page as it opens: its language, who is signed in, the admin tab (admins only),
@@ -139,6 +146,7 @@ class AdminTab:
     feedback: gr.Dataframe
     insights: Insights
     audit: AuditView
+    synced: SourcesView
 
     @property
     def tables(self) -> list[Any]:
@@ -233,7 +241,8 @@ def _chat_tab(lab: Labels) -> ChatTab:
 
 def _admin_tab(lab: Labels) -> AdminTab:
     """Uploads and their groups, the documents, re-index, store status, feedback, the
-    insights and the audit trail; hidden until `App.on_load` finds an admin."""
+    insights, the audit trail and the folders kept in sync; hidden until `App.on_load` finds
+    an admin."""
     with gr.Tab(t("admin_tab"), id="admin", visible=False) as tab:
         lab(tab, label="admin_tab")
         with gr.Row():
@@ -261,8 +270,9 @@ def _admin_tab(lab: Labels) -> AdminTab:
                                     interactive=False), label="feedback_list")
         seen = _insights(lab)
         trail = build_audit_view(lab, t)
+        synced = build_sources_view(lab, t)
     return AdminTab(tab, files, groups, ingest, report, docs, refresh, doc_ref, delete, mode,
-                    reindex, message, stats, feedback, seen, trail)
+                    reindex, message, stats, feedback, seen, trail, synced)
 
 
 def _insights(lab: Labels) -> Insights:
@@ -357,6 +367,7 @@ def _wire_admin(app: App, tab: AdminTab) -> None:
     seen.save_note.click(app.save_gap_note, [seen.gap_pick, seen.gap_note], seen.outputs,
                          api_name="gap_note")
     wire_audit_view(app.audit_trail, tab.audit)
+    wire_sources_view(app.synced_sources, tab.synced)
 
 
 def _wire_sidebar(blocks: gr.Blocks, app: App, page: Page, after: list[Any]) -> None:

@@ -56,6 +56,7 @@ from ui.web.login_notice import LoginNotice
 from ui.web.metrics import CONTENT_TYPE, Metrics
 from ui.web.openai_api import openai_router
 from ui.web.page import App, build_app
+from ui.web.sources_view import watch_sources
 from ui.wiring import Services, open_services, settle_heap, sign_in_for
 
 logger = logging.getLogger(__name__)
@@ -143,6 +144,7 @@ def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
                     services.settings.ui.busy_retry_after_s)
     server.include_router(api_router(asking, services.conversations))
     server.include_router(openai_router(asking))
+    watch_sources(services.metrics, services.store, services.settings.sources)
     server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)
     server.include_router(page_router(kb_app, session_user))
