@@ -80,12 +80,19 @@ class SyncReport:
     source: SourceSettings
     state: str = "ok"  # ok | braked | failed
     reason: str = ""
+    was: str = "waiting"  # the source's state before the pass
     seen: int = 0
     renamed: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     pending_deletes: int = 0
     failed: int = 0
     ingest: IngestReport | None = None
+
+    @property
+    def eventful(self) -> bool:
+        """Whether the pass changed a file or the source's state (a quiet pass is not worth a
+        record in the audit trail every `every`)."""
+        return bool(self.changed) or self.state != self.was
 
     @property
     def changed(self) -> int:
@@ -99,7 +106,7 @@ def walk(root: Path) -> Walk:
     """The folder's files (not sidecars, not hidden ones) with their size and mtime."""
     found = Walk()
     if not root.is_dir():
-        found.missing = "missing or not a folder" if not root.exists() else "not a folder"
+        found.missing = "is missing" if not root.exists() else "is not a folder"
         return found
     errors: list[OSError] = []
     prefix = len(str(root)) + 1
@@ -196,10 +203,10 @@ def sync_source(store: Store, source: SourceSettings, max_delete_share: float, n
     """One pass over `source` at time `now`; see the module docstring. A pass that cannot run
     (the write lock not had, the store failing) is reported `failed` with the reason; the
     source's state is saved either way."""
-    report = SyncReport(source)
     previous = store.ledger.sync_state(source.name)
     if previous is not None and previous.root != source.path:
         previous = None  # the name now stands for another folder
+    report = SyncReport(source, was=previous.state if previous else "waiting")
     store.ledger.save_sync_state(replace(previous, state="running") if previous else
                                  SyncState(source.name, source.path, state="running"))
     try:
@@ -236,8 +243,10 @@ def _act(store: Store, source: SourceSettings, found: Walk, todo: Plan,
         _move(store, root, known[old], new, found.files[new])
         report.renamed.append((old, new))
     if todo.to_ingest:
-        report.ingest = ingest_paths(store, [root / rel for rel in todo.to_ingest],
-                                     source.groups or None, root=root)
+        # every file (a refresh): the folder itself, so the run records one path, not each
+        every = len(todo.to_ingest) == len(found.files)
+        paths = [root] if every else [root / rel for rel in todo.to_ingest]
+        report.ingest = ingest_paths(store, paths, source.groups or None, root=root)
     reason = brake_reason(source, found, todo, share)
     if reason and not confirm:
         logger.warning("sync %s: braked: %s", source.name, reason)

@@ -132,7 +132,8 @@ def test_the_brake_holds_deletes_until_the_files_return_or_an_admin_confirms(
     assert empty.state == "braked" and "is empty while 5 of its files are known" in empty.reason
     share.rmdir()  # or gone altogether
     missing = sync_source(store, source, 0.2, T0 + 240)
-    assert missing.state == "braked" and "missing or not a folder" in missing.reason
+    assert missing.state == "braked"
+    assert f"folder {share.resolve()} is missing while 5 of its files are known" in missing.reason
     assert len(documents(store, share)) == 5
 
     confirmed = sync_source(store, source, 0.2, T0 + 300, confirm_deletes=True)
@@ -178,3 +179,37 @@ def test_the_schedule_follows_the_clock(store: Store, share: Path, tmp_path: Pat
                    ("finance", 300), *[("hr", t) for t in (360, 420, 480, 540)]]
     states = {s.name: s for s in source_states(store, sources)}
     assert states["finance"].next_run == T0 + 600 and states["hr"].next_run == T0 + 600
+
+
+def test_sidecars_and_the_source_groups_are_followed_without_parsing_again(
+        store: Store, tmp_path: Path) -> None:
+    folder = copy_samples(tmp_path / "share" / "policies",
+                          ["Code-of-Conduct.docx", "IT-Security-Policy.docx"])
+    sidecar = folder / "Code-of-Conduct.meta.toml"
+    sidecar.write_text('groups = ["hr"]\n', encoding="utf-8")
+    source = SourceSettings("policies", str(folder.resolve()), (), 60.0)  # sidecars decide
+
+    def groups() -> dict[str, tuple[str, ...]]:
+        return {rel: r.meta.groups for rel, r in store.ledger.source_documents(
+            source.path).items()}
+
+    sync_source(store, source, 0.2, T0)
+    assert groups() == {"Code-of-Conduct.docx": ("hr",), "IT-Security-Policy.docx": ("all",)}
+    sidecar.write_text('groups = ["finance"]\ntitle = "Conduct"\n', encoding="utf-8")
+    edited = sync_source(store, source, 0.2, T0 + 60)
+    assert edited.ingest is not None and edited.ingest.embedded == 0
+    assert edited.ingest.counts["updated"] == 1 and edited.ingest.counts["ingested"] == 0
+    assert groups()["Code-of-Conduct.docx"] == ("finance",)
+    regrouped = sync_source(store, dataclasses.replace(source, groups=("legal",)), 0.2, T0 + 120)
+    assert regrouped.ingest is not None and regrouped.ingest.embedded == 0
+    assert groups() == {"Code-of-Conduct.docx": ("legal",), "IT-Security-Policy.docx": ("legal",)}
+
+
+def test_a_folder_that_never_was_fails_the_pass_and_says_so(store: Store, tmp_path: Path) -> None:
+    typo = SourceSettings("typo", str(tmp_path / "nowhere"), (), 60.0)
+    report = sync_source(store, typo, 0.2, T0)
+    assert report.state == "failed"
+    assert report.reason == f"folder {tmp_path / 'nowhere'} is missing; check the " \
+                            "path and that it is mounted"
+    state = store.ledger.sync_state("typo")
+    assert state is not None and (state.state, state.next_run) == ("failed", T0 + 60)

@@ -47,6 +47,8 @@ def test_sync_once_brakes_then_an_admin_confirms(make_settings: Any, tmp_path: P
     first = run(main, ["sync", "--once", *args], env=env)
     assert first.exit_code == 0, first.output
     assert "hr: ok, 5 files seen, 5 changed, 0 failed" in first.output
+    quiet = run(main, ["sync", "--once", *args], env=env)  # nothing changed: not recorded
+    assert "hr: ok, 5 files seen, 0 changed, 0 failed" in quiet.output
 
     # an admin uploads a copy of a synced file through the app: stored and ingested beside it
     settings = load_settings(config, environ={}).with_store(store_dir)
@@ -84,6 +86,12 @@ def test_sync_once_brakes_then_an_admin_confirms(make_settings: Any, tmp_path: P
     assert sorted(r.object for r in deletes) == sorted(FILES[:3])
     assert all(json.loads(r.details)["confirmed"] for r in deletes)
     assert [r.outcome for r in runs] == ["ok", "braked", "ok"]
+
+
+def test_sync_without_sources_says_what_to_add(make_settings: Any) -> None:
+    done = CliRunner().invoke(main, ["sync", "--once", "--config", str(REPO / "config.toml"),
+                                     "--store", str(make_settings().store_path())])
+    assert done.exit_code == 1 and "no [[sources]] in the config" in done.output
 
 
 def test_the_worker_syncs_due_sources_between_jobs(make_settings: Any, tmp_path: Path) -> None:

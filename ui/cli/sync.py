@@ -1,6 +1,7 @@
 """`kb sync`: keep the folders of `[[sources]]` in step with the store (ingest/sync.py), and
-what `kb worker` runs between jobs (`SourceRunner`). Each pass goes to the audit trail
-(`sync.run`, with every rename `sync.rename` and delete `sync.delete`).
+what `kb worker` runs between jobs (`SourceRunner`). Each pass that changes something goes to
+the audit trail (`sync.run`, with every rename `sync.rename` and delete `sync.delete`), as does
+one that changes the source's state (braked, failed, ok again).
 
     kb sync                          # each source when due, until stopped
     kb sync --once                   # every source once now; exit 1 if one braked or failed
@@ -27,7 +28,10 @@ from ui.wiring import store_for
 
 def record_pass(trail: AuditTrail, report: SyncReport, actor: str,
                 confirmed: bool = False) -> None:
-    """The pass in the audit trail: its renames and deletes, then the pass with its counts."""
+    """The pass in the audit trail: its renames and deletes, then the pass with its counts
+    (a pass that changed nothing, not even the source's state, is left out)."""
+    if not (report.eventful or confirmed):
+        return
     name = report.source.name
     for old, new in report.renamed:
         trail.record("sync.rename", actor, object=f"{old} -> {new}"[:500], address="local",
