@@ -91,7 +91,8 @@ def discover(paths: Sequence[Path], root: Path | None = None) -> Iterator[tuple[
     its own root's only member, or a member of `root` when given (the files of a folder kept in
     sync, ingest/sync.py, keep the ids they have under that folder)."""
     for given in paths:
-        path = given.expanduser().resolve()
+        # under `root`, a file keeps its path there, even a link to a file elsewhere
+        path = given.expanduser() if root else given.expanduser().resolve()
         if path.is_file():
             yield root or path.parent, path
         elif path.is_dir():

@@ -201,8 +201,8 @@ def brake_reason(source: SourceSettings, found: Walk, todo: Plan, share: float) 
 def sync_source(store: Store, source: SourceSettings, max_delete_share: float, now: float,
                 confirm_deletes: bool = False) -> SyncReport:
     """One pass over `source` at time `now`; see the module docstring. A pass that cannot run
-    (the write lock not had, the store failing) is reported `failed` with the reason; the
-    source's state is saved either way."""
+    (the write lock not had, the store failing, or any other error) is reported `failed` with
+    the reason, so the loop that runs it goes on; the source's state is saved either way."""
     previous = store.ledger.sync_state(source.name)
     if previous is not None and previous.root != source.path:
         previous = None  # the name now stands for another folder
@@ -231,6 +231,10 @@ def sync_source(store: Store, source: SourceSettings, max_delete_share: float, n
     except (KbError, OSError) as exc:
         logger.warning("sync %s: %s", source.name, exc)
         report.state, report.reason = "failed", str(exc)
+        _save(store, report, now, "failed", previous)
+    except Exception as exc:  # noqa: BLE001  a `kb sync` or `kb worker` outlives one bad pass
+        logger.exception("sync %s: the pass failed", source.name)
+        report.state, report.reason = "failed", f"{type(exc).__name__}: {exc} (see the log)"
         _save(store, report, now, "failed", previous)
     return report
 

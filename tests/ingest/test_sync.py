@@ -213,3 +213,16 @@ def test_a_folder_that_never_was_fails_the_pass_and_says_so(store: Store, tmp_pa
                             "path and that it is mounted"
     state = store.ledger.sync_state("typo")
     assert state is not None and (state.state, state.next_run) == ("failed", T0 + 60)
+
+
+def test_a_link_to_a_file_elsewhere_is_synced_under_its_own_name(
+        store: Store, tmp_path: Path) -> None:
+    folder = copy_samples(tmp_path / "share" / "links", ["IT-Security-Policy.docx"]).resolve()
+    outside = copy_samples(tmp_path / "elsewhere", ["Code-of-Conduct.docx"])
+    source = SourceSettings("links", str(folder), (), 60.0)
+    sync_source(store, source, 0.2, T0)
+    (folder / "conduct.docx").symlink_to(outside / "Code-of-Conduct.docx")
+    report = sync_source(store, source, 0.2, T0 + 60)  # the link alone is new
+    assert report.state == "ok" and report.ingest is not None
+    assert report.ingest.counts["ingested"] == 1
+    assert sorted(documents(store, folder)) == ["IT-Security-Policy.docx", "conduct.docx"]
