@@ -14,6 +14,7 @@ import docx
 import pytest
 
 from core.sources_settings import SourceSettings
+from devtools.postgres import with_ledger
 from ingest.discover import doc_id_for
 from ingest.sync import sync_source
 from ingest.sync_schedule import keep_in_sync, source_states
@@ -226,3 +227,25 @@ def test_a_link_to_a_file_elsewhere_is_synced_under_its_own_name(
     assert report.state == "ok" and report.ingest is not None
     assert report.ingest.counts["ingested"] == 1
     assert sorted(documents(store, folder)) == ["IT-Security-Policy.docx", "conduct.docx"]
+
+
+def test_a_rename_and_the_brake_on_both_ledgers(  # type: ignore[no-untyped-def]
+        make_settings, ledger_url: str, tmp_path: Path) -> None:
+    """The same pass on SQLite and on PostgreSQL: a document moved in one transaction, the
+    deletes held back, and confirmed."""
+    share = copy_samples(tmp_path / "share" / "hr", FILES[:2])
+    source = hr(share)
+    with store_for(with_ledger(make_settings(), ledger_url)) as store:
+        sync_source(store, source, 0.2, T0)
+        before = documents(store, share)
+        (share / "Code-of-Conduct.docx").rename(share / "conduct-2026.docx")
+        moved = sync_source(store, source, 0.2, T0 + 60)
+        assert moved.renamed == [("Code-of-Conduct.docx", "conduct-2026.docx")]
+        assert documents(store, share)["conduct-2026.docx"] == before["Code-of-Conduct.docx"]
+        (share / "conduct-2026.docx").unlink()
+        braked = sync_source(store, source, 0.2, T0 + 120)
+        assert braked.state == "braked" and len(documents(store, share)) == 2
+        confirmed = sync_source(store, source, 0.2, T0 + 180, confirm_deletes=True)
+        assert confirmed.deleted == ["conduct-2026.docx"] and consistent(store)
+        state = store.ledger.sync_state("hr")
+        assert state is not None and (state.state, state.deleted) == ("ok", 1)
