@@ -39,6 +39,7 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from core.config import IngestSettings
 from core.errors import KbError
 from core.sources_settings import SourceSettings
 from core.types import DocRecord, IngestReport
@@ -137,9 +138,9 @@ def walk(root: Path) -> Walk:
 
 
 def plan(source: SourceSettings, found: Walk, known: dict[str, DocRecord],
-         previous: SyncState | None) -> Plan:
+         previous: SyncState | None, settings: IngestSettings) -> Plan:
     """Compare the walk with the source's documents. Renames are found by `match_renames`."""
-    fingerprint = _fingerprint(source, found)
+    fingerprint = _fingerprint(source, found, settings)
     refresh = previous is None or previous.fingerprint != fingerprint
     to_ingest, still_failed = [], 0
     for rel, (size, mtime) in found.files.items():
@@ -153,10 +154,13 @@ def plan(source: SourceSettings, found: Walk, known: dict[str, DocRecord],
     return Plan(sorted(to_ingest), [], sorted(vanished), len(known), still_failed, fingerprint)
 
 
-def _fingerprint(source: SourceSettings, found: Walk) -> str:
-    """The source's groups and its sidecars (names, sizes, mtimes): when it changes, every file
-    goes through `ingest_paths`, which updates what changed in place (no re-parse)."""
-    key = json.dumps([source.groups, sorted(found.sidecars)])
+def _fingerprint(source: SourceSettings, found: Walk, settings: IngestSettings) -> str:
+    """What gives the files their groups and metadata: the source's groups (else the folder
+    mapping and the default groups) and its sidecars (names, sizes, mtimes). When it changes,
+    every file goes through `ingest_paths`, which updates what changed in place (no re-parse)."""
+    fallback = [] if source.groups else [settings.default_groups,
+                                         sorted(settings.folder_groups.items())]
+    key = json.dumps([source.groups, fallback, sorted(found.sidecars)])
     return hashlib.sha1(key.encode()).hexdigest()
 
 
@@ -212,11 +216,12 @@ def sync_source(store: Store, source: SourceSettings, max_delete_share: float, n
     try:
         root = Path(source.path)
         found = walk(root)
-        todo = plan(source, found, store.ledger.source_documents(source.path), previous)
+        todo = plan(source, found, store.ledger.source_documents(source.path), previous,
+                    store.settings.ingest)
         if todo.to_ingest or todo.vanished:
             with store.writing(f"kb sync {source.name}"):
                 known = store.ledger.source_documents(source.path)
-                todo = plan(source, found, known, previous)
+                todo = plan(source, found, known, previous, store.settings.ingest)
                 match_renames(root, todo, found, known)
                 _act(store, source, found, todo, known, report, max_delete_share,
                      confirm_deletes)

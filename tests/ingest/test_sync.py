@@ -201,7 +201,12 @@ def test_sidecars_and_the_source_groups_are_followed_without_parsing_again(
     assert edited.ingest is not None and edited.ingest.embedded == 0
     assert edited.ingest.counts["updated"] == 1 and edited.ingest.counts["ingested"] == 0
     assert groups()["Code-of-Conduct.docx"] == ("finance",)
-    regrouped = sync_source(store, dataclasses.replace(source, groups=("legal",)), 0.2, T0 + 120)
+    store.settings = dataclasses.replace(store.settings, ingest=dataclasses.replace(
+        store.settings.ingest, default_groups=("staff",)))  # config.toml edited
+    defaults = sync_source(store, source, 0.2, T0 + 120)
+    assert defaults.ingest is not None and defaults.ingest.embedded == 0
+    assert groups() == {"Code-of-Conduct.docx": ("finance",), "IT-Security-Policy.docx": ("staff",)}
+    regrouped = sync_source(store, dataclasses.replace(source, groups=("legal",)), 0.2, T0 + 180)
     assert regrouped.ingest is not None and regrouped.ingest.embedded == 0
     assert groups() == {"Code-of-Conduct.docx": ("legal",), "IT-Security-Policy.docx": ("legal",)}
 
