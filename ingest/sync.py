@@ -24,8 +24,9 @@ over 10,000 unchanged files stays well under the 10 s goal (`python -m bench syn
    are back or an admin runs `kb sync --confirm-deletes NAME` (`confirm_deletes`). Files under
    a sub-folder that cannot be read are not counted as vanished.
 
-The pass decides without the store's write lock (a folder that did not change costs a walk
-and one ledger read) and takes it only to act, deciding again under it. The clock is passed
+The pass decides without the store's write lock (a folder that did not change costs a walk,
+one read of its documents and its state saved) and takes it only to act, deciding again under
+it. The clock is passed
 in: `now` is the pass's time, and the source is due again at `now + every`.
 """
 

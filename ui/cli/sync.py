@@ -10,7 +10,7 @@ one that changes the source's state (braked, failed, ok again).
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
 from collections.abc import Callable
 
@@ -24,6 +24,8 @@ from store.store import Store
 from ui.audit import AuditTrail, cli_actor
 from ui.cli.common import with_settings
 from ui.wiring import store_for
+
+logger = logging.getLogger(__name__)
 
 
 def record_pass(trail: AuditTrail, report: SyncReport, actor: str,
@@ -61,8 +63,8 @@ def describe_pass(report: SyncReport) -> str:
 
 
 class SourceRunner:
-    """Runs the due sources of one store and records each pass; `kb worker` calls it between
-    jobs. The clock is passed in (tests drive it)."""
+    """Runs the due sources of one store at `clock()` and records each pass; `kb worker` calls
+    it between jobs."""
 
     def __init__(self, store: Store, settings: Settings,
                  clock: Callable[[], float] = time.time) -> None:
@@ -77,10 +79,14 @@ class SourceRunner:
             self.show(report)
         return reports
 
-    def show(self, report: SyncReport, confirmed: bool = False) -> None:
-        """Record the pass in the audit trail and print what it did."""
+    def show(self, report: SyncReport, confirmed: bool = False, always: bool = False) -> None:
+        """Record the pass in the audit trail and print what it did; a quiet pass (nothing
+        changed, not even the state) is printed only when `always` (`--once`)."""
         record_pass(self.trail, report, self.actor, confirmed)
-        click.echo(describe_pass(report))
+        if always or report.eventful:
+            click.echo(describe_pass(report))
+        else:
+            logger.info("%s: nothing changed (%d files seen)", report.source.name, report.seen)
 
 
 def _find(sources: tuple[SourceSettings, ...], name: str) -> SourceSettings:
@@ -115,13 +121,12 @@ def sync_command(settings: Settings, once: bool, confirm: str | None) -> None:
             reports = [sync_source(store, s, settings.sync.max_delete_share, time.time(),
                                    confirm_deletes=bool(confirm)) for s in chosen]
             for report in reports:
-                runner.show(report, confirmed=bool(confirm))
+                runner.show(report, confirmed=bool(confirm), always=True)
             stuck = [f"{r.source.name} {r.state}" for r in reports if r.state != "ok"]
             if stuck:
                 raise click.ClickException(f"{', '.join(stuck)}: see the reason above")
             return
-        stop = threading.Event()
         try:
-            keep_in_sync(store, settings, time.time, stop.wait, runner.show, stop.is_set)
+            keep_in_sync(store, settings, time.time, time.sleep, runner.show, lambda: False)
         except KeyboardInterrupt:
             click.echo("stopped")
