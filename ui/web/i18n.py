@@ -35,6 +35,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "printed": ("printed {label}", "页码 {label}"),
     "section": ("section", "章节"),
     "superseded": ("superseded by a newer version", "已被新版本取代"),
+    "review_due": ("past its review date ({day}): check with the document's owner",
+                   "已过复审日期（{day}）：请向文档负责人确认"),
     "ocr": ("read by OCR from a scan: check the page image", "扫描件经OCR识别：请对照页面图像"),
     "unsupported": ("not clearly supported by this passage", "该段落未明确支持此说法"),
     "details": ("Details", "详情"),
