@@ -22,6 +22,8 @@ from core.types import DocMeta
 
 # A clock: today's date (the day a question is answered, a list is drawn).
 Today = Callable[[], dt.date]
+# How many days ahead `kb docs --due` and the admin tab look for reviews and expiries.
+DUE_WITHIN_DAYS = 30
 # The date keys as sidecars, `kb docs set` and the upload form name them -> DocMeta's fields.
 DATE_FIELDS = {"effective": "effective_date", "review_by": "review_by", "expires": "expires"}
 

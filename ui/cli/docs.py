@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from core.config import Settings
-from core.policy_dates import date_note, due, out_of_force
+from core.policy_dates import DUE_WITHIN_DAYS, date_note, due, out_of_force
 from core.types import DocRecord
 from ingest.dates import checked_dates, set_dates
 from ingest.pipeline import list_documents
@@ -54,7 +54,7 @@ def _record_json(record: DocRecord, today: date) -> dict[str, Any]:
 @click.group("docs", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array.")
 @click.option("--due", is_flag=True, help="Only those due for review or about to expire.")
-@click.option("--within", default=30, show_default=True, type=click.IntRange(min=0),
+@click.option("--within", default=DUE_WITHIN_DAYS, show_default=True, type=click.IntRange(min=0),
               help="With --due: days ahead.")
 @with_settings
 def docs_group(settings: Settings, as_json: bool, due: bool, within: int) -> None:

@@ -60,6 +60,12 @@ LABELS: dict[str, tuple[str, str]] = {
     "thinking": ("Searching the documents…", "正在检索文档…"),
     "empty_question": ("Type a question first.", "请先输入问题。"),
     "upload": ("Upload PDF or DOCX files", "上传 PDF 或 DOCX 文件"),
+    # --- policy dates (ui/web/dates_view.py): the upload's dates, the due list
+    "date_effective": ("In force from (YYYY-MM-DD, optional)", "生效日期（YYYY-MM-DD，可选）"),
+    "date_review_by": ("Review by (YYYY-MM-DD, optional)", "复审日期（YYYY-MM-DD，可选）"),
+    "date_expires": ("In force through (YYYY-MM-DD, optional)",
+                     "有效期至（含当日，YYYY-MM-DD，可选）"),
+    "due_list": ("Due for review or expiring within 30 days", "30 天内需复审或将失效的文档"),
     "groups": ("Access groups", "访问组"),
     "ingest": ("Ingest", "导入"),
     "report": ("Report", "导入结果"),
