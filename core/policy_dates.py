@@ -111,8 +111,8 @@ class Due:
 
 
 def due(metas: Iterable[DocMeta], today: dt.date, within: int) -> list[Due]:
-    """The documents whose review is overdue or due within `within` days, and those in force
-    that expire within `within` days (an expired one is listed by `date_note`), soonest first.
+    """The documents whose review is overdue or due within `within` days, and those that expire
+    within `within` days, soonest first; an expired one needs no review (`date_note` lists it).
 
     due([DocMeta(..., expires="2026-12-08")], date(2026, 12, 3), 30)[0].note
         -> "expires in 5 days (2026-12-08)"
@@ -121,7 +121,8 @@ def due(metas: Iterable[DocMeta], today: dt.date, within: int) -> list[Due]:
     found: list[Due] = []
     for meta in metas:
         review_by, expires = _day(meta.review_by), _day(meta.expires)
-        if review_by is not None and review_by <= horizon and not out_of_force(meta, today):
+        expired = expires is not None and expires < today
+        if review_by is not None and review_by <= horizon and not expired:
             found.append(Due(meta, "review", meta.review_by, (review_by - today).days))
         if expires is not None and today <= expires <= horizon:
             found.append(Due(meta, "expires", meta.expires, (expires - today).days))

@@ -72,11 +72,13 @@ def test_due_lists_reviews_past_or_within_the_window_and_expiries_within_it() ->
     assert [(d.meta.path, d.what, d.days_left) for d in found] == [
         ("overdue.pdf", "review", -3),
         ("expiring.pdf", "expires", 5),
+        ("future.pdf", "review", 7),  # reviewed before it takes effect
         ("soon.pdf", "review", 17),
     ]
     assert [d.note for d in found] == [
         "review overdue by 3 days (due 2026-11-30)",
         "expires in 5 days (2026-12-08)",
+        "review due in 7 days (2026-12-10)",
         "review due in 17 days (2026-12-20)",
     ]
     assert [d.meta.path for d in due(docs, today, 0)] == ["overdue.pdf"]
