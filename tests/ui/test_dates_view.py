@@ -138,3 +138,30 @@ def test_a_source_card_says_the_document_is_past_its_review() -> None:
     assert "已过复审日期（2024-06-30）" in render.source_card(late, None, "q1", "zh")
     on_time = Citation(1, "travel.pdf", 2, "", "住宿标准", "c1")
     assert "review" not in render.source_card(on_time, None, "q1", "en")
+
+
+def test_the_page_takes_an_upload_with_dates_and_shows_the_due_list(
+    login_server: Any, fresh_guard: Any, tmp_path: Path
+) -> None:
+    """Through the served page (Gradio's API, as the browser's events): the upload form's
+    three date fields, then the admin tab's due list; bob, no admin, gets neither."""
+    import docx
+    from gradio_client import handle_file
+
+    doc = docx.Document()
+    doc.add_heading("Blorp Stipend Policy", level=1)
+    doc.add_paragraph("Every employee may claim one blorp stipend per year.")
+    path = tmp_path / "Blorp Stipend.docx"
+    doc.save(str(path))
+    alice = login_server.client("alice")
+    _report, docs = alice.predict([handle_file(str(path))], ["all"], "", day(5), day(20),
+                                  api_name="/ingest")
+    row = next(r for r in docs["data"] if r[1] == "Blorp_Stipend.docx")
+    assert row[8:10] == [day(5), day(20)]
+    due = alice.predict(api_name="/due_list")
+    assert [r[:2] for r in due["data"] if r[0] == "Blorp_Stipend.docx"] == [
+        ["Blorp_Stipend.docx", f"review due in 5 days ({day(5)})"],
+        ["Blorp_Stipend.docx", f"expires in 20 days ({day(20)})"],
+    ]
+    with pytest.raises(Exception, match="Administrators only"):
+        login_server.client("bob").predict(api_name="/due_list")

@@ -355,11 +355,12 @@ def _wire_chat(app: App, page: Page) -> list[Any]:
 def _wire_admin(app: App, tab: AdminTab) -> None:
     """Uploads, the tables (the due list beside them), delete, re-index and the insights with
     their gap notes."""
+    tab.refresh.click(app.admin_tables, None, tab.tables, api_name="admin_tables")
+    tab.refresh.click(app.due_list, None, tab.due, api_name="due_list")  # named before the
+    # private listeners of the same handler, which would take its name
     tab.ingest.click(app.ingest_upload, [tab.files, tab.groups, *tab.dates],
                      [tab.report, tab.docs], api_name="ingest").then(
         app.due_list, None, tab.due, api_visibility="private")
-    tab.refresh.click(app.admin_tables, None, tab.tables, api_name="admin_tables")
-    tab.refresh.click(app.due_list, None, tab.due, api_name="due_list")
     tab.tab.select(app.admin_tables, None, tab.tables, api_visibility="private")
     tab.tab.select(app.due_list, None, tab.due, api_visibility="private")
     tab.delete.click(app.delete, [tab.doc_ref], [tab.message, tab.docs], api_name="delete")
