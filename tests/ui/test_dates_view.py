@@ -112,11 +112,11 @@ def test_the_admin_tab_uploads_with_dates_and_lists_the_due(app: App, tmp_path: 
     shutil.copy2(SAMPLES / "Employee-Leave-Policy.pdf", upload)
 
     with pytest.raises(gr.Error, match="Review by .*: '30 June' is not a date.*nothing was"):
-        app.ingest_upload([str(upload)], ["all"], "", "30 June", "", alice)  # type: ignore[arg-type]
+        app.ingest_upload([str(upload)], ["all"], "", "30 June", "", alice)
     assert not (app.settings.store_path() / "uploads").exists()
 
     report, docs = app.ingest_upload([str(upload)], ["all"], day(1), day(10), "",
-                                     alice)  # type: ignore[arg-type]
+                                     alice)
     assert report[0][:2] == ["Leave_Policy.pdf", "ingested"]
     row = next(r for r in docs if r[1] == "Leave_Policy.pdf")
     assert row[3] == f"not in force until {day(1)}"
@@ -126,7 +126,7 @@ def test_the_admin_tab_uploads_with_dates_and_lists_the_due(app: App, tmp_path: 
     found = app.assistant.retrieve("How many days of paid sick leave?", ["all"])
     assert found and "Leave_Policy.pdf" not in {p.file for p in found}  # not in force yet
 
-    due = app.due_list(alice)  # type: ignore[arg-type]
+    due = app.due_list(alice)
     assert due.values.tolist() == [
         ["Leave_Policy.pdf", f"review due in 10 days ({day(10)})", day(10), 10, "all"]]
 
