@@ -47,7 +47,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def sidecar_of(path: Path) -> Path | None:
+def _sidecar_path(path: Path) -> Path | None:
     """`NAME.meta.toml` or `STEM.meta.toml` beside the file, whichever is there first."""
     for candidate in (
         path.with_name(path.name + SIDECAR_SUFFIX),
@@ -60,7 +60,7 @@ def sidecar_of(path: Path) -> Path | None:
 
 def read_sidecar(path: Path) -> dict[str, Any]:
     """The keys of the file's sidecar, if it has one (IngestError naming a bad one)."""
-    candidate = sidecar_of(path)
+    candidate = _sidecar_path(path)
     if candidate is None:
         return {}
     try:
