@@ -123,6 +123,9 @@ def test_the_admin_tab_uploads_with_dates_and_lists_the_due(app: App, tmp_path: 
     assert row[7:10] == [day(1), day(10), ""]
     stored = next(r.meta for r in list_documents(app.settings) if r.meta.path == row[1])
     assert stored.admin_dates == ("effective", "review_by")  # kept through re-ingests
+    (dated,) = app.store.ledger.audit_records(event="document.dates")
+    assert (dated.actor, dated.object) == ("alice", "Leave_Policy.pdf")
+    assert json.loads(dated.details)["review_by"] == day(10)
     found = app.assistant.retrieve("How many days of paid sick leave?", ["all"])
     assert found and "Leave_Policy.pdf" not in {p.file for p in found}  # not in force yet
 

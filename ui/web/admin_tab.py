@@ -69,8 +69,7 @@ class AdminHandlers(Handlers):
                 progress((done, total), desc=Path(path).name)
 
             report = ingest_paths(self.store, stored, list(chosen), progress=step)
-            dates_view.date_uploads(self.store, self.audit, stored, report, dates, user.name,
-                                    address)
+            dates_view.date_uploads(self.store, self.audit, stored, dates, user.name, address)
             self.metrics.ingested(report)
             self.audit.record("ingest.run", user.name, object="upload", address=address,
                               outcome=run_outcome(report), **run_details(report),

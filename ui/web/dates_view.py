@@ -18,7 +18,7 @@ import gradio as gr
 
 from core.errors import KbError
 from core.policy_dates import DUE_WITHIN_DAYS, due
-from core.types import DocRecord, IngestReport
+from core.types import DocRecord
 from ingest.dates import checked_dates, set_dates
 from ingest.discover import doc_id_for
 from store.store import Store
@@ -49,16 +49,15 @@ def upload_dates(effective: str | None, review_by: str | None,
         raise gr.Error(f"{exc}; nothing was stored") from exc
 
 
-def date_uploads(store: Store, audit: AuditTrail, stored: Sequence[Path], report: IngestReport,
+def date_uploads(store: Store, audit: AuditTrail, stored: Sequence[Path],
                  dates: dict[str, str], actor: str, address: str) -> None:
     """Give the uploaded files the form's dates, as an admin's, each recorded in the audit
     trail (a file that failed before the ledger knew it has none to take)."""
     if not dates:
         return
-    failed = {o.path for o in report.outcomes if o.outcome == "failed"}
     for path in stored:
         doc_id = doc_id_for(str(path.parent), path.name)
-        if store.ledger.document(doc_id) is None and str(path) in failed:
+        if store.ledger.document(doc_id) is None:
             continue
         record = set_dates(store, doc_id, dates)
         audit.record("document.dates", actor, object=record.meta.path, address=address,
