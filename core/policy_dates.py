@@ -49,7 +49,15 @@ def parse_day(value: object, where: str, error: type[KbError] = KbError) -> str:
 
 
 def _day(text: str) -> dt.date | None:
-    return dt.date.fromisoformat(text) if text else None
+    """The date of a stored "YYYY-MM-DD"; None for "" and for text an older kb kept as an
+    `effective_date` (it only ordered a series' versions: no date to apply).
+
+    _day("2024-01-01") -> date(2024, 1, 1);  _day("2023") -> None
+    """
+    try:
+        return dt.date.fromisoformat(text) if len(text) == 10 else None
+    except ValueError:
+        return None
 
 
 def out_of_force(meta: DocMeta, today: dt.date) -> str:

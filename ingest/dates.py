@@ -10,6 +10,7 @@ core/policy_dates.py.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from core.errors import KbError
@@ -44,11 +45,9 @@ def set_dates(store: Store, ref: str, dates: Mapping[str, str]) -> DocRecord:
                 f"{record.meta.path}: its sidecar sets {', '.join(sorted(owned))}, which "
                 "prevails at every ingest; edit the sidecar and run `kb ingest` on the file"
             )
-        store.ledger.set_dates(set_by_admin(record.meta, dates))
-        found = store.ledger.document(record.meta.id)
-    if found is None:  # deleted meanwhile by a writer that ignored the lock
-        raise KbError(f"{ref}: no such document (see `kb docs` for ids and paths)")
-    return found
+        meta = set_by_admin(record.meta, dates)
+        store.ledger.set_dates(meta)
+    return replace(record, meta=meta)
 
 
 def _sidecar_keys(path: Path) -> set[str]:

@@ -48,6 +48,15 @@ def test_open_dates_leave_that_side_open() -> None:
     assert has_taken_effect(TRAVEL_2023, dt.date(2025, 1, 1))  # expired, still taken effect
 
 
+def test_an_effective_date_an_older_kb_kept_as_text_applies_no_date() -> None:
+    """Before dates were checked, a sidecar's effective_date was any text (it ordered versions):
+    a ledger holding one still answers, the document in force."""
+    legacy = doc(effective_date="2023 edition")
+    assert out_of_force(legacy, dt.date(2020, 1, 1)) == "" and has_taken_effect(
+        legacy, dt.date(2020, 1, 1))
+    assert date_note(doc(effective_date="2023"), dt.date(2020, 1, 1)) == ""
+
+
 def test_review_is_overdue_the_day_after_review_by() -> None:
     meta = doc(review_by="2026-06-30")
     assert review_overdue(meta, dt.date(2026, 6, 30)) == ""
