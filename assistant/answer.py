@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import date
 from pathlib import Path
 
 from assistant.answerable import load_model
@@ -40,6 +41,7 @@ from assistant.tokens import special_tokens
 from assistant.window import Neighbours, fill_budget, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, ConfigError, GenerationError, KbError
+from core.policy_dates import Today
 from core.ports import Generator, Reranker, TokenCounter
 from core.text import Lang, detect_lang
 from core.types import Answer, Citation, Message, Passage, Turn
@@ -101,7 +103,8 @@ def _quoted(question: str, passages: Sequence[Passage]) -> tuple[list[Passage], 
     shown = [replace(p, text=lead_with_best(question, p.text)) for p in best]
     citations = [
         Citation(
-            n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label
+            n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label,
+            review_due=p.review_due,
         )
         for n, p in enumerate(shown, 1)
     ]
@@ -119,12 +122,14 @@ class Assistant:
         generator: Generator,
         counter: TokenCounter,
         reranker: Reranker | None = None,
+        today: Today = date.today,
     ) -> None:
         self.settings: Settings = store.settings
         self.store = store
         self.generator = generator
         self.counter = counter
-        self.retriever = Retriever(self.settings, store, reranker, self._count_ahead)
+        # `today`: the clock that decides which documents are in force (core/policy_dates.py)
+        self.retriever = Retriever(self.settings, store, reranker, self._count_ahead, today)
         self._lock = threading.Lock()
         if self.settings.answer.rewrite not in REWRITES:
             raise ConfigError(
@@ -162,7 +167,7 @@ class Assistant:
             row = snap.row_of.get(chunk_id)
             if row is None or not snap.allowed(groups)[row]:
                 raise AccessDenied(f"passage {chunk_id}: not found or not visible to your groups")
-            return snap.passage(row, groups=groups)
+            return snap.passage(row, groups=groups, day=self.retriever.today())
 
     def section(self, chunk_id: str, groups: Sequence[str]) -> list[Passage]:
         """The passages of a passage's chapter around it, in document order (the source view of

@@ -27,6 +27,8 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
                 "page_label": c.page_label or None,
                 "section": c.section,
                 "quote": c.quote,
+                # its document's review-by date, passed on the day of the answer
+                "review_due": c.review_due or None,
             }
             for c in answer.citations
         ],
@@ -48,5 +50,6 @@ def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:
         "score": round(p.score, 6),
         "title": p.title,
         "superseded": p.superseded,
+        "review_due": p.review_due or None,
         "chunk_id": p.chunk_id,
     }

@@ -201,6 +201,7 @@ def verify(
                     quote=quote,
                     chunk_id=p.chunk_id,
                     page_label=p.page_label,
+                    review_due=p.review_due,
                 )
                 best_support[n] = rank
         keep.append(tuple(kept))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from assistant.pack import (
@@ -73,7 +74,8 @@ def no_neighbours(passage: Passage) -> list[Passage]:
 
 def snapshot_neighbours(snap: Snapshot) -> Neighbours:
     """The chunks just before and after a passage's chunk in the same section of its document,
-    scored as the passage (so packing keeps them beside it)."""
+    scored as the passage (so packing keeps them beside it), with its review note (the same
+    document's)."""
 
     def around(p: Passage) -> list[Passage]:
         row = snap.row_of.get(p.chunk_id)
@@ -87,7 +89,7 @@ def snapshot_neighbours(snap: Snapshot) -> Neighbours:
                 and snap.sections[other] == snap.sections[row]
                 and abs(snap.ordinals[other] - snap.ordinals[row]) == 1
             ):
-                out.append(snap.passage(other, p.score))
+                out.append(replace(snap.passage(other, p.score), review_due=p.review_due))
         return out
 
     return around

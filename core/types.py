@@ -80,13 +80,18 @@ class DocMeta:
     lang: str = "en"
     groups: tuple[str, ...] = ("all",)
     version: str = ""
-    effective_date: str = ""
+    effective_date: str = ""  # YYYY-MM-DD or "": in force from (core/policy_dates.py)
     series: str = ""
     # A PDF's printed page labels ("i", "ii", "1", …), one per page; () where they are the
     # page numbers themselves.
     page_labels: tuple[str, ...] = ()
     # The pages (1-based) whose text was read by OCR from a scan.
     ocr_pages: tuple[int, ...] = ()
+    review_by: str = ""  # YYYY-MM-DD or "": its review is overdue the day after
+    expires: str = ""  # YYYY-MM-DD or "": in force through this day
+    # The date keys ("effective", "review_by", "expires") an admin set (`kb docs set`, the
+    # upload form) rather than its sidecar: a re-ingest keeps them unless the sidecar sets one.
+    admin_dates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,9 @@ class Passage:
     # merged chunks of several pages; () for a single chunk. A citation names the page of the
     # chunk its quote comes from.
     page_starts: tuple[tuple[int, int], ...] = ()
+    # Its document's review-by date where that had passed on the day it was retrieved, else ""
+    # (its source card says the document is past its review).
+    review_due: str = ""
 
     def page_at(self, offset: int) -> int | None:
         """The page of the chunk holding `text[offset]` (`page` when unknown).
@@ -178,6 +186,7 @@ class Citation:
     chunk_id: str = ""
     supported: bool = True
     page_label: str = ""  # the printed page label, where it differs from `page`
+    review_due: str = ""  # its passage's (Passage.review_due): the document is past its review
 
 
 @dataclass

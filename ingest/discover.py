@@ -7,8 +7,9 @@ groups, before anything is parsed.
     sha256_file(Path("empty.txt")) -> "e3b0c442…7852b855"      # hex, 64 digits
 
 A file's metadata can come from a sidecar beside it, `NAME.meta.toml` or `STEM.meta.toml`, with
-the keys in SIDECAR_KEYS; its groups come from `--groups`, else its sidecar, else the longest
-matching `ingest.folder_groups` prefix, else `ingest.default_groups`.
+the keys in SIDECAR_KEYS (dates as YYYY-MM-DD: `effective`, or its older name `effective_date`,
+`review_by`, `expires`; core/policy_dates.py); its groups come from `--groups`, else its
+sidecar, else the longest matching `ingest.folder_groups` prefix, else `ingest.default_groups`.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from typing import Any
 
 from core.config import Settings
 from core.errors import IngestError, KbError
+from core.policy_dates import DATE_FIELDS, parse_day
 from core.types import DocMeta
 
 SIDECAR_SUFFIX = ".meta.toml"
-SIDECAR_KEYS = {"title", "version", "effective_date", "series", "groups"}
+SIDECAR_KEYS = {"title", "version", "series", "groups", "effective_date", *DATE_FIELDS}
 
 
 def doc_id_for(root: str, rel: str) -> str:
@@ -45,27 +47,52 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _sidecar(path: Path) -> dict[str, Any]:
-    """`NAME.meta.toml` or `STEM.meta.toml` beside the file, if present."""
+def _sidecar_path(path: Path) -> Path | None:
+    """`NAME.meta.toml` or `STEM.meta.toml` beside the file, whichever is there first."""
     for candidate in (
         path.with_name(path.name + SIDECAR_SUFFIX),
         path.with_name(path.stem + SIDECAR_SUFFIX),
     ):
         if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise IngestError(
-                    f"{candidate.name}: sidecar is not valid TOML ({exc}); fix or remove it"
-                ) from exc
-            unknown = set(data) - SIDECAR_KEYS
-            if unknown:
-                raise IngestError(
-                    f"{candidate.name}: unknown sidecar key {sorted(unknown)[0]!r} "
-                    f"(known: {', '.join(sorted(SIDECAR_KEYS))})"
-                )
-            return {k: (tuple(v) if isinstance(v, list) else str(v)) for k, v in data.items()}
-    return {}
+            return candidate
+    return None
+
+
+def read_sidecar(path: Path) -> dict[str, Any]:
+    """The keys of the file's sidecar, if it has one (IngestError naming a bad one)."""
+    candidate = _sidecar_path(path)
+    if candidate is None:
+        return {}
+    try:
+        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise IngestError(
+            f"{candidate.name}: sidecar is not valid TOML ({exc}); fix or remove it"
+        ) from exc
+    unknown = set(data) - SIDECAR_KEYS
+    if unknown:
+        raise IngestError(
+            f"{candidate.name}: unknown sidecar key {sorted(unknown)[0]!r} "
+            f"(known: {', '.join(sorted(SIDECAR_KEYS))})"
+        )
+    return _sidecar_values(candidate.name, data)
+
+
+def _sidecar_values(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A sidecar's keys as `describe` takes them: lists as tuples, dates checked and written
+    YYYY-MM-DD, `effective_date` read as `effective` (one meaning, two names)."""
+    if "effective" in data and "effective_date" in data:
+        raise IngestError(f"{name}: both effective and effective_date; keep one (effective)")
+    data = dict(data)
+    if "effective_date" in data:
+        data["effective"] = data.pop("effective_date")
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in DATE_FIELDS:
+            values[key] = parse_day(value, f"{name}: {key}", IngestError)
+        else:
+            values[key] = tuple(value) if isinstance(value, list) else str(value)
+    return values
 
 
 def _groups_for(
@@ -110,7 +137,7 @@ def describe(settings: Settings, root: Path, path: Path, groups: Sequence[str] |
     size, mtime, groups and sidecar fields (sha256 left empty: computed only when needed)."""
     rel = path.relative_to(root).as_posix()
     stat = path.stat()
-    sidecar = _sidecar(path)
+    sidecar = read_sidecar(path)
     return DocMeta(
         id=doc_id_for(str(root), rel),
         path=rel,
@@ -121,6 +148,8 @@ def describe(settings: Settings, root: Path, path: Path, groups: Sequence[str] |
         title=str(sidecar.get("title", "")),
         groups=_groups_for(settings, rel, groups, sidecar),
         version=str(sidecar.get("version", "")),
-        effective_date=str(sidecar.get("effective_date", "")),
+        effective_date=sidecar.get("effective", ""),
         series=str(sidecar.get("series", "")),
+        review_by=sidecar.get("review_by", ""),
+        expires=sidecar.get("expires", ""),
     )

@@ -44,6 +44,7 @@ from typing import Any
 
 from core.config import Settings
 from core.errors import IngestError, KbError
+from core.policy_dates import carry_admin_dates
 from core.ports import Vectors
 from core.text import load_segmenter
 from core.types import DocMeta, DocRecord, FileOutcome, IngestReport
@@ -181,6 +182,7 @@ def _triage(
             run.finish(FileOutcome(label, "failed", "failed", str(exc)))
             continue
         old = store.ledger.document(meta.id)
+        meta = carry_admin_dates(meta, old.meta if old else None)
         same_file = old is not None and (old.meta.size, old.meta.mtime) == (meta.size, meta.mtime)
         if old and old.status != "ok" and same_file and not retry_failed:
             run.finish(FileOutcome(label, "unchanged", old.status, old.reason))
@@ -220,7 +222,7 @@ def _same_content(store: Store, old: DocRecord, meta: DocMeta, label: str) -> Fi
 
 
 def _same_meta(a: DocMeta, b: DocMeta) -> bool:
-    keys = ("groups", "version", "effective_date", "series")
+    keys = ("groups", "version", "effective_date", "series", "review_by", "expires", "admin_dates")
     return all(getattr(a, k) == getattr(b, k) for k in keys) and (not b.title or a.title == b.title)
 
 
@@ -341,7 +343,9 @@ def _parse_fingerprint(settings: Settings) -> str:
     return hashlib.sha1(key.encode()).hexdigest()
 
 
-def _find(store: Store, ref: str) -> DocRecord:
+def find_document(store: Store, ref: str) -> DocRecord:
+    """A document by id, path under its root, full path or file name; KbError when none or
+    several match."""
     record = store.ledger.document(ref)
     if record:
         return record
@@ -360,7 +364,7 @@ def _find(store: Store, ref: str) -> DocRecord:
 def delete_document(store: Store, ref: str) -> DocRecord:
     """Remove one document (by id, path or file name) from the ledger and Chroma."""
     with store.writing("kb delete"):
-        record = _find(store, ref)
+        record = find_document(store, ref)
         store.vectors.delete(store.collection, store.ledger.delete_document(record.meta.id))
     return record
 

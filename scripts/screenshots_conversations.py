@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from core.config import Settings, load_settings
@@ -102,6 +103,13 @@ def click_text(selector: str, text: str) -> str:
 
 
 def shoot(settings: Settings, out: Path, profile: Path) -> None:
+    serve_and_shoot(settings, profile, lambda page, port: shoot_pages(page, out, port))
+
+
+def serve_and_shoot(settings: Settings, profile: Path,
+                    take: Callable[[Page, int], None]) -> None:
+    """Serve the app (with sign-in) on a free port and hand Chromium's page and the port to
+    `take`, which takes the pictures (scripts/screenshots_dates.py shares it)."""
     import uvicorn
 
     from ui.web.server import create_server
@@ -117,7 +125,7 @@ def shoot(settings: Settings, out: Path, profile: Path) -> None:
             time.sleep(0.1)
         with chromium_page(profile, ["--hide-scrollbars", "--window-size=1400,1000"],
                            wait_timeout_s=90) as page:
-            shoot_pages(page, out, port)
+            take(page, port)
     except BrowserError as exc:
         raise SystemExit(str(exc)) from exc
     finally:

@@ -5,8 +5,10 @@ amount and feedback rankings of the lexical candidates (`rankings.py`); the best
 reranked where a reranker is set, superseded versions sunk below current ones.
 
 Both sides apply the asker's group mask before anything leaves this module: BM25 zeroes masked
-rows before its top-k, the dense side keeps allowed rows only. The dense side runs on a worker
-thread beside BM25, so a question waits only for what it takes beyond the lexical side.
+rows before its top-k, the dense side keeps allowed rows only. The mask also leaves out the
+documents not in force on the day of the question (its clock, `today`: core/policy_dates.py).
+The dense side runs on a worker thread beside BM25, so a question waits only for what it takes
+beyond the lexical side.
 
     retriever = Retriever(settings, store, reranker=None)
     retriever.retrieve("年假可以结转吗？", groups=["all"]).passages[0].file -> "员工手册.pdf"
@@ -20,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 
 from assistant.answerable import features
 from assistant.retrieve.dense import DenseSearch, Hits
@@ -36,6 +39,7 @@ from assistant.retrieve.rankings import (
 from assistant.retrieve.snapshot import Snapshot
 from core.config import Settings
 from core.errors import ConfigError
+from core.policy_dates import Today
 from core.ports import Reranker
 from core.text import detect_lang
 from core.types import Passage
@@ -74,8 +78,10 @@ class Retriever:
         store: Store,
         reranker: Reranker | None = None,
         count_ahead: Callable[[Sequence[str]], object] | None = None,
+        today: Today = date.today,
     ) -> None:
         self.settings = settings
+        self.today = today  # the clock: which documents are in force (core/policy_dates.py)
         self.store = store
         self.reranker = reranker
         table = settings.retrieve.synonyms
@@ -164,7 +170,8 @@ class Retriever:
         k = k or cfg.top_k
         t0 = time.perf_counter()
         snap = self.snapshot()
-        allowed = snap.allowed(groups)
+        day = self.today()
+        allowed = snap.allowed(groups, day)
         lang = detect_lang(question)
         text = f"{question} {context}" if context else question
         weights = self._weights(lang)
@@ -186,11 +193,11 @@ class Retriever:
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
         t3 = time.perf_counter()
         fused = self._fuse(snap, query, lexical, dense, more, weights)
-        passages = self._candidates(snap, fused, groups, k)
+        passages = self._candidates(snap, fused, groups, k, day)
         t4 = time.perf_counter()
         if self.reranker is not None:
             passages = self.reranker.rerank(text, passages)
-        passages = self._prefer_newest(passages, text, snap.superseded_for(groups))
+        passages = self._prefer_newest(passages, text, snap.superseded_for(groups, day))
         found = self._found(snap, text, lang, passages[:k], lexical, dense)
         found.timings_ms = {
             # BM25 and the mask (snapshot and mask lookups before it included)
@@ -233,17 +240,22 @@ class Retriever:
         return rrf(rankings, weights, self.settings.retrieve.rrf_k)
 
     def _candidates(
-        self, snap: Snapshot, fused: list[tuple[str, float]], groups: Sequence[str], k: int
+        self,
+        snap: Snapshot,
+        fused: list[tuple[str, float]],
+        groups: Sequence[str],
+        k: int,
+        day: date,
     ) -> list[Passage]:
         """The passages of the best fused ids: the best `k`, or three times as many for the
         reranker to reorder or for demoted passages to give way to."""
-        superseded = snap.superseded_for(groups)
+        superseded = snap.superseded_for(groups, day)
         shown = fused[: k * 3]
         if self.reranker is None and not any(
             snap.doc_ids[snap.row_of[cid]] in superseded for cid, _ in fused[:k]
         ):
             shown = fused[:k]  # nothing of the best k sinks: the rest stays below them
-        return [snap.passage(snap.row_of[cid], score, groups) for cid, score in shown]
+        return [snap.passage(snap.row_of[cid], score, groups, day) for cid, score in shown]
 
     @staticmethod
     def _found(

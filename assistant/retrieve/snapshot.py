@@ -1,28 +1,48 @@
 """The live chunks as one retrieval reads them: `Snapshot` holds their columns (ids, texts,
 sections, pages), their BM25 index and the documents' titles, as of one ledger generation.
 
-Access control and liveness are one boolean mask over those chunks (`Snapshot.allowed`), built
-per set of groups and cached for the snapshot's life, as are the visible vectors of a mask that
+Access control, liveness and policy dates are one boolean mask over those chunks
+(`Snapshot.allowed`), built per set of groups and day, as are the visible vectors of a mask that
 the dense side searches exactly (`visible_vectors`) and which documents a newer version replaces
-as a group set sees them (`superseded_for`).
+as a group set sees them (`superseded_for`). A document before its effective date or after its
+expiry (core/policy_dates.py) is masked out like one of another group; the caches hold while the
+documents in force stay the same, so a long-running process answers by the new day's documents
+the morning one expires, without rebuilding its BM25 index.
 
     snap = Snapshot(store)
-    snap.passage(snap.row_of[chunk_id], groups=["all"]).file -> "员工手册.pdf"
+    snap.passage(snap.row_of[chunk_id], groups=["all"], day=date.today()).file -> "员工手册.pdf"
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from assistant.retrieve.lexical import BM25Index, TitleIndex
+from core.policy_dates import has_taken_effect, out_of_force, review_overdue
 from core.types import DocRecord, Passage
 from store.store import Store
 
 # Which rows of a snapshot a set of groups may see (searchable documents only).
 Mask = npt.NDArray[np.bool_]
+
+
+@dataclass
+class _DayView:
+    """What the snapshot's documents' dates decide on the days that share them: the documents
+    out of force, and the masks and superseded versions drawn under that (a new view, swapped
+    in whole, when a day changes them: readers on other threads keep the one they hold)."""
+
+    day: dt.date | None
+    out: frozenset[str]  # documents not in force
+    future: frozenset[str]  # documents whose effective date has not come
+    overdue: dict[str, str]  # doc id -> its passed review-by date
+    masks: dict[frozenset[str], Mask] = field(default_factory=dict)
+    superseded_for: dict[frozenset[str], dict[str, str]] = field(default_factory=dict)
 
 
 class Snapshot:
@@ -69,9 +89,9 @@ class Snapshot:
         self._doc_index = np.concatenate(doc_index) if doc_index else np.zeros(0, np.int32)
         self.row_of = {cid: i for i, cid in enumerate(self.ids)}
         self.superseded = self._superseded(self.docs.values())
-        self._superseded_for: dict[frozenset[str], dict[str, str]] = {}
         self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
-        self._masks: dict[frozenset[str], Mask] = {}
+        self._any_day = _DayView(None, frozenset(), frozenset(), {})
+        self._view = self._any_day
         self._vectors: dict[bytes, tuple[list[str], npt.NDArray[np.float32]]] = {}
 
     @staticmethod
@@ -91,27 +111,49 @@ class Snapshot:
             if r.meta.series and (r.meta.effective_date, r.meta.version) < newest[r.meta.series]
         }
 
-    def superseded_for(self, groups: Sequence[str]) -> dict[str, str]:
-        """`superseded` among the documents these groups see: a newer version the asker may
-        not see neither marks nor demotes the one they may."""
-        key = frozenset(groups)
-        if key not in self._superseded_for:
-            self._superseded_for[key] = self._superseded(
-                r for r in self.docs.values() if r.searchable and key & set(r.meta.groups)
-            )
-        return self._superseded_for[key]
+    def day_view(self, day: dt.date | None) -> _DayView:
+        """The documents' dates as of `day` (None: every day, dates ignored), with the caches
+        of the days that put the same documents out of force."""
+        view = self._view
+        if day is None or view.day == day:
+            return self._any_day if day is None else view
+        metas = [r.meta for r in self.docs.values()]
+        out = frozenset(m.id for m in metas if out_of_force(m, day))
+        future = frozenset(m.id for m in metas if not has_taken_effect(m, day))
+        overdue = {m.id: due for m in metas if (due := review_overdue(m, day))}
+        if (out, future) == (view.out, view.future):
+            view = _DayView(day, out, future, overdue, view.masks, view.superseded_for)
+        else:
+            view = _DayView(day, out, future, overdue)
+        self._view = view
+        return view
 
-    def allowed(self, groups: Sequence[str]) -> Mask:
-        """The rows these groups may see: live chunks of searchable documents they share."""
-        key = frozenset(groups)
-        if key not in self._masks:
+    def superseded_for(self, groups: Sequence[str], day: dt.date | None = None) -> dict[str, str]:
+        """`superseded` among the documents these groups see, of the versions that have taken
+        effect by `day`: a newer version the asker may not see, or one not yet in force,
+        neither marks nor demotes the one they may."""
+        key, view = frozenset(groups), self.day_view(day)
+        if key not in view.superseded_for:
+            view.superseded_for[key] = self._superseded(
+                r for r in self.docs.values()
+                if r.searchable and key & set(r.meta.groups) and r.meta.id not in view.future
+            )
+        return view.superseded_for[key]
+
+    def allowed(self, groups: Sequence[str], day: dt.date | None = None) -> Mask:
+        """The rows these groups may see: live chunks of searchable documents they share, in
+        force on `day` (None: whatever their dates, as a source view of an earlier answer's
+        citation checks)."""
+        key, view = frozenset(groups), self.day_view(day)
+        if key not in view.masks:
             visible = np.fromiter(
-                (r.searchable and bool(key & set(r.meta.groups)) for r in self.docs.values()),
+                (r.searchable and bool(key & set(r.meta.groups)) and r.meta.id not in view.out
+                 for r in self.docs.values()),
                 dtype=bool,
                 count=len(self.docs),
             )
-            self._masks[key] = np.append(visible, False)[self._doc_index]
-        return self._masks[key]
+            view.masks[key] = np.append(visible, False)[self._doc_index]
+        return view.masks[key]
 
     def visible_vectors(
         self, allowed: Mask, store: Store
@@ -123,10 +165,13 @@ class Snapshot:
             self._vectors[key] = (ids, store.vectors.vectors(self.collection, ids))
         return self._vectors[key]
 
-    def passage(self, row: int, score: float = 0.0, groups: Sequence[str] | None = None) -> Passage:
-        """The passage of a row; `superseded` as the `groups` see it (all groups: None)."""
+    def passage(self, row: int, score: float = 0.0, groups: Sequence[str] | None = None,
+                day: dt.date | None = None) -> Passage:
+        """The passage of a row; `superseded` as the `groups` see it on `day` (all groups:
+        None), `review_due` where its document's review date had passed on `day`."""
         record = self.docs[self.doc_ids[row]]
-        superseded = self.superseded if groups is None else self.superseded_for(groups)
+        superseded = (self.superseded if groups is None
+                      else self.superseded_for(groups, day))
         page, page_end = self.pages[row]
         return Passage(
             chunk_id=self.ids[row],
@@ -143,4 +188,5 @@ class Snapshot:
             superseded=record.meta.id in superseded,
             groups=record.meta.groups,
             ordinal=self.ordinals[row],
+            review_due=self.day_view(day).overdue.get(record.meta.id, "") if day else "",
         )

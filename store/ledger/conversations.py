@@ -23,7 +23,8 @@ def _conversation_from_row(row: Any) -> ConversationRecord:
 def _turn_from_row(row: Any) -> StoredTurn:
     citations = tuple(
         Citation(c["n"], c["file"], c["page"], c["section"], c["quote"], c.get("chunk_id", ""),
-                 bool(c.get("supported", True)), c.get("page_label", ""))
+                 bool(c.get("supported", True)), c.get("page_label", ""),
+                 c.get("review_due", ""))
         for c in json.loads(row["citations"] or "[]")
     )
     return StoredTurn(
@@ -80,7 +81,8 @@ class Conversations(LedgerBase):
         conversation is not the owner's (or is gone)."""
         citations = [
             {"n": c.n, "file": c.file, "page": c.page, "section": c.section, "quote": c.quote,
-             "chunk_id": c.chunk_id, "supported": c.supported, "page_label": c.page_label}
+             "chunk_id": c.chunk_id, "supported": c.supported, "page_label": c.page_label,
+             "review_due": c.review_due}
             for c in answer.citations
         ]
         now = time.time()

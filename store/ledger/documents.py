@@ -47,6 +47,9 @@ def _doc_from_row(row: Any) -> DocRecord:
         series=row["series"],
         page_labels=tuple(json.loads(row["page_labels"])),
         ocr_pages=tuple(json.loads(row["ocr_pages"])),
+        review_by=row["review_by"],
+        expires=row["expires"],
+        admin_dates=tuple(json.loads(row["admin_dates"])),
     )
     return DocRecord(meta, row["status"], row["reason"], row["chunk_count"], row["updated_at"])
 
@@ -131,16 +134,18 @@ class Documents(LedgerBase):
         now = time.time()
         db.execute(
             """INSERT INTO documents (id, root, path, sha256, size, mtime, title, lang, groups,
-                   version, effective_date, series, page_labels, ocr_pages, status, reason,
-                   chunk_count, created_at, updated_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   version, effective_date, series, page_labels, ocr_pages, review_by, expires,
+                   admin_dates, status, reason, chunk_count, created_at, updated_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT(id) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size,
                    mtime = excluded.mtime, title = excluded.title, lang = excluded.lang,
                    groups = excluded.groups, version = excluded.version,
                    effective_date = excluded.effective_date, series = excluded.series,
                    page_labels = excluded.page_labels, ocr_pages = excluded.ocr_pages,
-                   status = excluded.status, reason = excluded.reason,
-                   chunk_count = excluded.chunk_count, updated_at = excluded.updated_at""",
+                   review_by = excluded.review_by, expires = excluded.expires,
+                   admin_dates = excluded.admin_dates, status = excluded.status,
+                   reason = excluded.reason, chunk_count = excluded.chunk_count,
+                   updated_at = excluded.updated_at""",
             (
                 meta.id,
                 meta.root,
@@ -156,6 +161,9 @@ class Documents(LedgerBase):
                 meta.series,
                 json.dumps(list(meta.page_labels), ensure_ascii=False),
                 json.dumps(list(meta.ocr_pages)),
+                meta.review_by,
+                meta.expires,
+                json.dumps(list(meta.admin_dates)),
                 status,
                 reason,
                 chunk_count,
@@ -189,6 +197,18 @@ class Documents(LedgerBase):
                 "SELECT status, reason, chunk_count FROM documents WHERE id = ?", (meta.id,)
             ).fetchone()
             self._upsert_document(db, meta, row["status"], row["reason"], row["chunk_count"])
+            self._bump_generation(db)
+
+    def set_dates(self, meta: DocMeta) -> None:
+        """A document's dates (and which of them an admin set) as `meta` has them; readers
+        reload, since what retrieval may use changed."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET effective_date = ?, review_by = ?, expires = ?, "
+                "admin_dates = ? WHERE id = ?",
+                (meta.effective_date, meta.review_by, meta.expires,
+                 json.dumps(list(meta.admin_dates)), meta.id),
+            )
             self._bump_generation(db)
 
     def mark_failed(self, meta: DocMeta, status: str, reason: str) -> None:

@@ -249,6 +249,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    # --- 014_document_dates (issue 27): when a document is reviewed and stops applying
+    # (core/policy_dates.py), and which of its dates an admin set rather than its sidecar.
+    (
+        "014_document_dates",
+        """
+        ALTER TABLE documents ADD COLUMN review_by TEXT NOT NULL DEFAULT '';
+        ALTER TABLE documents ADD COLUMN expires TEXT NOT NULL DEFAULT '';
+        ALTER TABLE documents ADD COLUMN admin_dates TEXT NOT NULL DEFAULT '[]'
+        """,
+    ),
     # --- 015_sources (issue 27): the folders kept in sync (store/ledger/sources.py, ingest/
     # sync.py): each source's last pass, its state (ok, braked, failed, running) and why.
     (

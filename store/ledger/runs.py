@@ -40,8 +40,8 @@ class Job:
 
 def _job_from_row(row: Any) -> Job:
     meta = json.loads(row["meta"])
-    for key in ("groups", "page_labels", "ocr_pages"):
-        meta[key] = tuple(meta[key])
+    for key in ("groups", "page_labels", "ocr_pages", "admin_dates"):
+        meta[key] = tuple(meta.get(key, ()))  # a job queued by an older kb lacks newer keys
     return Job(
         row["id"],
         row["batch"],

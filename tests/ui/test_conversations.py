@@ -34,7 +34,8 @@ FOLLOW_SEARCH = "And when? (days annual leave carry)"
 
 def answer(text: str, mode: str = "generated", **kw: object) -> Answer:
     cite = Citation(1, "Employee-Leave-Policy.pdf", 2, "Leave › Carry-over",
-                    "up to 5 days may be carried over", "doc1:3", page_label="ii")
+                    "up to 5 days may be carried over", "doc1:3", page_label="ii",
+                    review_due="2026-06-30")
     return Answer(text, citations=[cite], mode=mode, question_id=7, **kw)  # type: ignore[arg-type]
 
 

@@ -1,7 +1,8 @@
 """`kb`: the command line of kb-assistant. One group, short commands; each command calls the
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
-`query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`) and is imported only when it runs.
+`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`) and is imported only when
+it runs.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"
@@ -28,6 +29,7 @@ COMMAND_MODULES = {
     "ui.cli.serve": ("serve_command",),
     "ui.cli.users": ("users_group",),
     "ui.cli.ingest": ("COMMANDS",),
+    "ui.cli.docs": ("docs_group",),
     "ui.cli.query": ("COMMANDS",),
     "ui.cli.llm": ("llm",),
     "ui.cli.abstain": ("abstain",),
@@ -35,7 +37,8 @@ COMMAND_MODULES = {
     "ui.cli.sync": ("sync_command",),
 }
 COMMAND_HOMES = {
-    **dict.fromkeys(("ingest", "reindex", "docs", "delete", "status", "worker"), "ui.cli.ingest"),
+    **dict.fromkeys(("ingest", "reindex", "delete", "status", "worker"), "ui.cli.ingest"),
+    "docs": "ui.cli.docs",
     **dict.fromkeys(("ask", "retrieve", "eval"), "ui.cli.query"),
     "serve": "ui.cli.serve",
     "users": "ui.cli.users",

@@ -1,4 +1,5 @@
-"""Admin commands: `kb ingest`, `kb reindex`, `kb docs`, `kb delete`, `kb status`, `kb worker`.
+"""Admin commands: `kb ingest`, `kb reindex`, `kb delete`, `kb status`, `kb worker` (`kb docs`
+is ui/cli/docs.py).
 
 Exit code 0 when the run completed (even with failed files); non-zero only when the command
 itself could not run.
@@ -23,7 +24,6 @@ from ingest.pipeline import (
     Progress,
     delete_document,
     ingest_paths,
-    list_documents,
     store_status,
 )
 from ingest.queue import run_worker, wait_for_batch
@@ -162,46 +162,6 @@ def _record_run(ledger: Any, settings: Settings, event: str, target: str,
                                               **run_details(report), **details)
 
 
-def _record_json(record: Any) -> dict[str, Any]:
-    meta = record.meta
-    return {
-        "id": meta.id,
-        "path": meta.path,
-        "root": meta.root,
-        "title": meta.title,
-        "lang": meta.lang,
-        "groups": list(meta.groups),
-        "status": record.status,
-        "reason": record.reason,
-        "chunks": record.chunk_count,
-        "sha256": meta.sha256,
-        "size": meta.size,
-        "version": meta.version,
-        "effective_date": meta.effective_date,
-        "series": meta.series,
-        "updated_at": record.updated_at,
-    }
-
-
-@click.command("docs")
-@click.option("--json", "as_json", is_flag=True, help="One JSON array.")
-@with_settings
-def docs_command(settings: Settings, as_json: bool) -> None:
-    """List documents: status, chunks, groups, reason."""
-    with store_for(settings) as store:
-        records = [_record_json(r) for r in list_documents(store)]
-    if as_json:
-        click.echo(json.dumps(records, ensure_ascii=False, indent=2))
-        return
-    for r in records:
-        reason = f"  {r['reason']}" if r["reason"] else ""
-        click.echo(
-            f"{r['id']}  {r['status']:<11} {r['chunks']:>5}  {','.join(r['groups']):<12} "
-            f"{r['path']}{reason}"
-        )
-    click.echo(f"{len(records)} documents")
-
-
 @click.command("delete")
 @click.argument("doc")
 @with_settings
@@ -274,7 +234,6 @@ def worker_command(settings: Settings, drain: bool, threads: int) -> None:
 COMMANDS = [
     ingest_command,
     reindex_command,
-    docs_command,
     delete_command,
     status_command,
     worker_command,

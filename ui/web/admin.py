@@ -7,6 +7,7 @@ and name before they are stored under `<store>/uploads/<groups>/` and handed to 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import shutil
@@ -20,9 +21,11 @@ from typing import Any
 
 from core.config import Settings
 from core.errors import KbError
+from core.policy_dates import date_note
 from core.types import DocRecord, IngestReport
 
-DOC_HEADERS = ["id", "path", "status", "reason", "chunks", "groups", "version", "updated"]
+DOC_HEADERS = ["id", "path", "status", "reason", "chunks", "groups", "version", "effective",
+               "review by", "expires", "updated"]
 REPORT_HEADERS = ["file", "outcome", "status", "chunks", "reason"]
 FEEDBACK_HEADERS = ["when", "user", "rating", "comment", "question", "answer", "mode",
                     "cited chunks", "timings ms"]
@@ -117,9 +120,13 @@ def report_rows(report: IngestReport | None, rejected: Sequence[Rejected] = ()) 
     return rows
 
 
-def document_rows(records: Sequence[DocRecord]) -> list[list[Any]]:
-    return [[r.meta.id, r.meta.path, r.status, r.reason, r.chunk_count, ",".join(r.meta.groups),
-             r.meta.version, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at))]
+def document_rows(records: Sequence[DocRecord], today: dt.date) -> list[list[Any]]:
+    """The documents table; a reason also says why a document is not in force `today`, or
+    that its review is overdue (core/policy_dates.py)."""
+    return [[r.meta.id, r.meta.path, r.status,
+             "; ".join(x for x in (r.reason, date_note(r.meta, today)) if x), r.chunk_count,
+             ",".join(r.meta.groups), r.meta.version, r.meta.effective_date, r.meta.review_by,
+             r.meta.expires, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at))]
             for r in records]
 
 

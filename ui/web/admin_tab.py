@@ -1,8 +1,10 @@
 """The admin tab's handlers: uploads ingested into the groups an admin may give, documents
-deleted, the store re-indexed, the tables of documents, store status and feedback, the
-insights (use, latency, cited documents, knowledge gaps and their notes) and the audit trail.
+deleted, the store re-indexed, the tables of documents (with their dates, and those due for
+review or expiring: `ui/web/dates_view.py`), store status and feedback, the insights (use,
+latency, cited documents, knowledge gaps and their notes) and the audit trail.
 
-    handlers.ingest_upload(files, groups, request)   # -> (report rows, document rows)
+    handlers.ingest_upload(files, groups, "", "2027-06-30", "", request)  # dates optional
+    #   -> (report rows, document rows)
     handlers.insights(request)                        # -> figures, plots, tables, the gaps' CSV
 
 Every handler is refused to anyone but an admin (`Handlers.admin`), and shows only what lies in
@@ -25,7 +27,7 @@ from core.types import User
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
 from ui.audit import export_lines, parse_when, run_details, run_outcome
-from ui.web import admin, insights
+from ui.web import admin, dates_view, insights
 from ui.web.audit_view import AUDIT_HEADERS, SHOWN, audit_rows
 from ui.web.handlers import Handlers
 from ui.web.i18n import t
@@ -37,9 +39,13 @@ class AdminHandlers(Handlers):
     """The admin tab's handlers."""
 
     def ingest_upload(self, files: list[Any] | None, groups: list[str] | None,
-                      request: gr.Request,
+                      effective: str | None = None, review_by: str | None = None,
+                      expires: str | None = None, request: gr.Request | None = None,
                       progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
+        """Store and ingest the uploads into the chosen groups, giving them the form's dates
+        (checked first: a bad one stores nothing)."""
         user = self.admin(request)
+        dates = dates_view.upload_dates(effective, review_by, expires)
         chosen = parse_groups(groups or []) or self.settings.ingest.default_groups
         if not user.see_all and not set(chosen) <= set(user.groups):
             raise gr.Error(t("groups_outside", groups=", ".join(user.groups)))
@@ -63,6 +69,7 @@ class AdminHandlers(Handlers):
                 progress((done, total), desc=Path(path).name)
 
             report = ingest_paths(self.store, stored, list(chosen), progress=step)
+            dates_view.date_uploads(self.store, self.audit, stored, dates, user.name, address)
             self.metrics.ingested(report)
             self.audit.record("ingest.run", user.name, object="upload", address=address,
                               outcome=run_outcome(report), **run_details(report),
@@ -101,6 +108,13 @@ class AdminHandlers(Handlers):
         user = self.admin(request)
         return self._docs(user), store_status(self.store), admin.feedback_rows(
             self.users.feedback(viewer=user))
+
+    def due_list(self, request: gr.Request) -> pd.DataFrame:
+        """The documents in the admin's groups due for review or expiring soon."""
+        user = self.admin(request)
+        records = [r for r in list_documents(self.store) if self.sees(user, r.meta.groups)]
+        rows = dates_view.due_rows(records, self.assistant.retriever.today())
+        return pd.DataFrame(rows, columns=dates_view.DUE_HEADERS)
 
     def insights(self, request: gr.Request) -> tuple[Any, ...]:
         """The admin's view of use: figures, plots, cited documents and knowledge gaps, all
@@ -174,4 +188,5 @@ class AdminHandlers(Handlers):
 
     def _docs(self, user: User) -> list[list[Any]]:
         return admin.document_rows([r for r in list_documents(self.store)
-                                    if self.sees(user, r.meta.groups)])
+                                    if self.sees(user, r.meta.groups)],
+                                   self.assistant.retriever.today())

@@ -167,7 +167,7 @@ def kb_field(answer: Answer, lang: str) -> dict[str, Any]:
         "citations": [
             {"n": c.n, "file": c.file, "page": c.page, "page_label": c.page_label or None,
              "section": c.section, "quote": c.quote, "supported": c.supported,
-             "link": link(c, lang)}
+             "review_due": c.review_due or None, "link": link(c, lang)}
             for c in answer.citations
         ],
     }

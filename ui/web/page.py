@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 
 import gradio as gr
 
-from ui.web import admin, insights
+from ui.web import admin, dates_view, insights
 from ui.web.admin_tab import AdminHandlers
 from ui.web.audit_view import AuditView, build_audit_view, wire_audit_view
 from ui.web.chat import ChatHandlers
@@ -133,9 +133,11 @@ class AdminTab:
     tab: gr.Tab
     files: gr.File
     groups: gr.Dropdown
+    dates: list[gr.Textbox]  # the upload's effective, review-by and expiry dates
     ingest: gr.Button
     report: gr.Dataframe
     docs: gr.Dataframe
+    due: gr.Dataframe  # documents due for review or expiring (ui/web/dates_view.py)
     refresh: gr.Button
     doc_ref: gr.Textbox
     delete: gr.Button
@@ -240,9 +242,9 @@ def _chat_tab(lab: Labels) -> ChatTab:
 
 
 def _admin_tab(lab: Labels) -> AdminTab:
-    """Uploads and their groups, the documents, re-index, store status, feedback, the
-    insights, the audit trail and the folders kept in sync; hidden until `App.on_load` finds
-    an admin."""
+    """Uploads with their groups and dates, the documents and those due for review or expiring,
+    re-index, store status, feedback, the insights, the audit trail and the folders kept in
+    sync; hidden until `App.on_load` finds an admin."""
     with gr.Tab(t("admin_tab"), id="admin", visible=False) as tab:
         lab(tab, label="admin_tab")
         with gr.Row():
@@ -252,11 +254,17 @@ def _admin_tab(lab: Labels) -> AdminTab:
                 groups = lab(gr.Dropdown(choices=[], value=[], multiselect=True,
                                          allow_custom_value=True, label=t("groups")),
                              label="groups")
+                with gr.Row():
+                    dates = [lab(gr.Textbox(label=t(f"date_{key}"), lines=1, max_lines=1,
+                                            placeholder="2027-01-01"), label=f"date_{key}")
+                             for key in ("effective", "review_by", "expires")]
                 ingest = lab(gr.Button(t("ingest"), variant="primary"), value="ingest")
         report = lab(gr.Dataframe(headers=admin.REPORT_HEADERS, label=t("report"),
                                   interactive=False), label="report")
         docs = lab(gr.Dataframe(headers=admin.DOC_HEADERS, label=t("documents"),
                                 interactive=False), label="documents")
+        due = lab(gr.Dataframe(headers=dates_view.DUE_HEADERS, label=t("due_list"),
+                               interactive=False, elem_id="kb-due"), label="due_list")
         with gr.Row():
             refresh = lab(gr.Button(t("refresh"), size="sm"), value="refresh")
             doc_ref = lab(gr.Textbox(label=t("delete_doc"), lines=1), label="delete_doc")
@@ -271,8 +279,8 @@ def _admin_tab(lab: Labels) -> AdminTab:
         seen = _insights(lab)
         trail = build_audit_view(lab, t)
         synced = build_sources_view(lab, t)
-    return AdminTab(tab, files, groups, ingest, report, docs, refresh, doc_ref, delete, mode,
-                    reindex, message, stats, feedback, seen, trail, synced)
+    return AdminTab(tab, files, groups, dates, ingest, report, docs, due, refresh, doc_ref,
+                    delete, mode, reindex, message, stats, feedback, seen, trail, synced)
 
 
 def _insights(lab: Labels) -> Insights:
@@ -354,11 +362,16 @@ def _wire_chat(app: App, page: Page) -> list[Any]:
 
 
 def _wire_admin(app: App, tab: AdminTab) -> None:
-    """Uploads, the tables, delete, re-index and the insights with their gap notes."""
-    tab.ingest.click(app.ingest_upload, [tab.files, tab.groups], [tab.report, tab.docs],
-                     api_name="ingest")
+    """Uploads, the tables (the due list beside them), delete, re-index and the insights with
+    their gap notes."""
     tab.refresh.click(app.admin_tables, None, tab.tables, api_name="admin_tables")
+    tab.refresh.click(app.due_list, None, tab.due, api_name="due_list")  # named before the
+    # private listeners of the same handler, which would take its name
+    tab.ingest.click(app.ingest_upload, [tab.files, tab.groups, *tab.dates],
+                     [tab.report, tab.docs], api_name="ingest").then(
+        app.due_list, None, tab.due, api_visibility="private")
     tab.tab.select(app.admin_tables, None, tab.tables, api_visibility="private")
+    tab.tab.select(app.due_list, None, tab.due, api_visibility="private")
     tab.delete.click(app.delete, [tab.doc_ref], [tab.message, tab.docs], api_name="delete")
     tab.reindex.click(app.reindex, [tab.mode], [tab.report, tab.docs], api_name="reindex")
     seen = tab.insights

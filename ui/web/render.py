@@ -91,6 +91,9 @@ def source_card(citation: Citation, passage: Passage | None, key: str, lang: str
         badges += f' <span class="kb-badge">{html.escape(t("superseded", lang))}</span>'
     if passage is not None and passage.from_ocr:
         badges += f' <span class="kb-badge">{html.escape(t("ocr", lang))}</span>'
+    if citation.review_due:
+        note = t("review_due", lang, day=citation.review_due)
+        badges += f' <span class="kb-badge kb-review">{html.escape(note)}</span>'
     if not citation.supported:
         badges += f' <span class="kb-badge">{html.escape(t("unsupported", lang))}</span>'
     place = where(citation.file, citation.page, section, lang, citation.page_label)
