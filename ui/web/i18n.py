@@ -120,6 +120,8 @@ LABELS: dict[str, tuple[str, str]] = {
     # --- which mode answered: a generated answer says so too (retrieval_only, fallback above)
     "generated": ("Written by the language model from the sources below",
                   "由语言模型根据以下来源撰写"),
+    # --- an answer an admin approved (assistant/approved/): who approved it and when
+    "approved_by": ("Approved by {name} on {day}", "已审核：{name}，{day}"),
     # --- a follow-up read with its history (assistant/followup.py): what retrieval searched for
     "searched_for": ("Searched for: {text}", "检索内容：{text}"),
 }
