@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from assistant.answerable import load_model
-from assistant.approved.answers import ApprovedAnswers, Served
+from assistant.approved.answers import ApprovedAnswers, Draft, Served
 from assistant.best_sentence import lead_with_best
 from assistant.cite import Verified, attribute, verify
 from assistant.followup import REWRITES, Reading, read_question
@@ -47,7 +47,15 @@ from core.config import Settings
 from core.errors import AccessDenied, ConfigError, GenerationError, KbError
 from core.ports import Generator, Reranker, TokenCounter
 from core.text import Lang, detect_lang
-from core.types import Answer, ApprovedMark, Citation, Message, Passage, Turn
+from core.types import (
+    Answer,
+    ApprovedAnswer,
+    ApprovedMark,
+    Citation,
+    Message,
+    Passage,
+    Turn,
+)
 from store.store import Store
 
 logger = logging.getLogger(__name__)
@@ -182,6 +190,16 @@ class Assistant:
         if record is None or record.status != "ok" or not set(groups) & set(record.meta.groups):
             raise AccessDenied(f"document {doc_id}: not found or not visible to your groups")
         return Path(record.meta.root) / record.meta.path
+
+    def save_approved(
+        self, draft: Draft, author: str, visible: Sequence[str] | None = None
+    ) -> ApprovedAnswer:
+        """Check an approved answer against the live passages and store it (an edit
+        re-approves it); `visible`: the groups whose passages the author may cite (None: all).
+        KbError names what is wrong."""
+        with self._lock:
+            snap = self.retriever.snapshot()
+        return self.approved.save(draft, author, snap, visible)
 
     # --- answering ------------------------------------------------------------------------
     def ask(

@@ -114,9 +114,10 @@ class ApprovedAnswers:
     def candidates(self, question: str) -> list[Candidate]:
         """The approved answers that mean what `question` asks, best first (no access check)."""
         index = self.index()
-        if not index.lexical_candidates(question):
+        lexical = index.lexical_pass(question)
+        if lexical is None:
             return []
-        return index.match(question, self.store.question_vector(question))
+        return index.match(question, self.store.question_vector(question), lexical)
 
     def find(self, question: str, groups: Sequence[str], snap: Snapshot) -> Served | None:
         """The best approved answer for `question` that this asker may see and that is live."""

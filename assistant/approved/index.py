@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
+from assistant.retrieve.dense import one_blas_thread
 from core.text import EN_STOP, IDEOGRAPH, ZH_STOP, Lang, detect_lang, tokenize
 from core.types import ApprovedAnswer
 
@@ -46,7 +47,7 @@ class Thresholds:
 
 
 # Measured by bench/approved_match.py (docs/owners.md, "Approved answers", has the figures).
-THRESHOLDS = Thresholds(lexical={"en": 0.45, "zh": 0.55}, dense={"en": 0.75, "zh": 0.80})
+THRESHOLDS = Thresholds(lexical={"en": 0.225, "zh": 0.45}, dense={"en": 0.825, "zh": 0.85})
 
 _WORD = re.compile(r"[a-z]+|[0-9]+(?:\.[0-9]+)?")
 _HAN_RUN = re.compile(f"[{IDEOGRAPH}]+")
@@ -104,7 +105,8 @@ class MatchIndex:
                 self.phrasings.append(phrasing)
         if len(vectors) != len(self.phrasings):
             raise ValueError(f"{len(vectors)} vectors for {len(self.phrasings)} phrasings")
-        self.vectors = np.asarray(vectors, dtype=np.float32).reshape(len(self.phrasings), -1)
+        matrix = np.asarray(vectors, dtype=np.float32)
+        self.vectors = matrix if matrix.ndim == 2 else matrix.reshape(len(self.phrasings), -1)
         self.vocabulary: dict[str, int] = {}
         rows: list[int] = []
         cols: list[int] = []
@@ -139,19 +141,27 @@ class MatchIndex:
         ).ravel()
         return scores
 
-    def lexical_candidates(self, question: str) -> bool:
-        """Whether any phrasing clears the lexical threshold (else no vector is needed)."""
-        lang = detect_lang(question)
-        return bool(len(self) and (self.lexical(question) >= self.thresholds.lexical[lang]).any())
+    def lexical_pass(self, question: str) -> npt.NDArray[np.float32] | None:
+        """The lexical scores when some phrasing clears the lexical threshold; None when none
+        does (then no vector is needed)."""
+        if not len(self):
+            return None
+        lexical = self.lexical(question)
+        return lexical if (lexical >= self.thresholds.lexical[detect_lang(question)]).any() \
+            else None
 
-    def match(self, question: str, vector: Vectors) -> list[Candidate]:
+    def match(
+        self, question: str, vector: Vectors, lexical: npt.NDArray[np.float32] | None = None
+    ) -> list[Candidate]:
         """The approved answers whose phrasings clear both thresholds for `question` (its
-        `vector` from the question embedder), best first, each once."""
+        `vector` from the question embedder; `lexical`: its scores, when known), best first,
+        each once."""
         if not len(self):
             return []
         lang: Lang = detect_lang(question)
-        lexical = self.lexical(question)
-        dense = self.vectors @ np.asarray(vector, dtype=np.float32)
+        lexical = self.lexical(question) if lexical is None else lexical
+        with one_blas_thread():  # a second BLAS thread is a wait on a busy machine (dense.py)
+            dense = self.vectors @ np.asarray(vector, dtype=np.float32)
         passing = np.flatnonzero(
             (lexical >= self.thresholds.lexical[lang]) & (dense >= self.thresholds.dense[lang])
         )

@@ -1,7 +1,7 @@
 """`kb`: the command line of kb-assistant. One group, short commands; each command calls the
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
-`query.py`, `llm.py`, `abstain.py`, `audit.py`) and is imported only when it runs.
+`query.py`, `llm.py`, `abstain.py`, `audit.py`, `answers.py`) and is imported only when it runs.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"
@@ -9,6 +9,7 @@ This module holds the group; each command lives beside it (`serve.py`, `users.py
     kb serve --demo
     kb users add alice --groups all,hr --admin
     kb audit verify
+    kb answers list --suspended
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ COMMAND_MODULES = {
     "ui.cli.llm": ("llm",),
     "ui.cli.abstain": ("abstain",),
     "ui.cli.audit": ("audit_group",),
+    "ui.cli.answers": ("answers_group",),
 }
 COMMAND_HOMES = {
     **dict.fromkeys(("ingest", "reindex", "docs", "delete", "status", "worker"), "ui.cli.ingest"),
@@ -40,6 +42,7 @@ COMMAND_HOMES = {
     "llm": "ui.cli.llm",
     "abstain": "ui.cli.abstain",
     "audit": "ui.cli.audit",
+    "answers": "ui.cli.answers",
 }
 
 

@@ -19,6 +19,12 @@ import gradio as gr
 
 from ui.web import admin, insights
 from ui.web.admin_tab import AdminHandlers
+from ui.web.approved_tab import (
+    ApprovedHandlers,
+    ApprovedView,
+    build_approved_view,
+    wire_approved_view,
+)
 from ui.web.audit_view import AuditView, build_audit_view, wire_audit_view
 from ui.web.chat import ChatHandlers
 from ui.web.handlers import Conversation
@@ -30,9 +36,10 @@ LANG_CHOICES = [("English", "en"), ("中文", "zh")]
 C = TypeVar("C")
 
 
-class App(ChatHandlers, AdminHandlers):
+class App(ChatHandlers, AdminHandlers, ApprovedHandlers):
     """The page's handlers: the chat tab's and the sidebar's (`ui/web/chat.py`) and the admin
-    tab's (`ui/web/admin_tab.py`), over one set of services and one question gate."""
+    tab's (`ui/web/admin_tab.py`, its editor of approved answers `ui/web/approved_tab.py`), over
+    one set of services and one question gate."""
 
     def on_load(self, request: gr.Request) -> tuple[Any, ...]:
         """The page as it opens: its language, who is signed in, the admin tab (admins only),
@@ -139,6 +146,7 @@ class AdminTab:
     feedback: gr.Dataframe
     insights: Insights
     audit: AuditView
+    approved: ApprovedView
 
     @property
     def tables(self) -> list[Any]:
@@ -233,7 +241,8 @@ def _chat_tab(lab: Labels) -> ChatTab:
 
 def _admin_tab(lab: Labels) -> AdminTab:
     """Uploads and their groups, the documents, re-index, store status, feedback, the
-    insights and the audit trail; hidden until `App.on_load` finds an admin."""
+    insights, the approved answers' editor and the audit trail; hidden until `App.on_load`
+    finds an admin."""
     with gr.Tab(t("admin_tab"), id="admin", visible=False) as tab:
         lab(tab, label="admin_tab")
         with gr.Row():
@@ -260,9 +269,10 @@ def _admin_tab(lab: Labels) -> AdminTab:
         feedback = lab(gr.Dataframe(headers=admin.FEEDBACK_HEADERS, label=t("feedback_list"),
                                     interactive=False), label="feedback_list")
         seen = _insights(lab)
+        approved = build_approved_view(lab)
         trail = build_audit_view(lab, t)
     return AdminTab(tab, files, groups, ingest, report, docs, refresh, doc_ref, delete, mode,
-                    reindex, message, stats, feedback, seen, trail)
+                    reindex, message, stats, feedback, seen, trail, approved)
 
 
 def _insights(lab: Labels) -> Insights:
@@ -344,7 +354,8 @@ def _wire_chat(app: App, page: Page) -> list[Any]:
 
 
 def _wire_admin(app: App, tab: AdminTab) -> None:
-    """Uploads, the tables, delete, re-index and the insights with their gap notes."""
+    """Uploads, the tables, delete, re-index, the insights with their gap notes, the audit trail
+    and the editor of approved answers."""
     tab.ingest.click(app.ingest_upload, [tab.files, tab.groups], [tab.report, tab.docs],
                      api_name="ingest")
     tab.refresh.click(app.admin_tables, None, tab.tables, api_name="admin_tables")
@@ -357,6 +368,7 @@ def _wire_admin(app: App, tab: AdminTab) -> None:
     seen.save_note.click(app.save_gap_note, [seen.gap_pick, seen.gap_note], seen.outputs,
                          api_name="gap_note")
     wire_audit_view(app.audit_trail, tab.audit)
+    wire_approved_view(app, tab.approved)
 
 
 def _wire_sidebar(blocks: gr.Blocks, app: App, page: Page, after: list[Any]) -> None:
