@@ -189,7 +189,8 @@ class Answer:
     citations: list[Citation] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    mode: str = "generated"  # "generated" | "fallback" | "retrieval_only" | "abstained" | "approved"
+    # "generated" | "fallback" | "retrieval_only" | "abstained" | "approved"
+    mode: str = "generated"
     unverified: bool = False
     question_id: int = 0  # the ledger's record of this question (feedback refers to it)
     notice: str = ""  # a line for the user, e.g. why generation was unavailable

@@ -12,8 +12,9 @@ otherwise the question goes on to retrieval as any other.
 Writing (`save`, `import_lines`): each citation is a chunk id, or FILE[:PAGE] with a quote that
 the passage's text must contain; the answer's [n] must name its citations.
 
-    served = approved.find("年假可以结转吗？", ["all"], snapshot)   # Served | None
-    approved.save(Draft("年假几天？", "5 天 [1]", refs=[Ref("员工手册.pdf:3", "年休假5天")]), "alice")
+    served = approved.find("年假可以结转吗？", ["all"], snap)   # Served | None
+    draft = Draft("年假几天？", "5 天 [1]", [Ref("员工手册.pdf:3", "年休假5天")])
+    approved.save(draft, "alice", snap)                         # -> the ApprovedAnswer stored
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ import json
 import logging
 import re
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from assistant.approved.index import Candidate, MatchIndex, Thresholds, THRESHOLDS
+from assistant.approved.index import THRESHOLDS, Candidate, MatchIndex, Thresholds
 from assistant.retrieve.snapshot import Snapshot
 from core.access import parse_groups
 from core.errors import KbError
@@ -93,17 +94,23 @@ class ApprovedAnswers:
         self.thresholds = thresholds
         self._index: MatchIndex | None = None
         self._generation = -1
+        self._vectors: dict[str, npt.NDArray[np.float32]] = {}  # phrasing -> its vector
         self._lock = threading.Lock()
 
     # --- serving --------------------------------------------------------------------------
     def index(self) -> MatchIndex:
-        """The match index of the active answers, rebuilt when they changed."""
+        """The match index of the active answers, rebuilt when they changed; only phrasings
+        not seen before are embedded (one new answer costs its own phrasings, not all)."""
         generation = self.store.ledger.approved_generation()
         with self._lock:
             if self._index is None or generation != self._generation:
                 active = self.store.ledger.approved_answers(status="active")
                 phrasings = [p for a in active for p in a.phrasings]
-                vectors = (self.store.embed_question(phrasings) if phrasings
+                new = sorted({p for p in phrasings if p not in self._vectors})
+                if new:
+                    self._vectors.update(zip(new, self.store.embed_question(new), strict=True))
+                self._vectors = {p: self._vectors[p] for p in phrasings}  # drop the gone
+                vectors = (np.stack([self._vectors[p] for p in phrasings]) if phrasings
                            else np.zeros((0, 1), dtype=np.float32))
                 self._index = MatchIndex(active, vectors, self.thresholds)
                 self._generation = generation

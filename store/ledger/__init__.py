@@ -4,9 +4,9 @@ or PostgreSQL (`store.ledger_url`) when several app and ingest processes share o
 It holds documents (path, sha256, status, reason, groups, chunk count, times), the live chunks
 with their lexical tokens (this table is the lexical index: BM25 is built from it in memory),
 ingestion runs with per-file results and the ingest queue's jobs, and the query side's users,
-sessions, questions, feedback and conversations, the audit trail (who did what, hash-chained), and the answers admins approved (issue 27).
-Schema changes are the named migrations of `store/ledger/migrations.py`, applied in order and
-recorded in the `migrations` table.
+sessions, questions, feedback and conversations, the audit trail (who did what, hash-chained),
+and the answers admins approved (issue 27). Schema changes are the named migrations of
+`store/ledger/migrations.py`, applied in order and recorded in the `migrations` table.
 
 Which chunks of a document are live is decided in one transaction (`replace_document`), so a
 crash at any point leaves either the old or the new version live, never neither, never both.
@@ -30,7 +30,7 @@ says which one a ledger speaks, for the few statements that must differ.
     questions.py      questions, feedback, notes on knowledge gaps
     conversations.py  conversations and their turns
     audit.py          the audit trail: appended, chained by hash, verified, pruned
-    approved.py       approved answers and their citations, suspended when a cited document changes
+    approved.py       approved answers and their citations, suspended when a cited doc changes
     migrations.py     the schema, as named migrations
 
 Only these modules speak SQL (and the embedding cache, store/embed/embedder.py, in its own

@@ -39,7 +39,8 @@ def suspend_stale(db: Connection, doc_id: str | None = None, now: float | None =
     changed (another sha256) or no longer holds the cited passage; `doc_id` limits the check to
     that document's citations. Returns how many were suspended."""
     now = time.time() if now is None else now
-    sql, params = _STALE, ()
+    sql = _STALE
+    params: tuple[str, ...] = ()
     if doc_id is not None:
         sql, params = sql + " AND c.doc_id = ?", (doc_id,)
     reasons: dict[int, str] = {}

@@ -33,7 +33,8 @@ def index() -> MatchIndex:
 def cosine(a: str, b: str) -> float:
     fa, fb = features(a), features(b)
     dot = sum(fa[k] * fb[k] for k in fa)
-    return dot / (np.sqrt(sum(v * v for v in fa.values())) * np.sqrt(sum(v * v for v in fb.values())))
+    norms = np.sqrt(sum(v * v for v in fa.values())) * np.sqrt(sum(v * v for v in fb.values()))
+    return float(dot / norms)
 
 
 def test_typos_keep_most_features_and_stop_words_count_for_nothing() -> None:

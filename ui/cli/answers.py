@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -31,6 +32,8 @@ from store.store import Store
 from ui.audit import AuditTrail, cli_actor
 from ui.cli.common import with_settings
 from ui.wiring import store_for
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextmanager
@@ -77,7 +80,8 @@ def answers_list(settings: Settings, suspended: bool, as_json: bool) -> None:
         click.echo(f"{len(found)} approved answers")
 
 
-def _draft_options(func):  # type: ignore[no-untyped-def]
+def _draft_options(func: F) -> F:
+    """The options an answer is written with, shared by `add` and `edit`."""
     for option in reversed([
         click.option("--question", help="The question it answers."),
         click.option("--answer", "text", help="The answer, its citations as [1], [2], ..."),
