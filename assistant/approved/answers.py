@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -42,6 +44,10 @@ from store.store import Store
 logger = logging.getLogger(__name__)
 
 ORIGINS = ("gap", "feedback", "log", "scratch")
+# How often a question reads the ledger's approved generation (seconds): a change made by
+# another process is served within this; this process's own saves and removals at once. A
+# stale index is never served stale text: `serve` checks each citation against the snapshot.
+RECHECK_S = 1.0
 _MARK = re.compile(r"\[(\d{1,3})\]")
 _SPACE = re.compile(r"\s+")
 
@@ -89,11 +95,18 @@ def _flat(text: str) -> str:
 class ApprovedAnswers:
     """The approved answers of a store: matched for askers, saved for admins."""
 
-    def __init__(self, store: Store, thresholds: Thresholds = THRESHOLDS) -> None:
+    def __init__(
+        self,
+        store: Store,
+        thresholds: Thresholds = THRESHOLDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         self.thresholds = thresholds
+        self.clock = clock
         self._index: MatchIndex | None = None
         self._generation = -1
+        self._checked = -math.inf  # when the ledger's approved generation was last read
         self._vectors: dict[str, npt.NDArray[np.float32]] = {}  # phrasing -> its vector
         self._lock = threading.Lock()
 
@@ -101,7 +114,11 @@ class ApprovedAnswers:
     def index(self) -> MatchIndex:
         """The match index of the active answers, rebuilt when they changed; only phrasings
         not seen before are embedded (one new answer costs its own phrasings, not all)."""
+        now = self.clock()
+        if self._index is not None and now - self._checked < RECHECK_S:
+            return self._index
         generation = self.store.ledger.approved_generation()
+        self._checked = now
         with self._lock:
             if self._index is None or generation != self._generation:
                 active = self.store.ledger.approved_answers(status="active")
@@ -191,6 +208,7 @@ class ApprovedAnswers:
                                 detect_lang(question), groups, origin=draft.origin,
                                 origin_ref=draft.origin_ref, citations=citations)
         answer_id = self.store.ledger.save_approved(answer)
+        self._checked = -math.inf  # read the generation again on the next question
         if not answer_id:
             raise KbError(f"approved answer {draft.id}: no such answer (see `kb answers list`)")
         saved = self.store.ledger.approved_answer(answer_id)
@@ -245,6 +263,7 @@ class ApprovedAnswers:
         found = self.store.ledger.approved_answer(answer_id)
         if found is None or not self.store.ledger.remove_approved(answer_id):
             raise KbError(f"approved answer {answer_id}: no such answer (see `kb answers list`)")
+        self._checked = -math.inf
         return found
 
     # --- export and import ----------------------------------------------------------------

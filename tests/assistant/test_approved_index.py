@@ -74,3 +74,45 @@ def test_each_answer_once_best_first_and_the_lexical_pass() -> None:
     assert idx.lexical_pass("annual leave carry over") is not None
     empty = MatchIndex([], np.zeros((0, 2), dtype=np.float32), LOOSE)
     assert empty.match("anything", unit(1, 0)) == [] and empty.lexical_pass("x") is None
+
+
+class FakeLedger:
+    def __init__(self, answers: list[ApprovedAnswer]) -> None:
+        self.answers, self.generation, self.reads = answers, 1, 0
+
+    def approved_generation(self) -> int:
+        self.reads += 1
+        return self.generation
+
+    def approved_answers(self, status: str | None = None) -> list[ApprovedAnswer]:
+        return [a for a in self.answers if status is None or a.status == status]
+
+
+class FakeStore:
+    """What `ApprovedAnswers` reads of a store: the ledger's approved answers and the question
+    embedder (each text a fixed vector, every text it was asked for counted)."""
+
+    def __init__(self, answers: list[ApprovedAnswer]) -> None:
+        self.ledger = FakeLedger(answers)
+        self.embedded: list[str] = []
+
+    def embed_question(self, texts: list[str]) -> np.ndarray:
+        self.embedded += texts
+        return np.stack([unit(1, len(t) % 3) for t in texts])
+
+
+def test_the_ledger_is_read_once_a_second_and_only_new_phrasings_are_embedded() -> None:
+    from assistant.approved.answers import RECHECK_S, ApprovedAnswers
+
+    now = [100.0]
+    store = FakeStore(answers()[:1])
+    approved = ApprovedAnswers(store, LOOSE, clock=lambda: now[0])  # type: ignore[arg-type]
+    assert len(approved.index()) == 2 and store.ledger.reads == 1
+    assert sorted(store.embedded) == sorted(answers()[0].phrasings)
+    store.ledger.answers = answers()  # another process approved one more
+    store.ledger.generation += 1
+    now[0] += RECHECK_S / 2
+    assert len(approved.index()) == 2 and store.ledger.reads == 1  # not read yet
+    now[0] += RECHECK_S
+    assert len(approved.index()) == 3 and store.ledger.reads == 2
+    assert store.embedded[2:] == ["年休假有几天？"]  # the new phrasing alone

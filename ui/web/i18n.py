@@ -122,6 +122,7 @@ LABELS: dict[str, tuple[str, str]] = {
                   "由语言模型根据以下来源撰写"),
     # --- an answer an admin approved (assistant/approved/): who approved it and when
     "approved_by": ("Approved by {name} on {day}", "已审核：{name}，{day}"),
+    "approved_answer": ("An approved answer", "已审核的答案"),
     # --- the admin tab's editor of approved answers (ui/web/approved_tab.py)
     "approved_answers": ("Approved answers", "审核答案"),
     "approved_start": ("Start from (gap, thumbs-down, asked question)",

@@ -138,9 +138,10 @@ def answer_html(answer: Answer, key: str, lang: str, asked: str = "") -> str:
         lines.append(f'<p class="kb-badge">{html.escape(t(mode, lang))}</p>')
     elif mode == "generated":  # every answer says which mode made it
         lines.append(f'<p class="kb-mode">{html.escape(t("generated", lang))}</p>')
-    elif mode == "approved" and answer.approved is not None:
-        mark = t("approved_by", lang, name=answer.approved.author,
-                 day=approved_day(answer.approved.approved_at))
+    elif mode == "approved":  # a resumed conversation keeps the mode, not who approved it
+        mark = t("approved_answer", lang) if answer.approved is None else t(
+            "approved_by", lang, name=answer.approved.author,
+            day=approved_day(answer.approved.approved_at))
         lines.append(f'<p class="kb-approved">{html.escape(mark)}</p>')
     if answer.notice and mode == "generated":
         lines.append(f'<p class="kb-notice">{escape(answer.notice)}</p>')
