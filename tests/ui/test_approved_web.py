@@ -22,15 +22,17 @@ ASKED = "How many days of annual leave can I carry over?"
 def test_approved_answers_through_the_editor_the_page_and_both_apis(login_server: Any) -> None:
     app, url = login_server.app, login_server.url
     alice = FakeRequest("alice")
-    found = app.approved_find(QUESTION, [], alice)
-    carry = next(c for label, c in found["choices"] if "carry over" in label)
     with pytest.raises(gr.Error):  # admins only
         app.approved_table(FakeRequest("bob"))
-    saved = app.approved_save("", QUESTION, "At most 5 days [1].", [carry],
-                              "年假可以结转几天？", "scratch:", ["all"], alice)
+    # the editor as the page drives it: the passages found become the choices ticked
+    editor = login_server.client("alice")
+    found = editor.predict(QUESTION, [], api_name="/approved_find")
+    carry = next(c for label, c in found["choices"] if "carry over" in label)
+    saved = editor.predict("", QUESTION, "At most 5 days [1].", [carry], "年假可以结转几天？",
+                           "scratch:", ["all"], api_name="/approved_save")
     answer_id = saved[0]
     try:
-        rows = app.approved_table(alice)[0]
+        rows = saved[2]["data"]
         assert [r[0] for r in rows] == [int(answer_id)] and rows[0][1] == "active"
 
         chat = ask(login_server.client("bob"), ASKED)[-1][0]
