@@ -385,6 +385,8 @@ class Assistant:
         """An admin approved an answer to this question: it, with its citations as live
         passages, marked with who approved it and when."""
         approved = served.answer
+        logger.info("approved answer %d served (lexical %.2f, dense %.2f)", approved.id,
+                    served.lexical, served.dense)
         answer = Answer(
             approved.answer,
             citations=served.citations,

@@ -58,8 +58,8 @@ def features(text: str) -> Counter[str]:
     """The lexical features of a question: word trigrams, Chinese characters and bigrams, and
     index terms (prefixed "t:").
 
-    sorted(features("Parental leave")) -> [' le', ' pa', 'al ', 'ave', 'eav', 'ent', 'lea',
-        'nta', 'par', 'ral', 're', 'ren', 't:leav', 't:parent', 've ']  (roughly)
+    sorted(features("Parental leave")) -> [' le', ' pa', 'al ', 'are', 'ave', 'eav', 'ent',
+        'lea', 'nta', 'par', 'ren', 't:leav', 't:parental', 'tal', 've ']
     """
     text = unicodedata.normalize("NFKC", text).lower()
     out: Counter[str] = Counter()
