@@ -51,6 +51,13 @@ def test_approved_answers_through_the_editor_the_page_and_both_apis(login_server
                                  "messages": [{"role": "user", "content": "年假可以结转几天？"}]})
         kb = reply.json()["kb"]
         assert kb["mode"] == "approved" and kb["approved"]["id"] == int(answer_id)
+        # that question, from the log, starts a new form with the passages it cited ticked
+        start = app.approved_start(f"log:{kb['question_id']}", alice)
+        assert start[1] == "年假可以结转几天？" and start[3]["value"] == [carry]
+        # a thumbs-down on it starts one holding its answer too
+        rating = app.store.ledger.replace_feedback(kb["question_id"], "bob", -1, "too short")
+        start = app.approved_start(f"feedback:{rating}", alice)
+        assert start[2] == kb["answer"] and start[3]["value"] == [carry]
         assert kb["citations"][0]["link"].startswith("/page/")
         assert reply.json()["choices"][0]["message"]["content"].startswith("At most 5 days")
     finally:

@@ -10,6 +10,7 @@ suspended ones first with the reason. Admins only; each change is in the audit t
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,14 +65,22 @@ class ApprovedHandlers(Handlers):
                 + [(f"asked: {r.question}", f"log:{r.id}") for r in logged])
 
     def approved_start(self, start: str | None, request: gr.Request) -> tuple[Any, ...]:
-        """A blank form, or one holding the question of the picked gap, feedback or log entry."""
+        """A blank form, or one holding the picked gap's question, or a thumbs-down's or logged
+        question's with its answer (a thumbs-down's) and the passages it cited, ticked."""
         user = self.admin(request)
         kind, _, ref = (start or "scratch:").partition(":")
-        question = ""
+        question, text, cited = "", "", []
         if kind in ("gap", "feedback", "log"):
             question = next((label.split(": ", 1)[1] for label, value in self._starts(user)
                              if value == start), "")
-        return ("", question, "", gr.update(choices=[], value=[]), "", f"{kind}:{ref}")
+        if kind == "feedback":
+            row = next((f for f in self.users.feedback(viewer=user) if str(f["id"]) == ref), {})
+            text, cited = row.get("answer") or "", json.loads(row.get("chunk_ids") or "[]")
+        elif kind == "log":
+            cited = next((list(r.chunk_ids) for r in self.users.question_records(viewer=user)
+                          if str(r.id) == ref), [])
+        return ("", question, text, gr.update(choices=[(c, c) for c in cited], value=cited), "",
+                f"{kind}:{ref}")
 
     def approved_load(self, answer_id: str | None, request: gr.Request) -> tuple[Any, ...]:
         """An approved answer in the form, its cited passages ticked, to edit."""
