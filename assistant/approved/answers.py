@@ -2,7 +2,8 @@
 `kb answers` and the admin editor write them.
 
 Serving (`find`): the match index (`index.py`) is rebuilt when the ledger's approved answers
-change (`Ledger.approved_generation`); the question's vector is asked for only when some
+change (`Ledger.approved_generation`, read at most every RECHECK_S; only new phrasings are
+embedded); the question's vector is asked for only when some
 phrasing clears the lexical threshold, and it is the vector retrieval would embed (the store
 keeps it), so a question is embedded once. A match is served only to an asker who shares one of
 the answer's groups and may see every cited passage, and only while every cited passage is live,
