@@ -8,6 +8,10 @@ A follow-up question is searched for as read with the questions before it
     for piece in assistant.ask_stream(question, groups=["all"]):
         ...  # str pieces are the answer as it streams; the last item is the finished Answer
 
+A question that means the same as one an admin approved (assistant/approved/) gets that answer
+first, before retrieval and generation (mode "approved", `Answer.approved` says by whom and
+when), when its asker may see it and its citations are live as approved.
+
 When retrieval is not confident the model is skipped and the answer says the documents don't
 cover the question, with the nearest documents as pointers. When the model server cannot be
 reached the answer quotes the best passages instead (retrieval-only mode). A model that starts
@@ -29,6 +33,7 @@ from datetime import date
 from pathlib import Path
 
 from assistant.answerable import load_model
+from assistant.approved.answers import ApprovedAnswers, Draft, Served
 from assistant.best_sentence import lead_with_best
 from assistant.cite import Verified, attribute, verify
 from assistant.followup import REWRITES, Reading, read_question
@@ -44,7 +49,15 @@ from core.errors import AccessDenied, ConfigError, GenerationError, KbError
 from core.policy_dates import Today
 from core.ports import Generator, Reranker, TokenCounter
 from core.text import Lang, detect_lang
-from core.types import Answer, Citation, Message, Passage, Turn
+from core.types import (
+    Answer,
+    ApprovedAnswer,
+    ApprovedMark,
+    Citation,
+    Message,
+    Passage,
+    Turn,
+)
 from store.store import Store
 
 logger = logging.getLogger(__name__)
@@ -130,6 +143,7 @@ class Assistant:
         self.counter = counter
         # `today`: the clock that decides which documents are in force (core/policy_dates.py)
         self.retriever = Retriever(self.settings, store, reranker, self._count_ahead, today)
+        self.approved = ApprovedAnswers(store)
         self._lock = threading.Lock()
         if self.settings.answer.rewrite not in REWRITES:
             raise ConfigError(
@@ -182,6 +196,16 @@ class Assistant:
             raise AccessDenied(f"document {doc_id}: not found or not visible to your groups")
         return Path(record.meta.root) / record.meta.path
 
+    def save_approved(
+        self, draft: Draft, author: str, visible: Sequence[str] | None = None
+    ) -> ApprovedAnswer:
+        """Check an approved answer against the live passages and store it (an edit
+        re-approves it); `visible`: the groups whose passages the author may cite (None: all).
+        KbError names what is wrong."""
+        with self._lock:
+            snap = self.retriever.snapshot()
+        return self.approved.save(draft, author, snap, visible)
+
     # --- answering ------------------------------------------------------------------------
     def ask(
         self, question: str, groups: Sequence[str], history: Sequence[Turn] = (), user: str = ""
@@ -204,10 +228,20 @@ class Assistant:
             raise KbError("empty question: type a question about the policies")
         reading = self.read(question, history)
         read_ms = (time.perf_counter() - started) * 1000
+        lang: Lang = "zh" if detect_lang(question) == "zh" else "en"
+        if not reading.context:  # a follow-up that leans on its history is no approved question
+            t_match = time.perf_counter()
+            with self._lock:
+                served = self.approved.find(reading.question, groups, self.retriever.snapshot(),
+                                             self.retriever.today())
+            if served is not None:
+                timings = {"approved": (time.perf_counter() - t_match) * 1000}
+                asking = _Asking(question, reading.text, user, lang, started, timings)
+                yield from self._approved(asking, served)
+                return
         with self._lock:
             retrieval = self.retriever.retrieve(reading.question, groups, context=reading.context)
             neighbours = snapshot_neighbours(self.retriever.snapshot())
-        lang: Lang = "zh" if detect_lang(question) == "zh" else "en"
         timings = {"retrieve": retrieval.timings_ms["retrieve"]}
         if history:  # reading a follow-up with its history (a model's rewrite included)
             timings["read_followup"] = read_ms
@@ -350,6 +384,21 @@ class Assistant:
             abstained=True,
             passages=passages[:3],
             mode="abstained",
+        )
+        yield from self._finish(answer, asking)
+
+    def _approved(self, asking: _Asking, served: Served) -> Iterator[str | Answer]:
+        """An admin approved an answer to this question: it, with its citations as live
+        passages, marked with who approved it and when."""
+        approved = served.answer
+        logger.info("approved answer %d served (lexical %.2f, dense %.2f)", approved.id,
+                    served.lexical, served.dense)
+        answer = Answer(
+            approved.answer,
+            citations=served.citations,
+            passages=served.passages,
+            mode="approved",
+            approved=ApprovedMark(approved.id, approved.author, approved.approved_at),
         )
         yield from self._finish(answer, asking)
 

@@ -1,14 +1,16 @@
 """An answer and its passages as JSON: what `kb ask --json`, `kb retrieve --json` and
-`POST /api/ask` give, one stable shape for programs.
+`POST /api/ask` give, one stable shape for programs (the OpenAI endpoint's `kb` field shares
+`approved_to_json`).
 
     answer_to_json(answer)["citations"][0] -> {"n": 1, "file": "leave.pdf", "page": 3, ...}
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from core.types import Answer, Passage
+from core.types import Answer, ApprovedMark, Passage
 
 
 def answer_to_json(answer: Answer) -> dict[str, Any]:
@@ -34,8 +36,27 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
         ],
         "passages": [passage_to_json(p, n) for n, p in enumerate(answer.passages, 1)],
         "model_answer": answer.raw_answer if answer.mode == "fallback" else None,
+        "approved": approved_to_json(answer.approved),
         "timings_ms": {k: round(v, 1) for k, v in answer.timings_ms.items()},
     }
+
+
+def approved_day(at: float) -> str:
+    """The day an answer was approved, as its mark shows it: approved_day(0.0) -> "1970-01-01"
+    (in local time)."""
+    return time.strftime("%Y-%m-%d", time.localtime(at))
+
+
+def approved_to_json(mark: ApprovedMark | None) -> dict[str, Any] | None:
+    """Who approved an answer served from an approved answer, and when; None for the others.
+
+    approved_to_json(ApprovedMark(3, "alice", 0.0)) -> {"id": 3, "by": "alice",
+        "on": "1970-01-01", "at": 0.0}
+    """
+    if mark is None:
+        return None
+    return {"id": mark.id, "by": mark.author, "on": approved_day(mark.approved_at),
+            "at": mark.approved_at}
 
 
 def passage_to_json(p: Passage, rank: int) -> dict[str, Any]:

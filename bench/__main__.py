@@ -93,6 +93,9 @@ BENCHES: dict[str, Bench] = {
     "ldap": Bench("ldap_signin", "--rounds 200", "--rounds 30", False,
                   "LDAP sign-in through the login check vs a real slapd on loopback (needs "
                   "scripts/install_ldap.sh)"),
+    "approved": Bench("approved_match", "--rounds 5", "--rounds 2", False,
+                      "approved answers: paraphrase and typo hits, false matches over both "
+                      "public sets; match p95 against 1,000 approved answers"),
     "waves": Bench("embed_waves", PUBLIC_DOCS, SAMPLE_DOCS, False,
                    "embedding alone: per document vs waves vs waves on throughput streams"),
 }

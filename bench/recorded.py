@@ -52,6 +52,9 @@ SOURCES: dict[str, Source] = {
     "followup": Source(("bench/eval_followup.json",), machine=QUALITY),
     "followup_latency": Source((f"{RESULTS}issue25-followup-latency.json",), bench="followup"),
     "ldap_signin": Source((f"{RESULTS}issue26-ldap-signin.json",), bench="ldap"),
+    # approved answers (issue 27): hits and false matches on both public sets (quality does not
+    # depend on the machine), and the match p95 against 1,000 approved answers (it does)
+    "approved": Source((f"{RESULTS}issue27-approved.json",), bench="approved"),
     # its command and held-out checks are in the model's note
     "abstain": Source(("assistant/data/answerable.json",), date="2026-12-01", machine=QUALITY),
     "ingest": Source((f"{RESULTS}issue12-eighth-pass-bench-ingest.json",), bench="ingest",

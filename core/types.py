@@ -198,7 +198,8 @@ class Answer:
     citations: list[Citation] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    mode: str = "generated"  # "generated" | "fallback" | "retrieval_only" | "abstained"
+    # "generated" | "fallback" | "retrieval_only" | "abstained" | "approved"
+    mode: str = "generated"
     unverified: bool = False
     question_id: int = 0  # the ledger's record of this question (feedback refers to it)
     notice: str = ""  # a line for the user, e.g. why generation was unavailable
@@ -206,6 +207,63 @@ class Answer:
     # What retrieval searched for: the question, or a follow-up read with its history
     # (assistant/followup.py), shown so a wrong reading is visible.
     searched_for: str = ""
+    # Set when an admin's approved answer answered (mode "approved"): who approved it and when.
+    approved: ApprovedMark | None = None
+
+
+# --- approved answers (issue 27) ---------------------------------------------------------------
+@dataclass(frozen=True)
+class ApprovedMark:
+    """What an answer served from an approved answer says of it: its id, who approved it, when
+    (epoch seconds)."""
+
+    id: int
+    author: str
+    approved_at: float
+
+
+@dataclass(frozen=True)
+class ApprovedCitation:
+    """One [n] of an approved answer: the passage as it was approved, with its document's
+    sha256 then (a new version of the document suspends the answer)."""
+
+    n: int
+    chunk_id: str
+    doc_id: str
+    sha256: str
+    file: str
+    page: int | None = None
+    section: str = ""
+    quote: str = ""
+
+
+@dataclass(frozen=True)
+class ApprovedAnswer:
+    """An answer an admin wrote or approved for a question (and the other ways it is asked),
+    served before retrieval to askers whose groups cover `groups` and every cited document.
+    `status` is "active" or "suspended" (`suspended_reason` says why: a cited document changed
+    or was deleted); `origin` says where the admin started from (gap, feedback, log, scratch)
+    and `origin_ref` which one."""
+
+    id: int
+    question: str
+    answer: str
+    author: str
+    variants: tuple[str, ...] = ()
+    lang: str = "en"
+    groups: tuple[str, ...] = ("all",)
+    approved_at: float = 0.0
+    updated_at: float = 0.0
+    status: str = "active"
+    suspended_reason: str = ""
+    origin: str = "scratch"
+    origin_ref: str = ""
+    citations: tuple[ApprovedCitation, ...] = ()
+
+    @property
+    def phrasings(self) -> tuple[str, ...]:
+        """The question and its also-asked variants, each a way to match it."""
+        return (self.question, *self.variants)
 
 
 @dataclass(frozen=True)

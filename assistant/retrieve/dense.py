@@ -66,7 +66,7 @@ _blas: Any = None
 
 
 @contextmanager
-def _one_blas_thread() -> Iterator[None]:
+def one_blas_thread() -> Iterator[None]:
     """BLAS on one thread for the block: a matrix-vector product over the visible vectors is
     too small to share, and on a busy 2-core machine waiting for a second thread cost 30 ms
     where one thread took 1 ms (10,000 vectors; bench/retrieve_latency.py)."""
@@ -183,7 +183,7 @@ class DenseSearch:
                 if len(kept) >= n or len(kept) == visible or len(hits) < fetch:
                     return kept[:n]
         ids, matrix = snap.visible_vectors(allowed, self.store)
-        with _one_blas_thread():
+        with one_blas_thread():
             scores = matrix @ vector
         top = np.argpartition(-scores, min(n, len(ids)) - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]

@@ -4,9 +4,9 @@ or PostgreSQL (`store.ledger_url`) when several app and ingest processes share o
 It holds documents (path, sha256, status, reason, groups, chunk count, times), the live chunks
 with their lexical tokens (this table is the lexical index: BM25 is built from it in memory),
 ingestion runs with per-file results and the ingest queue's jobs, and the query side's users,
-sessions, questions, feedback and conversations, and the audit trail (who did what, hash-chained).
-Schema changes are the named migrations of `store/ledger/migrations.py`, applied in order and
-recorded in the `migrations` table.
+sessions, questions, feedback and conversations, the audit trail (who did what, hash-chained),
+and the answers admins approved (issue 27). Schema changes are the named migrations of
+`store/ledger/migrations.py`, applied in order and recorded in the `migrations` table.
 
 Which chunks of a document are live is decided in one transaction (`replace_document`), so a
 crash at any point leaves either the old or the new version live, never neither, never both.
@@ -31,6 +31,7 @@ says which one a ledger speaks, for the few statements that must differ.
     conversations.py  conversations and their turns
     audit.py          the audit trail: appended, chained by hash, verified, pruned
     sources.py        the folders kept in sync: each one's last pass and state, its documents
+    approved.py       approved answers and their citations, suspended when a cited doc changes
     migrations.py     the schema, as named migrations
 
 Only these modules speak SQL (and the embedding cache, store/embed/embedder.py, in its own
@@ -40,6 +41,7 @@ file; tests/test_layers.py checks it): everyone else calls `Ledger`'s typed meth
 from __future__ import annotations
 
 from store.ledger.accounts import Accounts
+from store.ledger.approved import Approved
 from store.ledger.audit import Audit, AuditCheck, AuditEntry, AuditRecord
 from store.ledger.conversations import Conversations
 from store.ledger.documents import KEPT_NOTE, ChunkTable, Documents
@@ -66,7 +68,7 @@ __all__ = [
 ]
 
 
-class Ledger(Documents, Runs, Accounts, Questions, Conversations, Audit, SyncSources):
+class Ledger(Documents, Runs, Accounts, Questions, Conversations, Audit, Approved, SyncSources):
     """The ledger of one store. Safe to share between threads: each thread gets its own
     connection (SQLite: to the same file, in WAL mode; PostgreSQL: to the same database), so a
     transaction in one never meets another's.

@@ -19,6 +19,7 @@ from typing import Any
 from core.errors import StoreError
 from core.text import TEXT_VERSION
 from core.types import Chunk, DocMeta, DocRecord
+from store.ledger.approved import suspend_stale
 from store.ledger.base import LedgerBase
 from store.ledger.sql import Connection
 
@@ -187,6 +188,7 @@ class Documents(LedgerBase):
             )
             self.set_meta("text_version", str(TEXT_VERSION), db)
             self._bump_generation(db)
+            suspend_stale(db, meta.id)  # approved answers citing its previous version
         live = {c.id for c in chunks}
         return [i for i in old if i not in live]
 
@@ -239,6 +241,7 @@ class Documents(LedgerBase):
             db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
             db.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
             self._bump_generation(db)
+            suspend_stale(db, doc_id)  # approved answers citing it
         return ids
 
     # --- chunks -------------------------------------------------------------------------
@@ -345,3 +348,4 @@ class Documents(LedgerBase):
             self.set_meta("collection", collection, db)
             self.set_meta("text_version", str(TEXT_VERSION), db)
             self._bump_generation(db)
+            suspend_stale(db)  # approved answers whose passages did not come back

@@ -249,6 +249,41 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    # --- 013_approved_answers (issue 27): answers admins approved, served before retrieval
+    # (store/ledger/approved.py), with the passages they cite and each document's sha256 then.
+    (
+        "013_approved_answers",
+        """
+        CREATE TABLE approved_answers (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            question TEXT NOT NULL,
+            variants TEXT NOT NULL DEFAULT '[]',
+            answer TEXT NOT NULL,
+            lang TEXT NOT NULL DEFAULT 'en',
+            groups TEXT NOT NULL DEFAULT '["all"]',
+            author TEXT NOT NULL,
+            approved_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            status TEXT NOT NULL DEFAULT 'active',
+            suspended_reason TEXT NOT NULL DEFAULT '',
+            origin TEXT NOT NULL DEFAULT 'scratch',
+            origin_ref TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE approved_citations (
+            answer_id BIGINT NOT NULL REFERENCES approved_answers(id) ON DELETE CASCADE,
+            n INTEGER NOT NULL,
+            chunk_id TEXT NOT NULL,
+            doc_id TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            file TEXT NOT NULL,
+            page INTEGER,
+            section TEXT NOT NULL DEFAULT '',
+            quote TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (answer_id, n)
+        );
+        CREATE INDEX approved_citations_doc ON approved_citations (doc_id)
+        """,
+    ),
     # --- 014_document_dates (issue 27): when a document is reviewed and stops applying
     # (core/policy_dates.py), and which of its dates an admin set rather than its sidecar.
     (

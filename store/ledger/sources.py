@@ -76,7 +76,8 @@ class SyncSources(LedgerBase):
         """A renamed file: the document `old_id` becomes `meta.id` at `meta.path` (size, mtime)
         in one transaction, with every other column (status, groups, title, what later
         migrations add) and its live chunks, whose ids stay, so citations already given still
-        open. Returns those chunk ids (their vectors' metadata names the new id next)."""
+        open, approved answers' among them. Returns those chunk ids (their vectors' metadata
+        names the new id next)."""
         with self.transaction() as db:
             row = db.execute("SELECT * FROM documents WHERE id = ?", (old_id,)).fetchone()
             if row is None:
@@ -91,6 +92,9 @@ class SyncSources(LedgerBase):
                 [values[c] for c in columns],
             )
             db.execute("UPDATE chunks SET doc_id = ? WHERE doc_id = ?", (meta.id, old_id))
+            # approved answers cite the same passages, now of the moved document
+            db.execute("UPDATE approved_citations SET doc_id = ?, file = ? WHERE doc_id = ?",
+                       (meta.id, meta.path, old_id))
             db.execute("DELETE FROM documents WHERE id = ?", (old_id,))
             ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE doc_id = ?",
                                             (meta.id,))]

@@ -16,6 +16,7 @@ import pytest
 
 from assistant.answer import Assistant
 from assistant.answer_json import answer_to_json
+from assistant.approved.answers import Draft, Ref
 from assistant.retrieve.retriever import Retriever
 from core.config import Settings
 from ingest.dates import set_dates
@@ -127,3 +128,16 @@ def test_an_answer_citing_a_document_past_its_review_says_so(store: Store) -> No
     shown = answer_to_json(late)
     assert {c["file"]: c["review_due"] for c in shown["citations"]}[NEW] == "2024-06-30"
     assert all(p["review_due"] in (None, "2024-06-30") for p in shown["passages"])
+
+
+def test_an_approved_answer_is_served_only_while_its_documents_are_in_force(
+        store: Store) -> None:
+    clock = Clock(dt.date(2025, 6, 1))
+    assistant = Assistant(store, FakeGenerator(), FakeCounter(), today=clock)
+    cited = next(p for p in assistant.retrieve(QUESTION, ["all"]) if p.file == NEW)
+    assistant.save_approved(Draft(QUESTION, "见 [1]。", [Ref(cited.chunk_id)], ["all"]), "alice")
+    assert assistant.ask(QUESTION, ["all"]).mode == "approved"
+    set_dates(store, NEW, {"expires": "2025-05-31"})
+    assert assistant.ask(QUESTION, ["all"]).mode != "approved"  # expired: not served
+    clock.day = dt.date(2025, 5, 31)  # its last day in force
+    assert assistant.ask(QUESTION, ["all"]).mode == "approved"

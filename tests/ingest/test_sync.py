@@ -14,6 +14,7 @@ import docx
 import pytest
 
 from core.sources_settings import SourceSettings
+from core.types import ApprovedAnswer, ApprovedCitation
 from devtools.postgres import with_ledger
 from ingest.discover import doc_id_for
 from ingest.sync import sync_source
@@ -85,6 +86,11 @@ def test_added_changed_renamed_and_deleted_files(store: Store, share: Path) -> N
     assert any("badge register" in text for text in texts)
 
     before = documents(store, share)
+    cited = before["Employee-Leave-Policy.pdf"][0]
+    approved = store.ledger.save_approved(ApprovedAnswer(
+        0, "How many days of annual leave?", "See [1].", "alice", citations=(ApprovedCitation(
+            1, cited, doc_id_for(source.path, "Employee-Leave-Policy.pdf"),
+            records["Employee-Leave-Policy.pdf"].meta.sha256, "Employee-Leave-Policy.pdf"),)))
     (share / "archive").mkdir()
     (share / "Employee-Leave-Policy.pdf").rename(share / "archive" / "Leave-2026.pdf")
     renamed = sync_source(store, source, 0.2, T0 + 180)
@@ -96,6 +102,10 @@ def test_added_changed_renamed_and_deleted_files(store: Store, share: Path) -> N
     assert after["archive/Leave-2026.pdf"] == before["Employee-Leave-Policy.pdf"]  # same ids
     moved = store.ledger.document(doc_id_for(source.path, "archive/Leave-2026.pdf"))
     assert moved is not None and moved.status == "ok" and moved.meta.groups == ("hr",)
+    still = store.ledger.approved_answer(approved)  # an approved answer follows the move
+    assert still is not None and still.status == "active"
+    assert (still.citations[0].doc_id, still.citations[0].file) == (
+        moved.meta.id, "archive/Leave-2026.pdf")
 
     (share / "IT-Security-Policy.docx").unlink()  # 1 of 5: 20%, not more
     deleted = sync_source(store, source, 0.2, T0 + 240)

@@ -1,8 +1,8 @@
 """`kb`: the command line of kb-assistant. One group, short commands; each command calls the
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
-`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`) and is imported only when
-it runs.
+`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`) and is
+imported only when it runs.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"
@@ -11,6 +11,7 @@ it runs.
     kb users add alice --groups all,hr --admin
     kb audit verify
     kb sync --once
+    kb answers list --suspended
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ COMMAND_MODULES = {
     "ui.cli.abstain": ("abstain",),
     "ui.cli.audit": ("audit_group",),
     "ui.cli.sync": ("sync_command",),
+    "ui.cli.answers": ("answers_group",),
 }
 COMMAND_HOMES = {
     **dict.fromkeys(("ingest", "reindex", "delete", "status", "worker"), "ui.cli.ingest"),
@@ -46,6 +48,7 @@ COMMAND_HOMES = {
     "abstain": "ui.cli.abstain",
     "audit": "ui.cli.audit",
     "sync": "ui.cli.sync",
+    "answers": "ui.cli.answers",
 }
 
 

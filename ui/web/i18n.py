@@ -129,6 +129,21 @@ LABELS: dict[str, tuple[str, str]] = {
     # --- which mode answered: a generated answer says so too (retrieval_only, fallback above)
     "generated": ("Written by the language model from the sources below",
                   "由语言模型根据以下来源撰写"),
+    # --- an answer an admin approved (assistant/approved/): who approved it and when
+    "approved_by": ("Approved by {name} on {day}", "已审核：{name}，{day}"),
+    "approved_answer": ("An approved answer", "已审核的答案"),
+    # --- the admin tab's editor of approved answers (ui/web/approved_tab.py)
+    "approved_answers": ("Approved answers", "审核答案"),
+    "approved_start": ("Start from (gap, thumbs-down, asked question)",
+                       "起点（知识缺口、差评、已问问题）"),
+    "approved_edit": ("Edit an approved answer", "编辑审核答案"),
+    "approved_find": ("Find passages", "查找段落"),
+    "approved_cite": ("Passages to cite ([1], [2], … in this order)",
+                      "引用的段落（按顺序为 [1]、[2]…）"),
+    "approved_text": ("Answer (cite as [1], [2], …)", "答案（以 [1]、[2]… 标注引用）"),
+    "approved_also": ("Also asked as (one per line, e.g. in the other language)",
+                      "其他问法（每行一个，例如另一种语言）"),
+    "approved_save": ("Save and approve", "保存并审核"),
     # --- a follow-up read with its history (assistant/followup.py): what retrieval searched for
     "searched_for": ("Searched for: {text}", "检索内容：{text}"),
 }

@@ -30,6 +30,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from assistant.answer_json import approved_to_json
 from core.errors import KbError
 from core.text import detect_lang
 from core.types import Answer, Citation, Turn
@@ -164,6 +165,7 @@ def kb_field(answer: Answer, lang: str) -> dict[str, Any]:
         "mode": "abstained" if answer.abstained else answer.mode,
         "searched_for": answer.searched_for,
         "question_id": answer.question_id,
+        "approved": approved_to_json(answer.approved),
         "citations": [
             {"n": c.n, "file": c.file, "page": c.page, "page_label": c.page_label or None,
              "section": c.section, "quote": c.quote, "supported": c.supported,

@@ -19,6 +19,12 @@ import gradio as gr
 
 from ui.web import admin, dates_view, insights
 from ui.web.admin_tab import AdminHandlers
+from ui.web.approved_tab import (
+    ApprovedHandlers,
+    ApprovedView,
+    build_approved_view,
+    wire_approved_view,
+)
 from ui.web.audit_view import AuditView, build_audit_view, wire_audit_view
 from ui.web.chat import ChatHandlers
 from ui.web.handlers import Conversation
@@ -36,10 +42,11 @@ LANG_CHOICES = [("English", "en"), ("中文", "zh")]
 C = TypeVar("C")
 
 
-class App(ChatHandlers, AdminHandlers, SourcesHandlers):
+class App(ChatHandlers, AdminHandlers, ApprovedHandlers, SourcesHandlers):
     """The page's handlers: the chat tab's and the sidebar's (`ui/web/chat.py`) and the admin
-    tab's (`ui/web/admin_tab.py`, the folders kept in sync: `ui/web/sources_view.py`), over one
-    set of services and one question gate."""
+    tab's (`ui/web/admin_tab.py`, its editor of approved answers `ui/web/approved_tab.py`, the
+    folders kept in sync `ui/web/sources_view.py`), over one set of services and one question
+    gate."""
 
     def on_load(self, request: gr.Request) -> tuple[Any, ...]:
         """The page as it opens: its language, who is signed in, the admin tab (admins only),
@@ -148,6 +155,7 @@ class AdminTab:
     feedback: gr.Dataframe
     insights: Insights
     audit: AuditView
+    approved: ApprovedView
     synced: SourcesView
 
     @property
@@ -243,8 +251,8 @@ def _chat_tab(lab: Labels) -> ChatTab:
 
 def _admin_tab(lab: Labels) -> AdminTab:
     """Uploads with their groups and dates, the documents and those due for review or expiring,
-    re-index, store status, feedback, the insights, the audit trail and the folders kept in
-    sync; hidden until `App.on_load` finds an admin."""
+    re-index, store status, feedback, the insights, the approved answers' editor, the audit
+    trail and the folders kept in sync; hidden until `App.on_load` finds an admin."""
     with gr.Tab(t("admin_tab"), id="admin", visible=False) as tab:
         lab(tab, label="admin_tab")
         with gr.Row():
@@ -277,10 +285,12 @@ def _admin_tab(lab: Labels) -> AdminTab:
         feedback = lab(gr.Dataframe(headers=admin.FEEDBACK_HEADERS, label=t("feedback_list"),
                                     interactive=False), label="feedback_list")
         seen = _insights(lab)
+        approved = build_approved_view(lab)
         trail = build_audit_view(lab, t)
         synced = build_sources_view(lab, t)
     return AdminTab(tab, files, groups, dates, ingest, report, docs, due, refresh, doc_ref,
-                    delete, mode, reindex, message, stats, feedback, seen, trail, synced)
+                    delete, mode, reindex, message, stats, feedback, seen, trail, approved,
+                    synced)
 
 
 def _insights(lab: Labels) -> Insights:
@@ -362,8 +372,9 @@ def _wire_chat(app: App, page: Page) -> list[Any]:
 
 
 def _wire_admin(app: App, tab: AdminTab) -> None:
-    """Uploads, the tables (the due list beside them), delete, re-index and the insights with
-    their gap notes."""
+    """Uploads, the tables (the due list beside them), delete, re-index, the insights with
+    their gap notes, the audit trail, the editor of approved answers and the folders kept in
+    sync."""
     tab.refresh.click(app.admin_tables, None, tab.tables, api_name="admin_tables")
     tab.refresh.click(app.due_list, None, tab.due, api_name="due_list")  # named before the
     # private listeners of the same handler, which would take its name
@@ -380,6 +391,7 @@ def _wire_admin(app: App, tab: AdminTab) -> None:
     seen.save_note.click(app.save_gap_note, [seen.gap_pick, seen.gap_note], seen.outputs,
                          api_name="gap_note")
     wire_audit_view(app.audit_trail, tab.audit)
+    wire_approved_view(app, tab.approved)
     wire_sources_view(app.synced_sources, tab.synced)
 
 

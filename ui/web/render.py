@@ -16,6 +16,7 @@ import urllib.parse
 from collections.abc import Collection
 from pathlib import Path
 
+from assistant.answer_json import approved_day
 from core.types import Answer, Citation, Passage
 from ui.web.i18n import t
 
@@ -32,6 +33,8 @@ CSS = """
 .kb-where { color: var(--body-text-color-subdued, #666); font-size: 90%; }
 .kb-notice { color: #92400e; }
 .kb-timings { font-size: 85%; color: var(--body-text-color-subdued, #666); }
+.kb-approved { background: #dcfce7; color: #166534; border-radius: 4px; padding: 0 6px;
+               font-size: 85%; }
 .kb-mode { font-size: 85%; color: var(--body-text-color-subdued, #666); margin: 0; }
 .kb-searched { font-size: 85%; color: var(--body-text-color-subdued, #666); margin: 0; }
 """
@@ -138,6 +141,11 @@ def answer_html(answer: Answer, key: str, lang: str, asked: str = "") -> str:
         lines.append(f'<p class="kb-badge">{html.escape(t(mode, lang))}</p>')
     elif mode == "generated":  # every answer says which mode made it
         lines.append(f'<p class="kb-mode">{html.escape(t("generated", lang))}</p>')
+    elif mode == "approved":  # a resumed conversation keeps the mode, not who approved it
+        mark = t("approved_answer", lang) if answer.approved is None else t(
+            "approved_by", lang, name=answer.approved.author,
+            day=approved_day(answer.approved.approved_at))
+        lines.append(f'<p class="kb-approved">{html.escape(mark)}</p>')
     if answer.notice and mode == "generated":
         lines.append(f'<p class="kb-notice">{escape(answer.notice)}</p>')
     # An abstention's text names the nearest documents itself; they open under "view source".

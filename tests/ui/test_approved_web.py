@@ -1,0 +1,67 @@
+"""Approved answers through the real app (the sample store, the model server unreachable: the
+approved path needs none): written in the admin tab's editor, then served first on the page,
+by POST /api/ask and by the OpenAI endpoint (through the variant in the other language), marked
+"approved by NAME on DATE", with their citations as links; removed again, recorded each time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import httpx
+import pytest
+
+from tests.ui.test_app import FakeRequest, ask, message_text
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "How many days of annual leave can be carried over?"
+ASKED = "How many days of annual leave can I carry over?"
+
+
+def test_approved_answers_through_the_editor_the_page_and_both_apis(login_server: Any) -> None:
+    app, url = login_server.app, login_server.url
+    alice = FakeRequest("alice")
+    with pytest.raises(gr.Error):  # admins only
+        app.approved_table(FakeRequest("bob"))
+    # the editor as the page drives it: the passages found become the choices ticked
+    editor = login_server.client("alice")
+    found = editor.predict(QUESTION, [], api_name="/approved_find")
+    carry = next(c for label, c in found["choices"] if "carry over" in label)
+    saved = editor.predict("", QUESTION, "At most 5 days [1].", [carry], "年假可以结转几天？",
+                           "scratch:", ["all"], api_name="/approved_save")
+    answer_id = saved[0]
+    try:
+        rows = saved[2]["data"]
+        assert [r[0] for r in rows] == [int(answer_id)] and rows[0][1] == "active"
+
+        chat = ask(login_server.client("bob"), ASKED)[-1][0]
+        shown = message_text(chat[-1])
+        assert "Approved by alice on" in shown and 'data-mode="approved"' in shown
+        assert 'class="kb-cite"' in shown and "At most 5 days" in shown
+
+        bearer = {"Authorization": f"Bearer {login_server.tokens['bob']}"}
+        body = httpx.post(url + "api/ask", json={"question": ASKED}, headers=bearer,
+                          timeout=120).json()
+        assert body["mode"] == "approved" and body["approved"]["by"] == "alice"
+        assert body["citations"][0]["file"] == "Employee-Leave-Policy.pdf"
+
+        reply = httpx.post(url + "v1/chat/completions", headers=bearer, timeout=120,
+                           json={"model": "kb-assistant",
+                                 "messages": [{"role": "user", "content": "年假可以结转几天？"}]})
+        kb = reply.json()["kb"]
+        assert kb["mode"] == "approved" and kb["approved"]["id"] == int(answer_id)
+        # that question, from the log, starts a new form with the passages it cited ticked
+        start = app.approved_start(f"log:{kb['question_id']}", alice)
+        assert start[1] == "年假可以结转几天？" and start[3]["value"] == [carry]
+        # a thumbs-down on it starts one holding its answer too
+        rating = app.store.ledger.replace_feedback(kb["question_id"], "bob", -1, "too short")
+        start = app.approved_start(f"feedback:{rating}", alice)
+        assert start[2] == kb["answer"] and start[3]["value"] == [carry]
+        assert kb["citations"][0]["link"].startswith("/page/")
+        assert reply.json()["choices"][0]["message"]["content"].startswith("At most 5 days")
+    finally:
+        app.approved_remove(answer_id, alice)
+    assert app.approved_table(alice)[0] == []
+    events = [r.event for r in app.store.ledger.audit_records(0, None, "answer.", "")]
+    assert "answer.add" in events and "answer.remove" in events
