@@ -109,7 +109,7 @@ def shoot(settings: Settings, out: Path, profile: Path) -> None:
 def serve_and_shoot(settings: Settings, profile: Path,
                     take: Callable[[Page, int], None]) -> None:
     """Serve the app (with sign-in) on a free port and hand Chromium's page and the port to
-    `take`, which takes the pictures (scripts/screenshots_dates.py shares it)."""
+    `take`, which takes the pictures (scripts/screenshots_owners.py shares it)."""
     import uvicorn
 
     from ui.web.server import create_server

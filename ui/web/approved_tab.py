@@ -29,6 +29,11 @@ APPROVED_HEADERS = ["id", "status", "reason", "question", "also asked", "groups"
 STARTS = 30  # starting points offered of each kind (newest first)
 
 
+# the passages "Find passages" offers, best first: the answer's evidence is among the first few,
+# and a longer list hides the answer box below it
+OFFERED = 10
+
+
 def approved_rows(answers: list[ApprovedAnswer]) -> list[list[Any]]:
     """The table's rows: suspended ones first (the ledger's order), each with its reason."""
     return [[a.id, a.status, a.suspended_reason, a.question, " | ".join(a.variants),
@@ -103,7 +108,7 @@ class ApprovedHandlers(Handlers):
         if not (question or "").strip():
             raise gr.Error("write the question first")
         kept = list(cited or [])
-        passages = self.assistant.retrieve(question, user.groups)
+        passages = self.assistant.retrieve(question, user.groups)[:OFFERED]
         choices = [(f"{p.file}" + (f" p.{p.page}" if p.page else "") + f": {p.text[:160]}",
                     p.chunk_id) for p in passages]
         known = {c for _, c in choices}
@@ -177,7 +182,7 @@ class ApprovedView:
 
 def build_approved_view(lab: Any, groups_choices: list[str] | None = None) -> ApprovedView:
     """The editor's part of the admin tab, folded until opened."""
-    with gr.Accordion(t("approved_answers"), open=False) as box:
+    with gr.Accordion(t("approved_answers"), open=False, elem_id="kb-approved") as box:
         lab(box, label="approved_answers")
         with gr.Row():
             start = lab(gr.Dropdown(choices=[], label=t("approved_start")),
@@ -187,13 +192,17 @@ def build_approved_view(lab: Any, groups_choices: list[str] | None = None) -> Ap
         with gr.Row():
             answer_id = gr.Textbox(label="id", lines=1, interactive=False, scale=0)
             origin = gr.Textbox(label="origin", lines=1, interactive=False, scale=0)
-            question = lab(gr.Textbox(label=t("question"), lines=1), label="question")
+            question = lab(gr.Textbox(label=t("question"), lines=1,
+                                       elem_id="kb-approved-question"), label="question")
             find = lab(gr.Button(t("approved_find"), size="sm", scale=0), value="approved_find")
-        cited = lab(gr.CheckboxGroup(choices=[], label=t("approved_cite")),
+        cited = lab(gr.CheckboxGroup(choices=[], label=t("approved_cite"),
+                                     elem_id="kb-approved-cite"),
                     label="approved_cite")
-        text = lab(gr.Textbox(label=t("approved_text"), lines=4), label="approved_text")
+        text = lab(gr.Textbox(label=t("approved_text"), lines=4, elem_id="kb-approved-text"),
+                   label="approved_text")
         with gr.Row():
-            variants = lab(gr.Textbox(label=t("approved_also"), lines=2), label="approved_also")
+            variants = lab(gr.Textbox(label=t("approved_also"), lines=2,
+                                       elem_id="kb-approved-also"), label="approved_also")
             groups = lab(gr.Dropdown(choices=groups_choices or [], value=["all"],
                                      multiselect=True, allow_custom_value=True,
                                      label=t("groups")), label="groups")
