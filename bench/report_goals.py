@@ -38,7 +38,7 @@ class Goal:
 def goals(rec: Recorded) -> list[Goal]:
     return [*quality_goals(rec), *followup_goals(rec), ldap_signin(rec), ingest_pace(rec),
             reindex(rec), *latency_goals(rec), gpu_serving(rec), api_overhead_goal(rec),
-            *audit_goals(rec),
+            *audit_goals(rec), *owner_goals(rec),
             Goal("50 askers at once without an error", "", True,
                  "0 in 100 questions: the history's last run, not checked here")]
 
@@ -186,6 +186,22 @@ def audit_goals(rec: Recorded) -> list[Goal]:
              f"{ours['runs_under_goal']} of {ours['runs_total']} runs, slowest "
              f"{ours['worst_page_ms']:.0f} ms ({before['runs_under_goal']} of "
              f"{before['runs_total']} before, slowest {before['worst_page_ms']:.0f} ms)"),
+    ]
+
+
+def owner_goals(rec: Recorded) -> list[Goal]:
+    approved = rec.report("approved")
+    shipped, p95 = approved["quality"]["at_shipped"], approved["latency"]["p95_ms"]
+    sync = rec.report("sync_unchanged")["pass_s"]["max"]
+    return [
+        Goal("approved answers: no false match on both dev sets", "issue 27",
+             shipped["false_matches"] == 0,
+             f"{shipped['false_matches']} of {shipped['questions_asked']} questions; probes hit "
+             f"{shipped['probe_hits']}/{shipped['probes']}"),
+        Goal("matching against 1,000 approved answers ≤ 5 ms p95", "issue 27", p95 <= 5,
+             f"{p95} ms"),
+        Goal("a sync pass over 10,000 unchanged files ≤ 10 s", "issue 27", sync <= 10,
+             f"slowest {sync} s"),
     ]
 
 
