@@ -173,11 +173,11 @@ class ApprovedAnswers:
             if (row is None or record is None or not allowed[row]
                     or record.meta.sha256 != c.sha256 or c.doc_id in snap.superseded):
                 return None
-            p = snap.passage(row, groups=groups)
+            p = snap.passage(row, groups=groups, day=day)
             passages.append(p)
             citations.append(Citation(c.n, p.file, p.page, p.section_path,
                                       c.quote or p.text[:300], p.chunk_id,
-                                      page_label=p.page_label))
+                                      page_label=p.page_label, review_due=p.review_due))
         return Served(answer, citations, passages, candidate.lexical, candidate.dense)
 
     # --- writing --------------------------------------------------------------------------

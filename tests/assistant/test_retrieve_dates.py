@@ -137,6 +137,9 @@ def test_an_approved_answer_is_served_only_while_its_documents_are_in_force(
     cited = next(p for p in assistant.retrieve(QUESTION, ["all"]) if p.file == NEW)
     assistant.save_approved(Draft(QUESTION, "见 [1]。", [Ref(cited.chunk_id)], ["all"]), "alice")
     assert assistant.ask(QUESTION, ["all"]).mode == "approved"
+    set_dates(store, NEW, {"review_by": "2025-05-01"})  # its card says the review is overdue
+    late = assistant.ask(QUESTION, ["all"])
+    assert late.mode == "approved" and late.citations[0].review_due == "2025-05-01"
     set_dates(store, NEW, {"expires": "2025-05-31"})
     assert assistant.ask(QUESTION, ["all"]).mode != "approved"  # expired: not served
     clock.day = dt.date(2025, 5, 31)  # its last day in force
