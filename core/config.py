@@ -204,6 +204,21 @@ class RetrieveSettings:
     fusion: str = field(
         default="score", metadata=tuning("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
     )
+    bilingual: bool = field(
+        default=True, metadata=doc("also search a question in the other language (glossary)")
+    )
+    glossary: str = field(
+        default="", metadata=doc("your bilingual glossary (TOML) over the shipped one; empty: none")
+    )
+    bilingual_weight: float = field(
+        default=8.0, metadata=tuning("RRF weight of the carried question's ranks per unit of lead")
+    )
+    bilingual_weight_closed: float = field(
+        default=0.0, metadata=tuning("the same, gate closed (its own words cover it better)")
+    )
+    bilingual_margin: float = field(
+        default=0.0, metadata=tuning("coverage the carried words need over the question's own")
+    )
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from assistant.answerable import features
+from assistant.retrieve.bilingual import Bilingual, Bridge
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
@@ -36,7 +37,7 @@ from assistant.retrieve.rankings import (
     ranking_weights,
     score_fused,
 )
-from assistant.retrieve.snapshot import Snapshot
+from assistant.retrieve.snapshot import Mask, Snapshot
 from core.config import Settings
 from core.errors import ConfigError
 from core.policy_dates import Today
@@ -50,6 +51,8 @@ logger = logging.getLogger(__name__)
 # How the lexical and dense candidates are combined (retrieve.fusion): by their ranks, each an
 # RRF input, or by their standardised scores into one ranking (`rankings.score_fused`).
 FUSIONS = ("rrf", "score")
+# The RRF input of the question carried into the other language (`bilingual.Bridge`).
+CARRIED = "carried"
 
 
 @dataclass
@@ -66,6 +69,8 @@ class Retrieval:
     # What the answerability model weighs (assistant/answerable.py).
     evidence: dict[str, float] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # The bridge to the other language's documents: its gate's readings (empty: none).
+    crossing: dict[str, float] = field(default_factory=dict)
 
 
 class Retriever:
@@ -96,6 +101,12 @@ class Retriever:
         self._refresher: threading.Thread | None = None
         # `count_ahead`: the token counter's `prime`, for the wait on the dense side
         self.dense = DenseSearch(store, count_ahead)
+        # the question searched in the other language too (assistant/retrieve/bilingual.py)
+        self.bilingual = (
+            Bilingual(settings.retrieve, settings.base_dir, self.synonyms)
+            if settings.retrieve.bilingual
+            else None
+        )
 
     def snapshot(self) -> Snapshot:
         """The current snapshot. Without a refresher thread the ledger's generation is read on
@@ -189,6 +200,9 @@ class Retriever:
         lexical = snap.bm25.search(terms, cfg.candidates, allowed, weight)
         t1 = time.perf_counter()
         more = {n: rank(snap, query, lexical) for n, rank in RANKINGS.items() if weights[n] > 0}
+        bridge = self._bridge(snap, question, lang, allowed, lexical)
+        if bridge is not None:
+            more, weights = {**more, CARRIED: bridge.ranking}, {**weights, CARRIED: bridge.weight}
         t2 = time.perf_counter()
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
         t3 = time.perf_counter()
@@ -198,7 +212,9 @@ class Retriever:
         if self.reranker is not None:
             passages = self.reranker.rerank(text, passages)
         passages = self._prefer_newest(passages, text, snap.superseded_for(groups, day))
-        found = self._found(snap, text, lang, passages[:k], lexical, dense)
+        carried = bridge.terms if bridge is not None else []
+        found = self._found(snap, text, lang, passages[:k], lexical, dense, carried)
+        found.crossing = bridge.gate if bridge is not None else {}
         found.timings_ms = {
             # BM25 and the mask (snapshot and mask lookups before it included)
             "lexical": (t1 - t0) * 1000,
@@ -212,6 +228,15 @@ class Retriever:
             "retrieve": (time.perf_counter() - t0) * 1000,
         }
         return found
+
+    def _bridge(
+        self, snap: Snapshot, question: str, lang: str, allowed: Mask, lexical: Scored
+    ) -> Bridge | None:
+        """The question carried into the other language and searched (None: off, or nothing
+        of it translates, and the old path is taken)."""
+        if self.bilingual is None:
+            return None
+        return self.bilingual.bridge(snap.bm25, question, lang, allowed, lexical)
 
     def _weights(self, lang: str) -> dict[str, float]:
         """Each ranking's RRF weight for a question in `lang`; the dense side weighs nothing
@@ -265,18 +290,28 @@ class Retriever:
         passages: list[Passage],
         lexical: Scored,
         dense: Hits,
+        carried: Sequence[str] = (),
     ) -> Retrieval:
-        """The retrieval of these passages, with the evidence the answerability model weighs."""
+        """The retrieval of these passages, with the evidence the answerability model weighs:
+        of the question's own terms or, where it was also searched in the other language, of
+        the `carried` terms when those find more of it in one sentence (`amount_mass`)."""
         dense_top = dense[0][1] if dense else 0.0
         lexical_scaled = (lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0
         rows = [snap.row_of[p.chunk_id] for p in passages]
+        evidence = features(question, passages, snap.bm25, rows, dense_top, lexical_scaled)
+        if carried:
+            across = features(
+                question, passages, snap.bm25, rows, dense_top, lexical_scaled, carried
+            )
+            if across["amount_mass"] > evidence["amount_mass"]:
+                evidence = across
         return Retrieval(
             passages=passages,
             lang=lang,
             dense_top=dense_top,
             lexical_top=lexical[0][1] if lexical else 0.0,
             lexical_scaled=lexical_scaled,
-            evidence=features(question, passages, snap.bm25, rows, dense_top, lexical_scaled),
+            evidence=evidence,
         )
 
     @staticmethod
