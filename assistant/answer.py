@@ -39,7 +39,13 @@ from assistant.cite import Verified, attribute, verify
 from assistant.followup import REWRITES, Reading, read_question
 from assistant.loopguard import LoopGuard
 from assistant.pack import plan_budget, render_passages
-from assistant.prompt import abstention_text, build_messages, defuse, retrieval_only_text
+from assistant.prompt import (
+    abstention_text,
+    build_messages,
+    crosses,
+    defuse,
+    retrieval_only_text,
+)
 from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
 from assistant.tokens import special_tokens
@@ -303,6 +309,7 @@ class Assistant:
             )
         ]
         specials = special_tokens(counter)
+        across = crosses(asking.lang, passages)  # passages in the other language (issue 29)
         budget = plan_budget(
             asking.question,
             past,
@@ -311,6 +318,7 @@ class Assistant:
             max_model_len=settings.llm.max_model_len,
             answer_tokens=settings.llm.answer_tokens,
             specials=specials,
+            across=across,
         )
         packed = fill_budget(
             passages, budget.passages, counter.count, neighbours, settings.retrieve.hit_share
@@ -321,7 +329,9 @@ class Assistant:
         # counted (a cached count): the client need not count the prompt before sending it.
         llm = settings.llm
         bound = llm.max_model_len - llm.answer_tokens - budget.passages + counter.count(block)
-        messages = build_messages(asking.question, block, budget.history, asking.lang, specials)
+        messages = build_messages(
+            asking.question, block, budget.history, asking.lang, specials, across
+        )
         return packed, messages, bound
 
     def _stream(

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assistant.answerable import asks
 from assistant.retrieve.lexical import BM25Index, BoolMask, Synonyms
 from core.config import RetrieveSettings
 from core.errors import ConfigError
@@ -373,6 +374,24 @@ def coverage(
     return float(held_by_row.max()) / total if total else 0.0
 
 
+def _held_share(question: str, index: BM25Index, rows: Sequence[int]) -> float:
+    """The best share, over `rows`, of the question's own indexed terms (idf-weighted, asking
+    words left out) that one row holds: how well its own language's passages answer it.
+
+    _held_share("婚假有几天？", index, [4]) -> 1.0
+    """
+    terms = [t for t in dict.fromkeys(tokenize(question)) if not asks(t)]
+    idf = {t: index.idf(t) for t in terms}
+    known = [t for t in terms if idf[t] is not None]
+    total = sum(idf[t] or 0.0 for t in known)
+    if not rows or not total:
+        return 0.0
+    held = np.zeros(len(rows), dtype=np.float64)
+    for t in known:
+        held += index.coverage([t], rows)
+    return float(held.max()) / total
+
+
 # --- the bridge -------------------------------------------------------------------------------
 
 
@@ -424,13 +443,15 @@ class Bilingual:
         own = coverage(units, index, own_rows, carried=False, whole=whole)
         rows = [index.row_of(c) for c, _ in found[:top]]
         other = coverage(units, index, rows, carried=True, whole=whole)
-        opened = bool(units) and other > own + cfg.bilingual_margin
+        held = _held_share(question, index, own_rows)
+        opened = bool(units) and other > own + cfg.bilingual_margin and held < cfg.bilingual_held
+
         confidence = carried.confidence
         lead = max(other - own, 0.0)
         weight = confidence * (
             cfg.bilingual_weight * lead if opened else cfg.bilingual_weight_closed
         )
-        gate = {"own": round(own, 3), "carried": round(other, 3),
+        gate = {"own": round(own, 3), "carried": round(other, 3), "held": round(held, 3),
                 "confidence": round(confidence, 3), "open": float(opened),
                 "weight": round(weight, 3)}  # fmt: skip
         return Bridge([c for c, _ in found], weight, gate, carried.terms if opened else [])
