@@ -219,6 +219,9 @@ class RetrieveSettings:
     bilingual_margin: float = field(
         default=0.0, metadata=tuning("coverage the carried words need over the question's own")
     )
+    bilingual_evidence: bool = field(
+        default=True, metadata=tuning("refuse or answer on the carried words' evidence too")
+    )
     bilingual_held: float = field(
         default=0.3, metadata=tuning("gate shut when its own top passages hold this share of it")
     )

