@@ -60,6 +60,8 @@ def gate_record(settings: Settings, readings: Mapping[str, Mapping[str, float]])
         "bilingual_weight": cfg.bilingual_weight,
         "bilingual_weight_closed": cfg.bilingual_weight_closed,
         "bilingual_margin": cfg.bilingual_margin,
+        "bilingual_held": cfg.bilingual_held,
+        "bilingual_evidence": cfg.bilingual_evidence,
         "opened": sum(1 for r in readings.values() if r.get("open")),
         "questions": {qid: dict(r) for qid, r in readings.items()},
     }
