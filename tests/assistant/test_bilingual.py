@@ -14,13 +14,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from assistant.retrieve.bilingual import (
-    Dictionary,
-    _parse_cedict,
-    carry,
-    english_key,
-    load_glossary,
-)
+from assistant.retrieve.bilingual import carry
+from assistant.retrieve.glossary import Dictionary, _parse_cedict, english_key, load_glossary
 from core.errors import ConfigError
 from ui.cli import main
 from ui.wiring import open_services
