@@ -46,12 +46,13 @@ def main() -> None:
     store_module.QUESTION_VECTORS = 0  # every question embedded as a new one is
     followup.DOCS = DOCS  # the same store as the follow-up bench's, wherever shared/ is
     settings = ensure_store()
+    on = replace(settings, retrieve=replace(settings.retrieve, bilingual=True))
     off = replace(settings, retrieve=replace(settings.retrieve, bilingual=False))
     items = [item for path in SETS for item in load_questions(path)]
     store = open_store(settings)
     timed: dict[str, list[float]] = {"off": [], "on": [], "off_carried": [], "on_carried": []}
     try:
-        retrievers = {"on": Retriever(settings, store), "off": Retriever(off, store)}
+        retrievers = {"on": Retriever(on, store), "off": Retriever(off, store)}
         Dictionary.load()
         groups = settings.ingest.default_groups
 

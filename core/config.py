@@ -205,7 +205,7 @@ class RetrieveSettings:
         default="score", metadata=tuning("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
     )
     bilingual: bool = field(
-        default=True, metadata=doc("also search a question in the other language (glossary)")
+        default=False, metadata=doc("also search a question in the other language (glossary)")
     )
     glossary: str = field(
         default="", metadata=doc("your bilingual glossary (TOML) over the shipped one; empty: none")

@@ -95,12 +95,19 @@ def test_a_question_nothing_of_which_translates_carries_nothing() -> None:
     assert carry("Sourcegraph 401k?", "zh", load_glossary(), Dictionary.load()) is None
 
 
+def _bilingual(settings: Any, on: bool = True) -> Any:
+    """`settings` with retrieve.bilingual on (it is off by default) or off."""
+    return dataclasses.replace(
+        settings, retrieve=dataclasses.replace(settings.retrieve, bilingual=on)
+    )
+
+
 def _files(services: Any, question: str, k: int = 5) -> list[str]:
     return [p.file for p in services.assistant.retriever.retrieve(question, ["all"]).passages[:k]]
 
 
 def test_a_question_finds_the_policy_in_the_other_language(sample_settings: Any) -> None:
-    services = open_services(sample_settings)
+    services = open_services(_bilingual(sample_settings))
     try:
         assert _files(services, EN_TO_ZH)[0] == "日常费用报销规定.docx"
         assert _files(services, ZH_TO_EN)[0] == "Employee-Leave-Policy.pdf"
@@ -108,10 +115,7 @@ def test_a_question_finds_the_policy_in_the_other_language(sample_settings: Any)
         assert crossing["open"] == 1.0 and crossing["carried"] > crossing["own"]
     finally:
         services.close()
-    off = dataclasses.replace(
-        sample_settings, retrieve=dataclasses.replace(sample_settings.retrieve, bilingual=False)
-    )
-    services = open_services(off)
+    services = open_services(_bilingual(sample_settings, on=False))
     try:  # the control: without the bridge neither is found first
         assert _files(services, EN_TO_ZH)[0] != "日常费用报销规定.docx"
         assert "Employee-Leave-Policy.pdf" not in _files(services, ZH_TO_EN)
@@ -122,10 +126,7 @@ def test_a_question_finds_the_policy_in_the_other_language(sample_settings: Any)
 def test_untranslatable_words_are_retrieved_exactly_as_before(sample_settings: Any) -> None:
     found: dict[bool, Any] = {}
     for on in (True, False):
-        settings = dataclasses.replace(
-            sample_settings, retrieve=dataclasses.replace(sample_settings.retrieve, bilingual=on)
-        )
-        services = open_services(settings)
+        services = open_services(_bilingual(sample_settings, on))
         try:
             found[on] = services.assistant.retriever.retrieve(NOTHING_TRANSLATES, ["all"])
         finally:
@@ -141,7 +142,7 @@ def test_kb_retrieve_finds_the_english_policy_for_a_chinese_question(
     sample_settings: Any,
 ) -> None:
     store = str(sample_settings.store_path())
-    env = {"KB_EMBED_CACHE": sample_settings.embed.cache}
+    env = {"KB_EMBED_CACHE": sample_settings.embed.cache, "KB_RETRIEVE_BILINGUAL": "true"}
     result = CliRunner().invoke(main, ["retrieve", ZH_TO_EN, "--json", "--store", store], env=env)
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
