@@ -60,6 +60,8 @@ BENCHES: dict[str, Bench] = {
                       "pipeline time before the request vs time to first token (vLLM CPU)"),
     "followup": Bench("followup_latency", "--rounds 5", "--rounds 2", True,
                       "retrieval of follow-ups read with their history vs alone (p95 added)"),
+    "crosslang": Bench("crosslang", "--rounds 3", "--rounds 1", False,
+                       "the multilingual space: ingest cost, p95 added, where its gate opens"),
     "audit": Bench("audit_latency", "--rounds 25", "--rounds 5", True,
                    "a question's p95 with the audit events that follow it vs without"),
     "sync": Bench("sync_unchanged", "--files 10000 --passes 5", "--files 10000 --passes 3", True,

@@ -124,6 +124,9 @@ class EmbedSettings:
     export_dir: str = field(
         default="", metadata=doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
     )
+    multilingual_model: str = field(
+        default="", metadata=doc("second embedder, both languages in one space; empty: off")
+    )
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,15 @@ class RetrieveSettings:
     )
     fusion: str = field(
         default="score", metadata=tuning("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
+    )
+    translate: str = field(
+        default="off", metadata=doc('"model": the served model translates questions; "off"')
+    )
+    crosslang_weight: float = field(
+        default=2.0, metadata=tuning("RRF weight, other-language passages (multilingual space)")
+    )
+    crosslang_margin: float = field(
+        default=-0.02, metadata=tuning("gate: best other-language cosine minus best same-language")
     )
 
 

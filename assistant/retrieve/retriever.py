@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from assistant.answerable import features
+from assistant.retrieve.crosslang import CROSSLANG, Crossing, CrossLanguage
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
@@ -66,6 +67,8 @@ class Retrieval:
     # What the answerability model weighs (assistant/answerable.py).
     evidence: dict[str, float] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # The cross-language side's gate (crosslang.py): fired, best_other, best_same; {} when off.
+    crosslang: dict[str, float] = field(default_factory=dict)
 
 
 class Retriever:
@@ -96,6 +99,7 @@ class Retriever:
         self._refresher: threading.Thread | None = None
         # `count_ahead`: the token counter's `prime`, for the wait on the dense side
         self.dense = DenseSearch(store, count_ahead)
+        self.crosslang = CrossLanguage(store)  # the multilingual space, where the store has one
 
     def snapshot(self) -> Snapshot:
         """The current snapshot. Without a refresher thread the ledger's generation is read on
@@ -178,6 +182,7 @@ class Retriever:
         pending = None
         if weights[DENSE] > 0:
             pending = self.dense.start(snap, text, allowed, cfg.candidates)
+        crossing = self.crosslang.start(snap, question, lang, allowed)
         terms = tokenize_query(question, synonyms=self.synonyms)
         weight: dict[str, float] | None = None
         if context:
@@ -191,6 +196,11 @@ class Retriever:
         more = {n: rank(snap, query, lexical) for n, rank in RANKINGS.items() if weights[n] > 0}
         t2 = time.perf_counter()
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
+        cross = self.crosslang.wait(crossing, cfg.crosslang_margin, cfg.candidates) if (
+            crossing) else Crossing()
+        if cross.hits:
+            more[CROSSLANG] = [c for c, _ in cross.hits]
+            weights[CROSSLANG] = cfg.crosslang_weight
         t3 = time.perf_counter()
         fused = self._fuse(snap, query, lexical, dense, more, weights)
         passages = self._candidates(snap, fused, groups, k, day)
@@ -208,9 +218,13 @@ class Retriever:
             "dense": (t3 - t2) * 1000,
             # what the dense side itself took: question embedding, search
             **dense_ms,
+            **cross.timings_ms,  # the cross-language side's, where it ran
             "rerank": (time.perf_counter() - t4) * 1000,
             "retrieve": (time.perf_counter() - t0) * 1000,
         }
+        if crossing:
+            found.crosslang = {"fired": float(cross.fired), "best_other": cross.best_other,
+                               "best_same": cross.best_same}
         return found
 
     def _weights(self, lang: str) -> dict[str, float]:
