@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -39,9 +40,10 @@ from ingest.pipeline import ingest_paths
 from store.store import open_store
 from ui.wiring import open_services
 
-SETS = {name: REPO.parent / "shared" / "eval" / name / "qa.jsonl"
-        for name in ("crosslang", "public2")}
-DOCS = REPO.parent / "shared" / "eval" / "public2" / "docs"
+# ../shared/eval beside the checkout, or KB_SHARED_DIR/eval (a worktree elsewhere)
+EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
+SETS = {name: EVAL / name / "qa.jsonl" for name in ("crosslang", "public2")}
+DOCS = EVAL / "public2" / "docs"
 STORE = Path("/tmp/kb-bench-crosslang")
 GOAL_MS = 5.0
 

@@ -211,10 +211,10 @@ class RetrieveSettings:
         default="off", metadata=doc('"model": the served model translates questions; "off"')
     )
     crosslang_weight: float = field(
-        default=2.0, metadata=tuning("RRF weight, other-language passages (multilingual space)")
+        default=1.75, metadata=tuning("RRF weight, other-language passages (multilingual space)")
     )
     crosslang_margin: float = field(
-        default=-0.02, metadata=tuning("gate: best other-language cosine minus best same-language")
+        default=-0.06, metadata=tuning("gate: best other-language cosine minus best same-language")
     )
 
 

@@ -88,10 +88,13 @@ class CrossLanguage:
 
     def start(self, snap: Snapshot, question: str, lang: str, allowed: Mask) -> Pending | None:
         """The question's multilingual vector (and this snapshot's space, where it is held in
-        memory), made on a worker thread; None when the side is off for this snapshot."""
+        memory), made on a worker thread; None when the side is off for this snapshot: no
+        space ready, or no passage in the other language."""
         space = self.store.multilingual
         if space is None or not space.ready(snap.generation):
             return None
+        if ("en" if lang == "zh" else "zh") not in self.languages(snap):
+            return None  # one language only: nothing to cross to, and nothing to pay
         with self._lock:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(max_workers=WORKERS,
@@ -105,7 +108,6 @@ class CrossLanguage:
         vector = space.query_vector(question)
         if len(snap.ids) <= HELD_UP_TO:
             self._space_of(snap, space)
-        self._chinese(snap)
         return _Asked(space, snap, lang, allowed, vector, (time.perf_counter() - t0) * 1000)
 
     def _space_of(self, snap: Snapshot, space: MultilingualSpace) -> _Space:

@@ -182,7 +182,7 @@ class Retriever:
         pending = None
         if weights[DENSE] > 0:
             pending = self.dense.start(snap, text, allowed, cfg.candidates)
-        crossing = self.crosslang.start(snap, question, lang, allowed)
+        crossing = self.crosslang.start(snap, text, lang, allowed)
         terms = tokenize_query(question, synonyms=self.synonyms)
         weight: dict[str, float] | None = None
         if context:
@@ -196,12 +196,13 @@ class Retriever:
         more = {n: rank(snap, query, lexical) for n, rank in RANKINGS.items() if weights[n] > 0}
         t2 = time.perf_counter()
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
+        t3 = time.perf_counter()
         cross = self.crosslang.wait(crossing, cfg.crosslang_margin, cfg.candidates) if (
             crossing) else Crossing()
         if cross.hits:
             more[CROSSLANG] = [c for c, _ in cross.hits]
             weights[CROSSLANG] = cfg.crosslang_weight
-        t3 = time.perf_counter()
+        crossed = time.perf_counter()
         fused = self._fuse(snap, query, lexical, dense, more, weights)
         passages = self._candidates(snap, fused, groups, k, day)
         t4 = time.perf_counter()
@@ -218,7 +219,9 @@ class Retriever:
             "dense": (t3 - t2) * 1000,
             # what the dense side itself took: question embedding, search
             **dense_ms,
-            **cross.timings_ms,  # the cross-language side's, where it ran
+            # the wait for the cross-language side beyond the dense one, and its own steps
+            "crosslang": (crossed - t3) * 1000,
+            **cross.timings_ms,
             "rerank": (time.perf_counter() - t4) * 1000,
             "retrieve": (time.perf_counter() - t0) * 1000,
         }
