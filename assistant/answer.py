@@ -49,6 +49,7 @@ from assistant.prompt import (
 from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
 from assistant.tokens import special_tokens
+from assistant.translate import TRANSLATES, translated
 from assistant.window import Neighbours, fill_budget, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, ConfigError, GenerationError, KbError
@@ -156,6 +157,11 @@ class Assistant:
                 f"answer.rewrite = {self.settings.answer.rewrite!r}: use one of "
                 + ", ".join(REWRITES)
             )
+        if self.settings.retrieve.translate not in TRANSLATES:
+            raise ConfigError(
+                f"retrieve.translate = {self.settings.retrieve.translate!r}: use one of "
+                + ", ".join(TRANSLATES)
+            )
 
     def _count_ahead(self, texts: Sequence[str]) -> None:
         """Count `texts`' lines ahead, where the counter can (`LocalTokenCounter.prime`): the
@@ -174,7 +180,12 @@ class Assistant:
         """What to search for: the question, or a follow-up read with the earlier questions
         (answer.rewrite; assistant/followup.py)."""
         earlier = [t.question for t in history]
-        return read_question(question, earlier, self.settings.answer.rewrite, self.generator)
+        reading = read_question(question, earlier, self.settings.answer.rewrite, self.generator)
+        how = self.settings.retrieve.translate  # the served model's translation (translate.py)
+        if how == "off":
+            return reading
+        langs = self.retriever.crosslang.languages(self.retriever.snapshot())
+        return translated(reading, how, self.generator, langs)
 
     def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:
         with self._lock:

@@ -124,6 +124,9 @@ class EmbedSettings:
     export_dir: str = field(
         default="", metadata=doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
     )
+    multilingual_model: str = field(
+        default="", metadata=doc("second embedder, both languages in one space; empty: off")
+    )
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,15 @@ class RetrieveSettings:
     )
     bilingual_held: float = field(
         default=0.3, metadata=tuning("gate shut when its own top passages hold this share of it")
+    )
+    translate: str = field(
+        default="off", metadata=doc('"model": the served model translates questions; "off"')
+    )
+    crosslang_weight: float = field(
+        default=1.75, metadata=tuning("RRF weight, other-language passages (multilingual space)")
+    )
+    crosslang_margin: float = field(
+        default=-0.06, metadata=tuning("gate: best other-language cosine minus best same-language")
     )
 
 

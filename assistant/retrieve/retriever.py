@@ -26,6 +26,7 @@ from datetime import date
 
 from assistant.answerable import features
 from assistant.retrieve.bilingual import Bilingual, Bridge
+from assistant.retrieve.crosslang import CROSSLANG, Crossing, CrossLanguage
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
@@ -69,8 +70,11 @@ class Retrieval:
     # What the answerability model weighs (assistant/answerable.py).
     evidence: dict[str, float] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    # The bridge to the other language's documents: its gate's readings (empty: none).
+    # The lexical bridge to the other language's documents (bilingual.py): its gate's
+    # readings (empty: none).
     crossing: dict[str, float] = field(default_factory=dict)
+    # The cross-language side's gate (crosslang.py): fired, best_other, best_same; {} when off.
+    crosslang: dict[str, float] = field(default_factory=dict)
 
 
 class Retriever:
@@ -107,6 +111,7 @@ class Retriever:
             if settings.retrieve.bilingual
             else None
         )
+        self.crosslang = CrossLanguage(store)  # the multilingual space, where the store has one
 
     def snapshot(self) -> Snapshot:
         """The current snapshot. Without a refresher thread the ledger's generation is read on
@@ -189,6 +194,7 @@ class Retriever:
         pending = None
         if weights[DENSE] > 0:
             pending = self.dense.start(snap, text, allowed, cfg.candidates)
+        crossing = self.crosslang.start(snap, text, lang, allowed)
         terms = tokenize_query(question, synonyms=self.synonyms)
         weight: dict[str, float] | None = None
         if context:
@@ -206,6 +212,12 @@ class Retriever:
         t2 = time.perf_counter()
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
         t3 = time.perf_counter()
+        cross = self.crosslang.wait(crossing, cfg.crosslang_margin, cfg.candidates) if (
+            crossing) else Crossing()
+        if cross.hits:
+            more[CROSSLANG] = [c for c, _ in cross.hits]
+            weights[CROSSLANG] = cfg.crosslang_weight
+        crossed = time.perf_counter()
         fused = self._fuse(snap, query, lexical, dense, more, weights)
         passages = self._candidates(snap, fused, groups, k, day)
         t4 = time.perf_counter()
@@ -224,9 +236,15 @@ class Retriever:
             "dense": (t3 - t2) * 1000,
             # what the dense side itself took: question embedding, search
             **dense_ms,
+            # the wait for the cross-language side beyond the dense one, and its own steps
+            "crosslang": (crossed - t3) * 1000,
+            **cross.timings_ms,
             "rerank": (time.perf_counter() - t4) * 1000,
             "retrieve": (time.perf_counter() - t0) * 1000,
         }
+        if crossing:
+            found.crosslang = {"fired": float(cross.fired), "best_other": cross.best_other,
+                               "best_same": cross.best_same}
         return found
 
     def _bridge(

