@@ -228,6 +228,12 @@ class RetrieveSettings:
     bilingual_held: float = field(
         default=0.3, metadata=tuning("gate shut when its own top passages hold this share of it")
     )
+    bilingual_dense_gate: bool = field(
+        default=False, metadata=tuning("multilingual space on: its gap gates the bridge, not held")
+    )
+    bilingual_dense_margin: float = field(
+        default=-0.06, metadata=tuning("that gate: best other-language cosine minus best same")
+    )
     translate: str = field(
         default="off", metadata=doc('"model": the served model translates questions; "off"')
     )

@@ -281,11 +281,16 @@ class Bilingual:
         lang: str,
         allowed: BoolMask,
         lexical: Sequence[tuple[str, float]],
+        gap: float | None = None,
     ) -> Bridge | None:
         """The carried question's ranking, weighing retrieve.bilingual_weight times how surely
         it translates when the carried words cover more of the question (in the best of their
         top passages) than the question's own words do by retrieve.bilingual_margin, else
-        retrieve.bilingual_weight_closed times it; None when nothing translates.
+        retrieve.bilingual_weight_closed times it; None when nothing translates. The gate also
+        stays shut when its own top passages hold retrieve.bilingual_held of the question or,
+        with retrieve.bilingual_dense_gate and the multilingual space's `gap` (its best
+        other-language cosine minus its best same-language one, `crosslang.py`), when that gap
+        is below retrieve.bilingual_dense_margin.
 
         bilingual.bridge(index, "Who pays maternity insurance?", "en", mask, lexical).weight
             -> 1.5
@@ -303,7 +308,11 @@ class Bilingual:
         rows = [index.row_of(c) for c, _ in found[:top]]
         other = coverage(units, index, rows, carried=True, whole=whole)
         held = _held_share(question, index, own_rows)
-        opened = bool(units) and other > own + cfg.bilingual_margin and held < cfg.bilingual_held
+        if cfg.bilingual_dense_gate and gap is not None:
+            shut = gap < cfg.bilingual_dense_margin  # the space finds its own language nearer
+        else:
+            shut = held >= cfg.bilingual_held
+        opened = bool(units) and other > own + cfg.bilingual_margin and not shut
 
         confidence = carried.confidence
         lead = max(other - own, 0.0)
@@ -313,6 +322,8 @@ class Bilingual:
         gate = {"own": round(own, 3), "carried": round(other, 3), "held": round(held, 3),
                 "confidence": round(confidence, 3), "open": float(opened),
                 "weight": round(weight, 3)}  # fmt: skip
+        if gap is not None:
+            gate["gap"] = round(gap, 3)
         return Bridge([c for c, _ in found], weight, gate, carried.terms if opened else [])
 
 

@@ -206,9 +206,9 @@ class Retriever:
         lexical = snap.bm25.search(terms, cfg.candidates, allowed, weight)
         t1 = time.perf_counter()
         more = {n: rank(snap, query, lexical) for n, rank in RANKINGS.items() if weights[n] > 0}
-        bridge = self._bridge(snap, question, lang, allowed, lexical)
-        if bridge is not None:
-            more, weights = {**more, CARRIED: bridge.ranking}, {**weights, CARRIED: bridge.weight}
+        # the bridge waits for the multilingual space's gap where that gap gates it
+        gated = cfg.bilingual_dense_gate and crossing is not None
+        bridge = None if gated else self._bridge(snap, question, lang, allowed, lexical)
         t2 = time.perf_counter()
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
         t3 = time.perf_counter()
@@ -217,6 +217,11 @@ class Retriever:
         if cross.hits:
             more[CROSSLANG] = [c for c, _ in cross.hits]
             weights[CROSSLANG] = cfg.crosslang_weight
+        if gated:
+            gap = cross.best_other - cross.best_same if cross.best_other else None
+            bridge = self._bridge(snap, question, lang, allowed, lexical, gap)
+        if bridge is not None:
+            more, weights = {**more, CARRIED: bridge.ranking}, {**weights, CARRIED: bridge.weight}
         crossed = time.perf_counter()
         fused = self._fuse(snap, query, lexical, dense, more, weights)
         passages = self._candidates(snap, fused, groups, k, day)
@@ -248,13 +253,20 @@ class Retriever:
         return found
 
     def _bridge(
-        self, snap: Snapshot, question: str, lang: str, allowed: Mask, lexical: Scored
+        self,
+        snap: Snapshot,
+        question: str,
+        lang: str,
+        allowed: Mask,
+        lexical: Scored,
+        gap: float | None = None,
     ) -> Bridge | None:
         """The question carried into the other language and searched (None: off, or nothing
-        of it translates, and the old path is taken)."""
+        of it translates, and the old path is taken); `gap`: the multilingual space's reading
+        for its gate (retrieve.bilingual_dense_gate)."""
         if self.bilingual is None:
             return None
-        return self.bilingual.bridge(snap.bm25, question, lang, allowed, lexical)
+        return self.bilingual.bridge(snap.bm25, question, lang, allowed, lexical, gap)
 
     def _weights(self, lang: str) -> dict[str, float]:
         """Each ranking's RRF weight for a question in `lang`; the dense side weighs nothing

@@ -184,3 +184,29 @@ def test_the_other_languages_passages_keep_their_groups(
     assert CHINESE in [p.file for p in hr.passages]
     assert CHINESE not in [p.file for p in everyone.passages]
     assert everyone.crosslang.get("fired", 0.0) == 0.0
+
+
+def _retrieve_with(settings: Settings, **knobs: object) -> Settings:
+    return dataclasses.replace(settings, retrieve=dataclasses.replace(settings.retrieve, **knobs))
+
+
+def test_the_spaces_gap_gates_the_lexical_bridge(with_space: Settings) -> None:
+    """Both sides on (retrieve.bilingual and the space) with retrieve.bilingual_dense_gate: the
+    bridge's gate reads the space's gap (best other-language cosine minus best same-language)
+    instead of retrieve.bilingual_held; a margin no gap reaches shuts it, and the question is
+    then ranked as with the space alone."""
+    gated = _retrieve_with(with_space, bilingual=True, bilingual_dense_gate=True)
+    shut = _retrieve_with(gated, bilingual_dense_margin=1.0)
+    store = open_store(with_space)
+    try:
+        opened = Retriever(gated, store).retrieve(ASKED_IN_CHINESE, ["all"])
+        closed = Retriever(shut, store).retrieve(ASKED_IN_CHINESE, ["all"])
+        alone = Retriever(with_space, store).retrieve(ASKED_IN_CHINESE, ["all"])
+    finally:
+        store.close()
+    gap = opened.crosslang["best_other"] - opened.crosslang["best_same"]
+    assert opened.crossing["gap"] == round(gap, 3) and gap >= gated.retrieve.bilingual_dense_margin
+    assert opened.crossing["open"] == 1.0 and opened.crossing["weight"] > 0
+    assert ENGLISH in [p.file for p in opened.passages[:5]]
+    assert closed.crossing["open"] == 0.0 and closed.crossing["weight"] == 0.0
+    assert [p.chunk_id for p in closed.passages] == [p.chunk_id for p in alone.passages]
