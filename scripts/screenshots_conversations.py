@@ -154,7 +154,7 @@ def shoot_pages(page: Page, out: Path, port: int) -> None:
     page.wait_for(click_text("button[role=tab]", "Admin"))
     page.wait_for(click_text("button, .label-wrap, span", "Questions and knowledge gaps"))
     page.wait_for("document.querySelectorAll('.vega-embed, canvas, svg.marks').length >= 1")
-    page.wait_for("document.body.innerText.includes('Is there a rooftop pool')")
+    page.wait_for("document.body.innerText.includes('Can I bring my dog')")  # a gap: rated down
     page.eval(click_text("button, .label-wrap, span", "Questions and knowledge gaps")
               .replace("el.click();", "el.scrollIntoView({block: 'start'});"))
     shot(page, out / "admin-insights.png", 1400, 1500)
