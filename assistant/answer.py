@@ -28,18 +28,21 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 from assistant.answerable import load_model
 from assistant.approved.answers import ApprovedAnswers, Draft, Served
-from assistant.best_sentence import lead_with_best
+from assistant.best_sentence import quote_best
 from assistant.cite import Verified, attribute, verify
 from assistant.followup import REWRITES, Reading, read_question
 from assistant.loopguard import LoopGuard
 from assistant.pack import plan_budget, render_passages
 from assistant.prompt import (
+    LOOPED,
+    MIDWAY_FAILURE,
+    UNSUPPORTED,
     abstention_text,
     build_messages,
     crosses,
@@ -56,32 +59,10 @@ from core.errors import AccessDenied, ConfigError, GenerationError, KbError
 from core.policy_dates import Today
 from core.ports import Generator, Reranker, TokenCounter
 from core.text import Lang, detect_lang
-from core.types import (
-    Answer,
-    ApprovedAnswer,
-    ApprovedMark,
-    Citation,
-    Message,
-    Passage,
-    Turn,
-)
+from core.types import Answer, ApprovedAnswer, Message, Passage, Turn
 from store.store import Store
 
 logger = logging.getLogger(__name__)
-
-MIDWAY_FAILURE = {
-    "zh": "（回答生成中断：模型服务出错，以上内容可能不完整。）",
-    "en": "(The answer was cut short: the model server failed; what is above may be incomplete.)",
-}
-LOOPED = {
-    "zh": "模型开始重复同样的内容，已被中止。",
-    "en": "The model started repeating itself and was stopped.",
-}
-UNSUPPORTED = {
-    "zh": "模型的回答中没有能被原文证实的引用。",
-    "en": "None of the model's citations could be confirmed in the documents.",
-}
-
 
 @dataclass
 class _Asking:
@@ -114,21 +95,6 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
     path = settings.retrieve.answerable_model
     model = load_model(str(settings.base_dir / path) if path else "")
     return model.refuses(retrieval.evidence, retrieval.lang)
-
-
-def _quoted(question: str, passages: Sequence[Passage]) -> tuple[list[Passage], list[Citation]]:
-    """The best three passages, the best first whatever their order, each leading with its
-    best sentence for the question, and a citation of each."""
-    best = sorted(passages, key=lambda p: -p.score)[:3]
-    shown = [replace(p, text=lead_with_best(question, p.text)) for p in best]
-    citations = [
-        Citation(
-            n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label,
-            review_due=p.review_due,
-        )
-        for n, p in enumerate(shown, 1)
-    ]
-    return shown, citations
 
 
 class Assistant:
@@ -411,24 +377,16 @@ class Assistant:
     def _approved(self, asking: _Asking, served: Served) -> Iterator[str | Answer]:
         """An admin approved an answer to this question: it, with its citations as live
         passages, marked with who approved it and when."""
-        approved = served.answer
-        logger.info("approved answer %d served (lexical %.2f, dense %.2f)", approved.id,
+        logger.info("approved answer %d served (lexical %.2f, dense %.2f)", served.answer.id,
                     served.lexical, served.dense)
-        answer = Answer(
-            approved.answer,
-            citations=served.citations,
-            passages=served.passages,
-            mode="approved",
-            approved=ApprovedMark(approved.id, approved.author, approved.approved_at),
-        )
-        yield from self._finish(answer, asking)
+        yield from self._finish(served.as_answer(), asking)
 
     def _retrieval_only(
         self, asking: _Asking, passages: Sequence[Passage], reason: str
     ) -> Iterator[str | Answer]:
         """The model is unavailable (`reason`): the best passages quoted instead."""
         logger.warning("retrieval-only answer: %s", reason)
-        shown, citations = _quoted(asking.searched_for, passages)
+        shown, citations = quote_best(asking.searched_for, passages)
         answer = Answer(
             retrieval_only_text(asking.lang, shown, fallback=False),
             citations=citations,
@@ -443,7 +401,7 @@ class Assistant:
     ) -> Iterator[str | Answer]:
         """The model's answer could not be trusted (`why`): the best passages quoted after it,
         its text kept in `raw_answer`."""
-        shown, citations = _quoted(asking.searched_for, packed)
+        shown, citations = quote_best(asking.searched_for, packed)
         answer = Answer(
             retrieval_only_text(asking.lang, shown, fallback=True),
             citations=citations,

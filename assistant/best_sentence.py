@@ -1,5 +1,6 @@
 """Retrieval-only answers lead with the sentence that answers: each quoted passage starts with
-its best sentence for the question, then the rest of the passage in its order.
+its best sentence for the question, then the rest of the passage in its order; `quote_best`
+picks the passages such an answer quotes and cites.
 
     lead_with_best("How many weeks of parental leave?",
                    "Leave is paid. Parental leave lasts 12 weeks. Ask HR.")
@@ -8,8 +9,12 @@ its best sentence for the question, then the rest of the passage in its order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from assistant.retrieve.lexical import tokenize_query
 from core.text import split_sentences, tokenize
+from core.types import Citation, Passage
 
 GAP = " … "  # marks where the best sentence was taken from
 
@@ -34,3 +39,18 @@ def lead_with_best(question: str, text: str) -> str:
         return text.strip()
     rest = "".join(s for j, s in enumerate(sentences) if j != i).strip()
     return sentences[i].strip() + GAP + rest
+
+
+def quote_best(question: str, passages: Sequence[Passage]) -> tuple[list[Passage], list[Citation]]:
+    """The best three passages, the best first whatever their order, each leading with its
+    best sentence for the question, and a citation of each."""
+    best = sorted(passages, key=lambda p: -p.score)[:3]
+    shown = [replace(p, text=lead_with_best(question, p.text)) for p in best]
+    citations = [
+        Citation(
+            n, p.file, p.page, p.section_path, p.text[:300], p.chunk_id, page_label=p.page_label,
+            review_due=p.review_due,
+        )
+        for n, p in enumerate(shown, 1)
+    ]
+    return shown, citations

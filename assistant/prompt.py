@@ -202,6 +202,21 @@ def source_label(p: Passage) -> str:
     return label
 
 
+# What an answer says when the model's text cannot stand as it is (assistant/answer.py).
+MIDWAY_FAILURE = {
+    "zh": "（回答生成中断：模型服务出错，以上内容可能不完整。）",
+    "en": "(The answer was cut short: the model server failed; what is above may be incomplete.)",
+}
+LOOPED = {
+    "zh": "模型开始重复同样的内容，已被中止。",
+    "en": "The model started repeating itself and was stopped.",
+}
+UNSUPPORTED = {
+    "zh": "模型的回答中没有能被原文证实的引用。",
+    "en": "None of the model's citations could be confirmed in the documents.",
+}
+
+
 def abstention_text(lang: Lang, nearest: Sequence[Passage] = (), max_pointers: int = 3) -> str:
     """The canned "not covered" answer, with the nearest documents as pointers.
 

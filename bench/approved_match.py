@@ -39,6 +39,7 @@ import numpy as np
 
 from assistant.approved.answers import ApprovedAnswers, Draft, Ref
 from assistant.approved.index import THRESHOLDS, MatchIndex, Thresholds
+from assistant.approved.wording import same_wording
 from assistant.evaluation.evaluate import eval_settings, load_questions
 from bench.common import REPO, Host
 from core.config import load_settings
@@ -57,6 +58,8 @@ QUESTIONS = REPO / "bench" / "approved_questions.json"
 GOAL_MS = 5.0
 LEXICAL_GRID = np.round(np.arange(0.20, 0.951, 0.025), 3)
 DENSE_GRID = np.round(np.arange(0.20, 0.951, 0.025), 3)
+# a question's lexical and dense scores against every phrasing, and whether its wording passes
+Scores = tuple[Any, Any, Any]
 
 
 def ensure_store() -> Any:
@@ -145,10 +148,12 @@ def queries(items: dict[str, dict[str, Any]], facts: list[dict[str, Any]],
     return out
 
 
-def outcome(q: dict[str, Any], index: MatchIndex, lexical: Any, dense: Any,
+def outcome(q: dict[str, Any], index: MatchIndex, scores: Scores,
             lex_min: float, dense_min: float) -> str:
-    """"hit", "miss", "false" (matched an answer it should not) or "none"."""
-    passing = np.flatnonzero((lexical >= lex_min) & (dense >= dense_min))
+    """"hit", "miss", "false" (matched an answer it should not) or "none", as
+    `MatchIndex.match` decides at these thresholds (the wording check included)."""
+    lexical, dense, worded = scores
+    passing = np.flatnonzero((lexical >= lex_min) & (dense >= dense_min) & worded)
     if not len(passing):
         return "miss" if q["role"] in ("probe", "self") else "none"
     best = max(passing, key=lambda i: lexical[i] + dense[i])
@@ -158,7 +163,7 @@ def outcome(q: dict[str, Any], index: MatchIndex, lexical: Any, dense: Any,
     return "false"
 
 
-def sweep(qs: list[dict[str, Any]], index: MatchIndex, scores: list[tuple[Any, Any]],
+def sweep(qs: list[dict[str, Any]], index: MatchIndex, scores: list[Scores],
           lang: str) -> dict[str, Any]:
     """The thresholds of `lang` with the most probe hits and no false match (the middle of
     the best region, for a margin either side)."""
@@ -167,7 +172,7 @@ def sweep(qs: list[dict[str, Any]], index: MatchIndex, scores: list[tuple[Any, A
     best_hits = -1
     for lex_min in LEXICAL_GRID:
         for dense_min in DENSE_GRID:
-            results = [outcome(q, index, lx, dn, lex_min, dense_min) for q, (lx, dn) in mine]
+            results = [outcome(q, index, sc, lex_min, dense_min) for q, sc in mine]
             if "false" in results:
                 continue
             hits = sum(r == "hit" for (q, _), r in zip(mine, results, strict=True)
@@ -181,14 +186,14 @@ def sweep(qs: list[dict[str, Any]], index: MatchIndex, scores: list[tuple[Any, A
             "zero_false_points": len(best)}
 
 
-def figures(qs: list[dict[str, Any]], index: MatchIndex, scores: list[tuple[Any, Any]],
+def figures(qs: list[dict[str, Any]], index: MatchIndex, scores: list[Scores],
             thresholds: Thresholds) -> dict[str, Any]:
     """Hit rates of the probes (by set, language and kind) and the false matches."""
     table: dict[str, dict[str, int]] = {}
     false_ids = []
-    for q, (lx, dn) in zip(qs, scores, strict=True):
+    for q, sc in zip(qs, scores, strict=True):
         lang = detect_lang(q["text"])
-        result = outcome(q, index, lx, dn, thresholds.lexical[lang], thresholds.dense[lang])
+        result = outcome(q, index, sc, thresholds.lexical[lang], thresholds.dense[lang])
         if result == "false":
             false_ids.append(q["id"])
         key = f"{q['set']}/{lang}/{q['role']}" + (f"/{q['kind']}" if q["role"] == "probe"
@@ -213,8 +218,10 @@ def quality(approved: ApprovedAnswers, snap: Any) -> dict[str, Any]:
     index = approved.index()
     qs = queries(items, facts, ids)
     store = approved.store
-    scores = [(index.lexical(q["text"]), index.vectors @ store.question_vector(q["text"]))
+    scores = [(index.lexical(q["text"]), index.vectors @ store.question_vector(q["text"]),
+               np.array([same_wording(q["text"], p) for p in index.phrasings]))
               for q in qs]
+    unchecked = [(lx, dn, np.ones_like(worded)) for lx, dn, worded in scores]
     swept = {lang: sweep(qs, index, scores, lang) for lang in ("en", "zh")}
     chosen = Thresholds(lexical={k: v["lexical"] for k, v in swept.items()},
                         dense={k: v["dense"] for k, v in swept.items()})
@@ -224,6 +231,8 @@ def quality(approved: ApprovedAnswers, snap: Any) -> dict[str, Any]:
         "at_shipped": figures(qs, index, scores, THRESHOLDS),
         "swept": swept,
         "at_swept": figures(qs, index, scores, chosen),
+        # what the wording check (assistant/approved/wording.py) keeps out at these thresholds
+        "without_wording_check": figures(qs, index, unchecked, THRESHOLDS),
     }
 
 

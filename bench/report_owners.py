@@ -15,7 +15,7 @@ PROBES = [(f"{s} {lang}: {kind}", f"{s}/{lang}/probe/{kind}")
 def owners(rec: Recorded) -> list[str]:
     approved = rec.report("approved")
     quality, latency = approved["quality"], approved["latency"]
-    shipped = quality["at_shipped"]
+    shipped, unchecked = quality["at_shipped"], quality["without_wording_check"]
     groups = shipped["by_group"]
     bars = quality["shipped_thresholds"]
     sync = rec.report("sync_unchanged")
@@ -30,8 +30,9 @@ def owners(rec: Recorded) -> list[str]:
               f"unanswerable among them) any: {shipped['false_matches']} false matches, "
               f"{shipped['probe_hits']}/{shipped['probes']} probes hit, at lexical ≥ "
               f"{bars['lexical']['en']} / dense ≥ {bars['dense']['en']} (English) and "
-              f"{bars['lexical']['zh']} / {bars['dense']['zh']} (Chinese); docs/owners.md says "
-              "how the bars were swept:"),
+              f"{bars['lexical']['zh']} / {bars['dense']['zh']} (Chinese) and the wording check "
+              f"(without it, at the same bars: {unchecked['probe_hits']}/{unchecked['probes']} "
+              f"hit and {unchecked['false_matches']} false matches; docs/owners.md):"),
         *table(["probes", "hit"], rows),
         *para(f"Matching a question against {latency['approved_answers']:,} approved answers "
               f"({latency['phrasings']:,} phrasings), its vector given: p50 "

@@ -102,14 +102,10 @@ def click_text(selector: str, text: str) -> str:
             "if (el) el.click(); return !!el; })()")
 
 
-def shoot(settings: Settings, out: Path, profile: Path) -> None:
-    serve_and_shoot(settings, profile, lambda page, port: shoot_pages(page, out, port))
-
-
 def serve_and_shoot(settings: Settings, profile: Path,
                     take: Callable[[Page, int], None]) -> None:
     """Serve the app (with sign-in) on a free port and hand Chromium's page and the port to
-    `take`, which takes the pictures (scripts/screenshots_owners.py shares it)."""
+    `take`, which takes the pictures."""
     import uvicorn
 
     from ui.web.server import create_server
@@ -158,14 +154,18 @@ def shoot_pages(page: Page, out: Path, port: int) -> None:
     page.wait_for(click_text("button[role=tab]", "Admin"))
     page.wait_for(click_text("button, .label-wrap, span", "Questions and knowledge gaps"))
     page.wait_for("document.querySelectorAll('.vega-embed, canvas, svg.marks').length >= 1")
-    page.wait_for("document.body.innerText.includes('Is there a rooftop pool')")
+    page.wait_for("document.body.innerText.includes('Can I bring my dog')")  # a gap: rated down
     page.eval(click_text("button, .label-wrap, span", "Questions and knowledge gaps")
               .replace("el.click();", "el.scrollIntoView({block: 'start'});"))
     shot(page, out / "admin-insights.png", 1400, 1500)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def make_shots(description: str, seed_store: Callable[[Settings, Path], None],
+               take: Callable[[Page, int, Path], None]) -> None:
+    """What each screenshot script's main does: `--out`, a temporary store seeded by
+    `seed_store(settings, tmp)` with the model server unreachable (retrieval-only answers, the
+    same on every run), the app served and `take(page, port, out)` shooting it."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, default=REPO / "docs")
     args = parser.parse_args()
     if CHROMIUM is None:
@@ -177,9 +177,14 @@ def main() -> None:
         llm = dataclasses.replace(base.llm, url=f"http://127.0.0.1:{free_port()}/v1",
                                   connect_timeout_s=1.0, retries=0)
         settings = dataclasses.replace(base, llm=llm)
-        seed(settings)
-        shoot(settings, args.out, Path(tmp) / "profile")
+        seed_store(settings, Path(tmp))
+        serve_and_shoot(settings, Path(tmp) / "profile",
+                        lambda page, port: take(page, port, args.out))
 
+
+def main() -> None:
+    make_shots(__doc__.split("\n\n")[0], lambda settings, _: seed(settings),
+               lambda page, port, out: shoot_pages(page, out, port))
 
 if __name__ == "__main__":
     main()

@@ -18,25 +18,19 @@ admin, serves the app on a free port, logs her in and opens the admin tab at its
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import datetime as dt
 import json
 import shutil
-import sys
-import tempfile
 from pathlib import Path
 
 import docx
 
 from assistant.approved.answers import Draft, Ref
-from core.config import Settings, load_settings
-from core.offline import offline_environment
-from devtools.chromium import CHROMIUM, Page
-from devtools.ports import free_port
+from core.config import Settings
+from devtools.chromium import Page
 from ingest.dates import set_dates
 from ingest.pipeline import ingest_paths
-from scripts.screenshots_conversations import PASSWORDS, click_text, login, serve_and_shoot, shot
+from scripts.screenshots_conversations import PASSWORDS, click_text, login, make_shots, shot
 from ui.wiring import open_services
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,22 +120,8 @@ def shoot_editor(page: Page, out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=REPO / "docs")
-    args = parser.parse_args()
-    if CHROMIUM is None:
-        sys.exit("chromium is not installed: run scripts/install_chromium.sh")
-    offline_environment()
-    args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kb-shots-") as tmp:
-        base = load_settings(REPO / "config.toml", environ={}).with_store(Path(tmp) / "store")
-        llm = dataclasses.replace(base.llm, url=f"http://127.0.0.1:{free_port()}/v1",
-                                  connect_timeout_s=1.0, retries=0)
-        settings = dataclasses.replace(base, llm=llm)
-        seed(settings, Path(tmp) / "docs")
-        serve_and_shoot(settings, Path(tmp) / "profile", lambda page, port: shoot_due(
-            page, args.out, port))
-
+    make_shots(__doc__.split("\n\n")[0], lambda settings, tmp: seed(settings, tmp / "docs"),
+               lambda page, port, out: shoot_due(page, out, port))
 
 if __name__ == "__main__":
     main()

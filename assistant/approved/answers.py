@@ -40,7 +40,14 @@ from assistant.retrieve.snapshot import Snapshot
 from core.access import parse_groups
 from core.errors import KbError
 from core.text import detect_lang
-from core.types import ApprovedAnswer, ApprovedCitation, Citation, Passage
+from core.types import (
+    Answer,
+    ApprovedAnswer,
+    ApprovedCitation,
+    ApprovedMark,
+    Citation,
+    Passage,
+)
 from store.store import Store
 
 logger = logging.getLogger(__name__)
@@ -63,6 +70,14 @@ class Served:
     passages: list[Passage]
     lexical: float
     dense: float
+
+    def as_answer(self) -> Answer:
+        """The Answer the asker gets: the approved text, its citations as live passages, marked
+        with who approved it and when."""
+        approved = self.answer
+        return Answer(approved.answer, citations=self.citations, passages=self.passages,
+                      mode="approved",
+                      approved=ApprovedMark(approved.id, approved.author, approved.approved_at))
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,8 @@ def test_served_first_to_those_who_may_see_it_and_suspended_when_its_document_go
         assert assistant.ask("年假可以结转几天？", ["all"]).mode == "approved"
         # another question, and an asker who shares none of its groups: retrieval as usual
         assert assistant.ask("How many sick days do I get per year?", ["all"]).mode != "approved"
+        # all its words but the one that matters (lexical 0.86, dense 0.91): not the same question
+        assert assistant.ask("How many days of annual leave do I get?", ["all"]).mode != "approved"
         assert assistant.ask("How many days of annual leave can I carry over?",
                              ["hr"]).approved is None
 

@@ -25,12 +25,15 @@ def test_hits_false_matches_and_the_sweep() -> None:
              "set": "public", "id": "p"}
     other = {"text": "gym", "expect": set(), "role": "other", "kind": "unanswerable",
              "set": "public", "id": "o"}
-    scores = [(np.array([0.8, 0.1]), np.array([0.9, 0.2])),   # the probe: near answer 1
-              (np.array([0.5, 0.0]), np.array([0.6, 0.1]))]   # the other: half-near answer 1
-    assert outcome(probe, index, *scores[0], 0.7, 0.7) == "hit"
-    assert outcome(probe, index, *scores[0], 0.9, 0.7) == "miss"
-    assert outcome(other, index, *scores[1], 0.4, 0.4) == "false"
-    assert outcome(other, index, *scores[1], 0.6, 0.4) == "none"
+    worded = np.array([True, False])  # the wording check passes against answer 1 only
+    scores = [(np.array([0.8, 0.1]), np.array([0.9, 0.2]), worded),  # the probe: near answer 1
+              (np.array([0.5, 0.0]), np.array([0.6, 0.1]), worded)]  # the other: half-near 1
+    assert outcome(probe, index, scores[0], 0.7, 0.7) == "hit"
+    assert outcome(probe, index, scores[0], 0.9, 0.7) == "miss"
+    assert outcome(other, index, scores[1], 0.4, 0.4) == "false"
+    assert outcome(other, index, scores[1], 0.6, 0.4) == "none"
+    unworded = (scores[1][0], scores[1][1], np.array([False, False]))
+    assert outcome(other, index, unworded, 0.4, 0.4) == "none"  # the check keeps it out
     chosen = sweep([probe, other], index, scores, "en")
     assert chosen["probe_hits"] == 1
     assert chosen["lexical"] > 0.5 or chosen["dense"] > 0.6  # the other matches nothing

@@ -243,7 +243,8 @@ def test_a_paragraph_bomb_stops_at_the_block_limit(
     with pytest.raises(TooManyBlocks, match=r"empty.docx: more than 50000 paragraphs.*"
                                             r"over ingest.max_blocks = 50000") as caught:
         parse_file(bomb, SETTINGS)
-    assert caught.value.status == "too_many_blocks" and time.monotonic() - started < 5
+    # stopped at the limit, not after all 1.7 million (35 s): 5.7 s once on a loaded machine
+    assert caught.value.status == "too_many_blocks" and time.monotonic() - started < 15
 
 
 def test_blocks_per_file_are_capped(fixtures: dict[str, Path]) -> None:
