@@ -208,7 +208,7 @@ class RetrieveSettings:
         default="score", metadata=tuning("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
     )
     bilingual: bool = field(
-        default=False, metadata=doc("also search a question in the other language (glossary)")
+        default=True, metadata=doc("also search a question in the other language (glossary)")
     )
     glossary: str = field(
         default="", metadata=doc("your bilingual glossary (TOML) over the shipped one; empty: none")
@@ -229,10 +229,13 @@ class RetrieveSettings:
         default=0.3, metadata=tuning("gate shut when its own top passages hold this share of it")
     )
     bilingual_dense_gate: bool = field(
-        default=False, metadata=tuning("multilingual space on: its gap gates the bridge, not held")
+        default=True, metadata=tuning("multilingual space on: its gap gates the bridge, not held")
     )
     bilingual_dense_margin: float = field(
         default=-0.06, metadata=tuning("that gate: best other-language cosine minus best same")
+    )
+    bilingual_dense_margin_en: float = field(
+        default=-0.08, metadata=tuning("the same, English questions")
     )
     translate: str = field(
         default="off", metadata=doc('"model": the served model translates questions; "off"')

