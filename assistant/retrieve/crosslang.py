@@ -130,6 +130,11 @@ class CrossLanguage:
                 self._langs = (snap.generation, zh)
             return self._langs[1]
 
+    def own_language(self, snap: Snapshot, lang: str) -> npt.NDArray[np.bool_]:
+        """Which rows of the snapshot are passages in `lang`, the question's language."""
+        zh = self._chinese(snap)
+        return zh if lang == "zh" else ~zh
+
     def languages(self, snap: Snapshot) -> set[str]:
         """The languages of the snapshot's passages ("en", "zh")."""
         zh = self._chinese(snap)
@@ -169,3 +174,4 @@ class CrossLanguage:
                           zip(rows[other][order], scores[other][order], strict=True)]
         found.timings_ms["crosslang_search"] = (time.perf_counter() - t0) * 1000
         return found
+

@@ -223,7 +223,13 @@ class Retriever:
         if bridge is not None:
             more, weights = {**more, CARRIED: bridge.ranking}, {**weights, CARRIED: bridge.weight}
         crossed = time.perf_counter()
-        fused = self._fuse(snap, query, lexical, dense, more, weights)
+        if cross.hits:  # the other language's passages ranked only by the sides that read it
+            own = self.crosslang.own_language(snap, lang)
+            fused = self._fuse(
+                snap, query, lexical, [(c, s) for c, s in dense if own[snap.row_of[c]]],
+                more, weights)
+        else:
+            fused = self._fuse(snap, query, lexical, dense, more, weights)
         passages = self._candidates(snap, fused, groups, k, day)
         t4 = time.perf_counter()
         if self.reranker is not None:

