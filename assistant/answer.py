@@ -45,12 +45,14 @@ from assistant.prompt import (
     UNSUPPORTED,
     abstention_text,
     build_messages,
+    crosses,
     defuse,
     retrieval_only_text,
 )
 from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
 from assistant.tokens import special_tokens
+from assistant.translate import TRANSLATES, translated
 from assistant.window import Neighbours, fill_budget, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, ConfigError, GenerationError, KbError
@@ -121,6 +123,11 @@ class Assistant:
                 f"answer.rewrite = {self.settings.answer.rewrite!r}: use one of "
                 + ", ".join(REWRITES)
             )
+        if self.settings.retrieve.translate not in TRANSLATES:
+            raise ConfigError(
+                f"retrieve.translate = {self.settings.retrieve.translate!r}: use one of "
+                + ", ".join(TRANSLATES)
+            )
 
     def _count_ahead(self, texts: Sequence[str]) -> None:
         """Count `texts`' lines ahead, where the counter can (`LocalTokenCounter.prime`): the
@@ -139,7 +146,12 @@ class Assistant:
         """What to search for: the question, or a follow-up read with the earlier questions
         (answer.rewrite; assistant/followup.py)."""
         earlier = [t.question for t in history]
-        return read_question(question, earlier, self.settings.answer.rewrite, self.generator)
+        reading = read_question(question, earlier, self.settings.answer.rewrite, self.generator)
+        how = self.settings.retrieve.translate  # the served model's translation (translate.py)
+        if how == "off":
+            return reading
+        langs = self.retriever.crosslang.languages(self.retriever.snapshot())
+        return translated(reading, how, self.generator, langs)
 
     def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:
         with self._lock:
@@ -274,6 +286,7 @@ class Assistant:
             )
         ]
         specials = special_tokens(counter)
+        across = crosses(asking.lang, passages)  # passages in the other language (issue 29)
         budget = plan_budget(
             asking.question,
             past,
@@ -282,6 +295,7 @@ class Assistant:
             max_model_len=settings.llm.max_model_len,
             answer_tokens=settings.llm.answer_tokens,
             specials=specials,
+            across=across,
         )
         packed = fill_budget(
             passages, budget.passages, counter.count, neighbours, settings.retrieve.hit_share
@@ -292,7 +306,9 @@ class Assistant:
         # counted (a cached count): the client need not count the prompt before sending it.
         llm = settings.llm
         bound = llm.max_model_len - llm.answer_tokens - budget.passages + counter.count(block)
-        messages = build_messages(asking.question, block, budget.history, asking.lang, specials)
+        messages = build_messages(
+            asking.question, block, budget.history, asking.lang, specials, across
+        )
         return packed, messages, bound
 
     def _stream(

@@ -99,13 +99,17 @@ def features(
     rows: Sequence[int],
     dense_top: float,
     lexical_scaled: float,
+    terms: Sequence[str] | None = None,
 ) -> dict[str, float]:
-    """The evidence for one question; `rows` are the top passages' rows in `bm25`.
+    """The evidence for one question; `rows` are the top passages' rows in `bm25`; `terms`:
+    the question's terms where they are not its own (a question carried into the other
+    language: assistant/retrieve/bilingual.py).
 
     features("VPN product?", [p], index, [0], 0.41, 0.7)["absent"] -> 0.5  (when "vpn" is
         nowhere in the index)
     """
-    terms = [t for t in tokenize_query(question, synonyms=False) if not asks(t)]
+    own = tokenize_query(question, synonyms=False) if terms is None else list(terms)
+    terms = [t for t in own if not asks(t)]
     idf = {t: bm25.idf(t) for t in terms}
     known = sorted((t for t in terms if idf[t] is not None), key=lambda t: -(idf[t] or 0.0))
     rare = known[:RARE_TERMS]

@@ -337,17 +337,19 @@ def plan_budget(
     min_passage_tokens: int = 0,
     margin: int = MARGIN_TOKENS,
     specials: frozenset[str] = frozenset(),
+    across: bool = False,
 ) -> Budget:
     """What the passages may use once the answer, the rules, the question, the history and the
     chat template have theirs; the oldest turns (user + assistant pairs) go first while fewer
-    than `min_passage_tokens` are left. Raises PromptTooLong when nothing is left.
+    than `min_passage_tokens` are left. Raises PromptTooLong when nothing is left. `across`: the
+    rules for passages in the other language are sent too (`prompt.crosses`).
 
     plan_budget("年假几天？", [], "zh", len, max_model_len=4096, answer_tokens=512).passages
         -> 3402
     """
     kept = list(history)
     while True:
-        fixed = count(render_chat(build_messages(question, "", kept, lang, specials)))
+        fixed = count(render_chat(build_messages(question, "", kept, lang, specials, across)))
         left = max_model_len - answer_tokens - fixed - margin
         if left >= max(min_passage_tokens, 1) or not kept:
             break

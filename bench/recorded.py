@@ -95,6 +95,14 @@ SOURCES: dict[str, Source] = {
                                   "/tmp/before (git archive ac51a22)"),
     # issue 27: a sync pass over 10,000 unchanged files (ledger rows seeded), beside `kb ingest`
     "sync_unchanged": Source((f"{RESULTS}issue27-sync-unchanged.json",), bench="sync"),
+    # issue 29: crosslang by direction (quality does not depend on the machine); what the
+    # cross-language side costs; a perfect translation; the space as evidence for refusing
+    "crosslang": Source(("bench/eval_crosslang.json",), machine=QUALITY),
+    "crosslang_cost": Source((f"{RESULTS}issue29-crosslang.json",), bench="crosslang"),
+    "crosslang_translate": Source((f"{RESULTS}issue29-crosslang-translate.json",),
+                                  date="2026-12-03"),
+    "crosslang_abstain": Source((f"{RESULTS}issue29-crosslang-abstain.json",),
+                                date="2026-12-03"),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),
                         date="2026-11-30", command=GPU_RUN, machine=OTHER_H200),

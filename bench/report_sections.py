@@ -423,6 +423,9 @@ def reproduce() -> list[str]:
         "--questions-openvino   # builds /tmp/kb-bench-1m once",
         ".venv/bin/python -m bench load --full",
         ".venv/bin/python -m bench openai --full --out bench/results/NAME-openai.json",
+        ".venv/bin/kb eval ../shared/eval/crosslang --docs ../shared/eval/public2/docs --json",
+        ".venv/bin/python -m bench crosslang --full --out bench/results/NAME-crosslang.json",
+        ".venv/bin/python -m bench.crosslang_translate   # and bench.crosslang_abstain",
         "```", "",
         *para("The GPU benchmarks run on a lent GPU machine (`docs/gpu.md`, sections 6 and 8). "
               "Then point the table's entry in `SOURCES` (`bench/recorded.py`) at the new "

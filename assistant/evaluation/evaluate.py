@@ -7,11 +7,12 @@ A follow-up is searched for as the assistant reads it with its earlier questions
 (`Assistant.read`, answer.rewrite), and again alone as the control (`ours_alone`). A set's
 reference fields (`standalone`, `answer`) are never read.
 The documents are ingested into a temporary store, every question is retrieved, and per
-language (and per question `kind`, when the set has kinds) we report hit@1, hit@5, hit@10 and
-MRR@10 over answerable questions; in-window recall, the share of answerable questions with a
-gold quote in a passage the packer puts into the prompt (`assistant.window`); and abstention
-accuracy over all questions, with its two errors: answerable questions refused and
-unanswerable ones answered. The LlamaIndex starter gets the same window: its top chunks, best
+language (and per question `kind`, when the set has kinds; per direction beside the same facts
+asked in the document's language, for a cross-language set: `crosslang.py`) we report hit@1,
+hit@5, hit@10 and MRR@10 over answerable questions; in-window recall, the share of answerable
+questions with a gold quote in a passage the packer puts into the prompt (`assistant.window`);
+and abstention accuracy over all questions, with its two errors: answerable questions refused
+and unanswerable ones answered. The LlamaIndex starter gets the same window: its top chunks, best
 first, packed into the same token budget.
 
 A passage hits a gold item when it comes from the gold file (for PDFs, its page span includes
@@ -35,6 +36,7 @@ from typing import Any, Protocol
 
 from assistant.answer import Assistant, should_abstain
 from assistant.cite import parse_markers
+from assistant.evaluation.crosslang import direction, gate_record, is_crosslang, mirrors
 from assistant.window import fill_window, snapshot_neighbours, window_counter
 from core.config import Settings
 from core.errors import KbError
@@ -285,6 +287,26 @@ def citation_precision(
     }
 
 
+def by_direction(
+    questions: Sequence[dict[str, Any]],
+    outcomes: dict[str, Outcome],
+    parts: Parts,
+    docs: Path,
+    control: Sequence[dict[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """A cross-language set's metrics per direction ("en→zh"), each beside its control: the
+    `mirror_of` questions retrieved from the same store (`crosslang.mirrors`)."""
+    controls = evaluate_ours(parts, docs, control) if control else {}
+    out: dict[str, dict[str, Any]] = {}
+    for way in sorted({direction(q) for q in questions}):
+        subset = [q for q in questions if direction(q) == way]
+        mirrored = [c for c in control if c["direction"] == way]
+        out[way] = {"cross": _metrics(subset, outcomes)}
+        if mirrored:
+            out[way]["control"] = _metrics(mirrored, controls)
+    return out
+
+
 def set_docs(set_dir: Path, docs: Path | None = None) -> Path:
     """A set's documents: `docs`, else SET_DIR/docs; KbError naming what to pass when the
     folder is missing."""
@@ -312,7 +334,16 @@ def run_eval(
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
         parts = open_parts(eval_settings(settings, Path(tmp)))
         try:
-            ours = score(questions, evaluate_ours(parts, folder, questions))
+            readings: dict[str, dict[str, float]] = {}
+            outcomes = evaluate_ours(
+                parts, folder, questions, lambda qid, r: readings.__setitem__(qid, r.crossing)
+            )
+            ours = score(questions, outcomes)
+            if is_crosslang(questions):  # by direction, beside the same facts asked alike
+                report["directions"] = by_direction(
+                    questions, outcomes, parts, folder, mirrors(questions, folder)
+                )
+                report["gate"] = gate_record(settings, readings)
             if any(q.get("history") for q in questions):  # the control: follow-ups alone
                 report["ours_alone"] = score(
                     questions, evaluate_ours(parts, folder, questions, history=False)

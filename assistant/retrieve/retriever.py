@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from assistant.answerable import features
+from assistant.retrieve.bilingual import Bilingual, Bridge
+from assistant.retrieve.crosslang import CROSSLANG, Crossing, CrossLanguage
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
@@ -36,7 +38,7 @@ from assistant.retrieve.rankings import (
     ranking_weights,
     score_fused,
 )
-from assistant.retrieve.snapshot import Snapshot
+from assistant.retrieve.snapshot import Mask, Snapshot
 from core.config import Settings
 from core.errors import ConfigError
 from core.policy_dates import Today
@@ -50,6 +52,8 @@ logger = logging.getLogger(__name__)
 # How the lexical and dense candidates are combined (retrieve.fusion): by their ranks, each an
 # RRF input, or by their standardised scores into one ranking (`rankings.score_fused`).
 FUSIONS = ("rrf", "score")
+# The RRF input of the question carried into the other language (`bilingual.Bridge`).
+CARRIED = "carried"
 
 
 @dataclass
@@ -66,6 +70,11 @@ class Retrieval:
     # What the answerability model weighs (assistant/answerable.py).
     evidence: dict[str, float] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # The lexical bridge to the other language's documents (bilingual.py): its gate's
+    # readings (empty: none).
+    crossing: dict[str, float] = field(default_factory=dict)
+    # The cross-language side's gate (crosslang.py): fired, best_other, best_same; {} when off.
+    crosslang: dict[str, float] = field(default_factory=dict)
 
 
 class Retriever:
@@ -96,6 +105,13 @@ class Retriever:
         self._refresher: threading.Thread | None = None
         # `count_ahead`: the token counter's `prime`, for the wait on the dense side
         self.dense = DenseSearch(store, count_ahead)
+        # the question searched in the other language too (assistant/retrieve/bilingual.py)
+        self.bilingual = (
+            Bilingual(settings.retrieve, settings.base_dir, self.synonyms)
+            if settings.retrieve.bilingual
+            else None
+        )
+        self.crosslang = CrossLanguage(store)  # the multilingual space, where the store has one
 
     def snapshot(self) -> Snapshot:
         """The current snapshot. Without a refresher thread the ledger's generation is read on
@@ -178,6 +194,7 @@ class Retriever:
         pending = None
         if weights[DENSE] > 0:
             pending = self.dense.start(snap, text, allowed, cfg.candidates)
+        crossing = self.crosslang.start(snap, text, lang, allowed)
         terms = tokenize_query(question, synonyms=self.synonyms)
         weight: dict[str, float] | None = None
         if context:
@@ -189,16 +206,38 @@ class Retriever:
         lexical = snap.bm25.search(terms, cfg.candidates, allowed, weight)
         t1 = time.perf_counter()
         more = {n: rank(snap, query, lexical) for n, rank in RANKINGS.items() if weights[n] > 0}
+        # the bridge waits for the multilingual space's gap where that gap gates it
+        gated = cfg.bilingual_dense_gate and crossing is not None
+        bridge = None if gated else self._bridge(snap, question, lang, allowed, lexical)
         t2 = time.perf_counter()
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
         t3 = time.perf_counter()
-        fused = self._fuse(snap, query, lexical, dense, more, weights)
+        cross = self.crosslang.wait(crossing, cfg.crosslang_margin, cfg.candidates) if (
+            crossing) else Crossing()
+        if cross.hits:
+            more[CROSSLANG] = [c for c, _ in cross.hits]
+            weights[CROSSLANG] = cfg.crosslang_weight
+        if gated:
+            gap = cross.best_other - cross.best_same if cross.best_other else None
+            bridge = self._bridge(snap, question, lang, allowed, lexical, gap)
+        if bridge is not None:
+            more, weights = {**more, CARRIED: bridge.ranking}, {**weights, CARRIED: bridge.weight}
+        crossed = time.perf_counter()
+        if cross.hits:  # the other language's passages ranked only by the sides that read it
+            own = self.crosslang.own_language(snap, lang)
+            fused = self._fuse(
+                snap, query, lexical, [(c, s) for c, s in dense if own[snap.row_of[c]]],
+                more, weights)
+        else:
+            fused = self._fuse(snap, query, lexical, dense, more, weights)
         passages = self._candidates(snap, fused, groups, k, day)
         t4 = time.perf_counter()
         if self.reranker is not None:
             passages = self.reranker.rerank(text, passages)
         passages = self._prefer_newest(passages, text, snap.superseded_for(groups, day))
-        found = self._found(snap, text, lang, passages[:k], lexical, dense)
+        carried = bridge.terms if bridge is not None and cfg.bilingual_evidence else []
+        found = self._found(snap, text, lang, passages[:k], lexical, dense, carried)
+        found.crossing = bridge.gate if bridge is not None else {}
         found.timings_ms = {
             # BM25 and the mask (snapshot and mask lookups before it included)
             "lexical": (t1 - t0) * 1000,
@@ -208,10 +247,32 @@ class Retriever:
             "dense": (t3 - t2) * 1000,
             # what the dense side itself took: question embedding, search
             **dense_ms,
+            # the wait for the cross-language side beyond the dense one, and its own steps
+            "crosslang": (crossed - t3) * 1000,
+            **cross.timings_ms,
             "rerank": (time.perf_counter() - t4) * 1000,
             "retrieve": (time.perf_counter() - t0) * 1000,
         }
+        if crossing:
+            found.crosslang = {"fired": float(cross.fired), "best_other": cross.best_other,
+                               "best_same": cross.best_same}
         return found
+
+    def _bridge(
+        self,
+        snap: Snapshot,
+        question: str,
+        lang: str,
+        allowed: Mask,
+        lexical: Scored,
+        gap: float | None = None,
+    ) -> Bridge | None:
+        """The question carried into the other language and searched (None: off, or nothing
+        of it translates, and the old path is taken); `gap`: the multilingual space's reading
+        for its gate (retrieve.bilingual_dense_gate)."""
+        if self.bilingual is None:
+            return None
+        return self.bilingual.bridge(snap.bm25, question, lang, allowed, lexical, gap)
 
     def _weights(self, lang: str) -> dict[str, float]:
         """Each ranking's RRF weight for a question in `lang`; the dense side weighs nothing
@@ -265,18 +326,28 @@ class Retriever:
         passages: list[Passage],
         lexical: Scored,
         dense: Hits,
+        carried: Sequence[str] = (),
     ) -> Retrieval:
-        """The retrieval of these passages, with the evidence the answerability model weighs."""
+        """The retrieval of these passages, with the evidence the answerability model weighs:
+        of the question's own terms or, where it was also searched in the other language, of
+        the `carried` terms when those find more of it in one sentence (`amount_mass`)."""
         dense_top = dense[0][1] if dense else 0.0
         lexical_scaled = (lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0
         rows = [snap.row_of[p.chunk_id] for p in passages]
+        evidence = features(question, passages, snap.bm25, rows, dense_top, lexical_scaled)
+        if carried:
+            across = features(
+                question, passages, snap.bm25, rows, dense_top, lexical_scaled, carried
+            )
+            if across["amount_mass"] > evidence["amount_mass"]:
+                evidence = across
         return Retrieval(
             passages=passages,
             lang=lang,
             dense_top=dense_top,
             lexical_top=lexical[0][1] if lexical else 0.0,
             lexical_scaled=lexical_scaled,
-            evidence=features(question, passages, snap.bm25, rows, dense_top, lexical_scaled),
+            evidence=evidence,
         )
 
     @staticmethod

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from assistant.prompt import (
+    ACROSS,
     BOS,
     EOS,
     SYSTEM,
     abstention_text,
     build_messages,
+    crosses,
     defuse,
     render_chat,
     retrieval_only_text,
@@ -62,6 +64,26 @@ def test_abstention_names_the_nearest_documents_once() -> None:
 def test_retrieval_only_quotes_numbered_passages() -> None:
     text = retrieval_only_text("zh", [P])
     assert "不可用" in text and "[1] 《Leave》 p.2-3" in text and "You earn 6 hours." in text
+    # a Chinese question, an English passage: said first
+    assert text.splitlines()[1] == "最相关的原文是英文的，以下照原文引用。"
+
+
+ZH_PASSAGE = Passage("c2", "d2", "年休假条例.docx", "职工累计工作已满1年不满10年的，年休假5天。")
+
+
+def test_answers_stay_in_the_question_language_across_languages() -> None:
+    """Issue 29: passages in the other language ask for the answer in the question's language,
+    quotations as written; same-language passages leave the rules as they were."""
+    assert crosses("en", [ZH_PASSAGE]) and crosses("zh", [P])
+    assert not crosses("en", [P]) and not crosses("zh", [ZH_PASSAGE])
+    across = build_messages("How many days?", "[1] 年休假5天", [], "en", across=True)
+    assert across[0]["content"] == SYSTEM["en"] + ACROSS["en"]
+    assert "answer in English" in across[0]["content"]
+    assert build_messages("How many days?", "[1] x", [], "en")[0]["content"] == SYSTEM["en"]
+    text = retrieval_only_text("en", [ZH_PASSAGE])
+    assert text.splitlines()[1] == "The best passages are in Chinese; they are quoted as written."
+    assert "职工累计工作已满1年不满10年的，年休假5天。" in text  # quoted as it is
+    assert len(retrieval_only_text("en", [P]).splitlines()) == 2  # same language: no notice
 
 
 INJECTED = (

@@ -137,7 +137,8 @@ def test_passages_of_several_files_are_embedded_together_in_file_order(
         return original(self, texts)
 
     monkeypatch.setattr(CachedEmbedder, "embed_batch", counting)
-    settings = make_settings(ingest={"embed_wave": 64})
+    # the passage embedder alone (the multilingual space embeds through the same cache class)
+    settings = make_settings(ingest={"embed_wave": 64}, embed={"multilingual_model": ""})
     report = ingest_paths(settings, [samples])
     assert report.counts["ingested"] == 11 and report.counts["failed"] == 1
     assert [o.path for o in report.outcomes] == [str(p) for _, p in discover([samples])]

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from core.config import Settings, load_settings
+from devtools.chromium import CHROMIUM, Page, chromium_page
 from devtools.ports import free_port
+from devtools.system_deps import skip_or_fail
 from ui.wiring import open_services, users_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -177,3 +179,14 @@ def fresh_guard(login_server: Any) -> Iterator[Any]:
     login_server.guard.reset()
     yield login_server.guard
     login_server.guard.reset()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Page]:
+    """A headless Chromium page (skipped without Chromium, failed under
+    KB_REQUIRE_SYSTEM_DEPS=1, as in CI)."""
+    if CHROMIUM is None:
+        skip_or_fail("chromium is not installed (run scripts/install_chromium.sh)")
+    with chromium_page(tmp_path / "profile", ["--window-size=1280,1250"],
+                       reply_timeout_s=30) as page:
+        yield page

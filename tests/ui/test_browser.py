@@ -14,27 +14,17 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devtools.chromium import CHROMIUM, Page, chromium_page, send_question
-from devtools.system_deps import skip_or_fail, tool
+from devtools.chromium import Page, send_question
+from devtools.system_deps import tool
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Page]:
-    if CHROMIUM is None:
-        skip_or_fail("chromium is not installed (run scripts/install_chromium.sh)")
-    with chromium_page(tmp_path / "profile", ["--window-size=1280,1250"],
-                       reply_timeout_s=30) as page:
-        yield page
 
 
 def test_chat_page_shows_answer_with_citation_link(demo_server: Any, browser: Page,

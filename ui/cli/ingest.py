@@ -193,6 +193,7 @@ def status_command(settings: Settings, as_json: bool) -> None:
     )
     click.echo(f"size       {status['store_bytes'] / 1e6:.1f} MB")
     click.echo(f"embedder   {status['embedder']}")
+    click.echo(f"multilingual {status['multilingual']}")
     jobs = status["jobs"]
     if jobs.get("queued") or jobs.get("running"):
         click.echo(f"queue      {jobs.get('queued', 0)} queued, {jobs.get('running', 0)} running")

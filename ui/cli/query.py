@@ -179,6 +179,7 @@ def eval_command(
     \b
     kb eval ../shared/eval/public
     kb eval ../shared/eval/followup --docs ../shared/eval/public2/docs
+    kb eval ../shared/eval/crosslang --docs ../shared/eval/public2/docs
     """
     from assistant.evaluation.evaluate import METRICS, run_eval
     from ui.wiring import open_services
@@ -208,6 +209,15 @@ def eval_command(
                     f"{key} " + ("–" if m[key] is None else f"{m[key]:.3f}") for key in METRICS
                 )
                 click.echo(f"  {name:<14} {values}  ({m['counts']}; n={m['questions']})")
+    for way, sides in report.get("directions", {}).items():  # a cross-language set
+        for side, m in sides.items():
+            values = "  ".join(
+                f"{key} " + ("–" if m[key] is None else f"{m[key]:.3f}") for key in METRICS
+            )
+            click.echo(f"  {way} {side:<8} {values}  ({m['counts']}; n={m['questions']})")
+    if "gate" in report:
+        gate = {k: v for k, v in report["gate"].items() if k != "questions"}
+        click.echo(f"  bilingual gate: {gate}")
     if "citations" in report:
         c = report["citations"]
 
