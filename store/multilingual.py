@@ -69,6 +69,8 @@ class MultilingualSpace:
         self._passages: Embedder | None = None
         self._lock = threading.Lock()
         self._questions: OrderedDict[str, Vectors] = OrderedDict()
+        # told (embedded, to embed) after each batch `follow` embeds: `kb ingest`'s bar
+        self.progress: Callable[[int, int], None] | None = None
 
     @property
     def embedder(self) -> MultilingualEmbedder:
@@ -103,6 +105,7 @@ class MultilingualSpace:
             logger.info("multilingual space: model changed, dropping %s", self.collection)
             self.vectors.drop(self.collection)
         have = self.vectors.all_ids(self.collection)
+        todo = max(self.ledger.chunk_count() - len(have), 0)  # fewer where `have` is stale
         live: set[str] = set()
         embedded = 0
         for batch in self._missing(have, live):
@@ -112,6 +115,8 @@ class MultilingualSpace:
                 self.collection, [c.id for c in batch], vectors, [{"doc": c.doc_id} for c in batch]
             )
             embedded += len(batch)
+            if self.progress is not None:
+                self.progress(embedded, max(todo, embedded))
         stale = sorted(have - live)
         self.vectors.delete(self.collection, stale)
         self.ledger.set_meta(META_MODEL, self.model)

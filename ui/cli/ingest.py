@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from tqdm import tqdm
@@ -34,27 +34,44 @@ from ui.cli.common import with_settings
 from ui.cli.sync import SourceRunner
 from ui.wiring import store_for
 
+if TYPE_CHECKING:
+    from store.store import Store
+
 
 def _groups(value: str | None) -> list[str] | None:
     return list(parse_groups(value)) if value else None
 
 
 @contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
+def _progress_bar(enabled: bool, store: Store) -> Iterator[Progress | None]:
+    """A bar of the files, and one of the passages the multilingual space embeds at the end of
+    the write (store/multilingual.py: minutes for a store built before it was on)."""
     if not enabled:
         yield None
         return
     bar = tqdm(total=0, unit="file", dynamic_ncols=True, leave=False)
+    space_bar: list[tqdm] = []  # made on the space's first report
 
     def update(done: int, total: int, path: str) -> None:
         bar.total = total
         bar.set_postfix_str(Path(path).name[-40:])
         bar.update(done - bar.n)
 
+    def update_space(done: int, total: int) -> None:
+        if not space_bar:
+            space_bar.append(tqdm(total=total, unit="passage", desc="multilingual space",
+                                  dynamic_ncols=True, leave=False))
+        space_bar[0].update(done - space_bar[0].n)
+
+    if store.multilingual is not None:
+        store.multilingual.progress = update_space
     try:
         yield update
     finally:
-        bar.close()
+        if store.multilingual is not None:
+            store.multilingual.progress = None
+        for one in (bar, *space_bar):
+            one.close()
 
 
 def _print_report(report: IngestReport) -> None:
@@ -112,7 +129,7 @@ def ingest_command(
     """
     if wait and not queue:
         raise click.UsageError("--wait goes with --queue")
-    with store_for(settings) as store, _progress_bar(not quiet) as progress:
+    with store_for(settings) as store, _progress_bar(not quiet, store) as progress:
         report = ingest_paths(
             store, list(paths), _groups(groups), prune, progress, workers, queue=queue
         )
@@ -147,7 +164,7 @@ def reindex_command(settings: Settings, full: bool, workers: int, quiet: bool) -
     kb reindex
     kb reindex --full
     """
-    with store_for(settings) as store, _progress_bar(not quiet) as progress:
+    with store_for(settings) as store, _progress_bar(not quiet, store) as progress:
         report = reindex(store, full, progress, workers)
         _record_run(store.ledger, settings, "reindex.run", "full" if full else "incremental",
                     report)
