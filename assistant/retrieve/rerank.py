@@ -11,9 +11,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from core.config import RetrieveSettings
 from core.errors import ConfigError
 from core.ports import Reranker
+from core.retrieve_settings import RetrieveSettings
 from core.types import Passage
 
 logger = logging.getLogger(__name__)
