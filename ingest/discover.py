@@ -116,7 +116,7 @@ def _groups_for(
 def discover(paths: Sequence[Path], root: Path | None = None) -> Iterator[tuple[Path, Path]]:
     """(root, file) pairs: a folder is walked (hidden entries and sidecars skipped), a file is
     its own root's only member, or a member of `root` when given (the files of a folder kept in
-    sync, ingest/sync.py, keep the ids they have under that folder)."""
+    sync, ingest/sync/folder.py, keep the ids they have under that folder)."""
     for given in paths:
         # under `root`, a file keeps its path there, even a link to a file elsewhere
         path = given.expanduser() if root else given.expanduser().resolve()

@@ -25,12 +25,12 @@ from core.config import Settings
 from core.errors import ConfigError
 from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
+from store.crosslang_space import MultilingualSpace
 from store.embed.embedder import CachedEmbedder, open_embedder
 from store.embed.multilingual import MultilingualEmbedder, open_multilingual
 from store.embed.question_numpy import open_question_encoder
 from store.lazy_vectors import LazyVectorIndex
 from store.ledger import Ledger
-from store.multilingual import MultilingualSpace
 from store.vectors import open_vector_index
 from store.write_lock import write_lock
 
@@ -69,7 +69,7 @@ class Store:
         self._question_vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._question_vectors_lock = threading.Lock()
         self._encoder_switches = 0  # `use_question_encoder` calls: vectors of before not kept
-        # The second vector space (store/multilingual.py), where embed.multilingual_model is set.
+        # The second vector space (store/crosslang_space.py), where embed.multilingual_model is set.
         self.multilingual = multilingual
         self._lock = write_lock(self.path, ledger, settings.store.lock_wait_s)
         # Writes this process finished: a reader of this store rebuilds its snapshot after one.

@@ -6,11 +6,11 @@ shares with the API, who is asking, and the browser session's conversation.
     owned = self.mine(conv, user)   # the session's Conversation if `user` owns it, else None
 
 Who is asking comes from the login (Gradio's session cookie -> `gr.Request.username`, checked by
-`ui/security/auth.py`: expiry, disabled users, password changes) or, in demo mode, is the demo user;
-the user's groups are read from the ledger on every request and drive every question, source view,
-page image, section view and file. Nothing the browser sends names a group. A conversation belongs
-to the user who started it: another user who sends its session id gets none of it, and Gradio's
-routes refuse them that session (`ui/security/guard.py`).
+`ui/identity/login.py`: expiry, disabled users, password changes) or, in demo mode, is the demo
+user; the user's groups are read from the ledger on every request and drive every question, source
+view, page image, section view and file. Nothing the browser sends names a group. A conversation
+belongs to the user who started it: another user who sends its session id gets none of it, and
+Gradio's routes refuse them that session (`ui/identity/guard.py`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import gradio as gr
 
 from core.errors import ConfigError
 from core.types import Turn, User
-from ui.web.gate import Gate
-from ui.web.i18n import t
+from ui.gate import Gate
+from ui.i18n import t
 from ui.wiring import Services
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class Conversation:
 
 class Handlers:
     """The services and checks the page's handlers share; each handler finds the user first
-    and checks what it must (`ui/web/chat.py`, `ui/web/admin_tab.py`)."""
+    and checks what it must (`ui/page/chat.py`, `ui/admin/documents.py`)."""
 
     def __init__(self, services: Services, demo: bool) -> None:
         self.settings = services.settings

@@ -14,7 +14,7 @@ LANGS = ("en", "zh")
 LABELS: dict[str, tuple[str, str]] = {
     # key: (English, Chinese)
     "title": ("Policy assistant", "制度问答助手"),
-    # --- the sign-in page's link to the company's OpenID provider (ui/signin/oidc_web.py)
+    # --- the sign-in page's link to the company's OpenID provider (ui/identity/oidc_web.py)
     "oidc_sign_in": ("Sign in with your company account · 使用公司账号登录",
                      "使用公司账号登录 · Sign in with your company account"),
     "chat_tab": ("Ask", "提问"),
@@ -61,7 +61,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "thinking": ("Searching the documents…", "正在检索文档…"),
     "empty_question": ("Type a question first.", "请先输入问题。"),
     "upload": ("Upload PDF or DOCX files", "上传 PDF 或 DOCX 文件"),
-    # --- policy dates (ui/web/dates_view.py): the upload's dates, the due list
+    # --- policy dates (ui/admin/policy_dates.py): the upload's dates, the due list
     "date_effective": ("In force from (YYYY-MM-DD, optional)", "生效日期（YYYY-MM-DD，可选）"),
     "date_review_by": ("Review by (YYYY-MM-DD, optional)", "复审日期（YYYY-MM-DD，可选）"),
     "date_expires": ("In force through (YYYY-MM-DD, optional)",
@@ -132,7 +132,7 @@ LABELS: dict[str, tuple[str, str]] = {
     # --- an answer an admin approved (assistant/approved/): who approved it and when
     "approved_by": ("Approved by {name} on {day}", "已审核：{name}，{day}"),
     "approved_answer": ("An approved answer", "已审核的答案"),
-    # --- the admin tab's editor of approved answers (ui/web/approved_tab.py)
+    # --- the admin tab's editor of approved answers (ui/admin/approved.py)
     "approved_answers": ("Approved answers", "审核答案"),
     "approved_start": ("Start from (gap, thumbs-down, asked question)",
                        "起点（知识缺口、差评、已问问题）"),

@@ -7,7 +7,7 @@
     tokens.usage                        # Usage(prompt_tokens=..., completion_tokens=...)
     client.complete(messages).text
 
-- Budget: prompt tokens (counted exactly, see `assistant.tokens`) + `max_tokens` must fit
+- Budget: prompt tokens (counted exactly, see `assistant.llm.tokens`) + `max_tokens` must fit
   `max_model_len`; otherwise PromptTooLong before anything is sent. Should vLLM still refuse for
   length, `max_tokens` shrinks once to what fits and the call is retried (logged as a defect).
 - Timeouts: connect, first token (no byte for that long), total (checked as pieces arrive).
@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from assistant.endpoint import endpoint_url, tls_context
+from assistant.llm.endpoint import endpoint_url, tls_context
 from core.config import LlmSettings
 from core.errors import (
     GenerationError,

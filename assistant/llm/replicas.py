@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
-from assistant.llm import LlmClient
+from assistant.llm.client import LlmClient
 from core.errors import ConfigError, GenerationError, GenerationTimeout, GenerationUnavailable
 from core.ports import Completion, TokenStream, Usage
 from core.types import Message

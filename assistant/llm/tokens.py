@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from assistant.endpoint import endpoint_url, tls_context
+from assistant.llm.endpoint import endpoint_url, tls_context
 from core.config import LlmSettings
 from core.errors import GenerationError, GenerationUnavailable
 from core.ports import TokenCounter

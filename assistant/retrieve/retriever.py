@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from assistant.answerable import features
-from assistant.retrieve.bilingual import Bilingual, Bridge
-from assistant.retrieve.crosslang import CROSSLANG, Crossing, CrossLanguage
+from assistant.retrieve.crosslang.bridge import Bilingual, Bridge
+from assistant.retrieve.crosslang.space import CROSSLANG, Crossing, CrossLanguage
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
@@ -105,7 +105,7 @@ class Retriever:
         self._refresher: threading.Thread | None = None
         # `count_ahead`: the token counter's `prime`, for the wait on the dense side
         self.dense = DenseSearch(store, count_ahead)
-        # the question searched in the other language too (assistant/retrieve/bilingual.py)
+        # the question searched in the other language too (assistant/retrieve/crosslang/bridge.py)
         self.bilingual = (
             Bilingual(settings.retrieve, settings.base_dir, self.synonyms)
             if settings.retrieve.bilingual

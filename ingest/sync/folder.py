@@ -1,6 +1,6 @@
 """Folders kept in sync (`[[sources]]`, core/sources_settings.py): one pass over a source
 brings the store in step with its folder; `kb sync` and `kb worker` run each source when due
-(ingest/sync_schedule.py).
+(ingest/sync/schedule.py).
 
     report = sync_source(store, source, max_delete_share=0.2, now=time.time())
     report.state -> "braked"; report.reason -> "12 of 40 files vanished (30% > 20%); ..."

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from core.config import Settings
 from core.sources_settings import SourceSettings, check_apart_from_store
-from ingest.sync import SyncReport, sync_source
+from ingest.sync.folder import SyncReport, sync_source
 from store.ledger import SyncState
 from store.store import Store
 

@@ -4,7 +4,7 @@ deployment shares (kept as the SHA-256 of their tokens); and the login throttle'
 
 A user's `epoch` moves on when their password changes, when they are disabled or enabled, and
 when their sessions are ended (`kb users logout`): a session opened under an older epoch no
-longer counts (ui/users.py checks it).
+longer counts (ui/identity/users.py checks it).
 """
 
 from __future__ import annotations

@@ -14,8 +14,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from assistant.retrieve.bilingual import carry
-from assistant.retrieve.glossary import Dictionary, _parse_cedict, english_key, load_glossary
+from assistant.retrieve.crosslang.bridge import carry
+from assistant.retrieve.crosslang.glossary import (
+    Dictionary,
+    _parse_cedict,
+    english_key,
+    load_glossary,
+)
 from core.errors import ConfigError
 from ui.cli import main
 from ui.wiring import open_services

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from assistant.retrieve.retriever import Retriever
 from core.config import Settings, load_settings
 from core.text import detect_lang
-from store.multilingual import META_GENERATION
+from store.crosslang_space import META_GENERATION
 from store.store import open_store
 from tests.support.stores import delete_document, ingest_paths, reindex, store_status
 from ui.cli import main

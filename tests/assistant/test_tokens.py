@@ -14,10 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.llm import LlmClient
-from assistant.prompt import build_messages
-from assistant.serving.testmodel import build_test_model, default_reference
-from assistant.tokens import (
+from assistant.llm.client import LlmClient
+from assistant.llm.tokens import (
     LazyTokenCounter,
     LocalTokenCounter,
     RemoteTokenCounter,
@@ -27,6 +25,8 @@ from assistant.tokens import (
     split_at_passages,
     split_at_seams,
 )
+from assistant.prompt import build_messages
+from assistant.serving.testmodel import build_test_model, default_reference
 from core.config import LlmSettings
 from devtools.vllm_server import MODEL_DIR
 
@@ -152,7 +152,7 @@ def test_a_long_text_counts_as_tokenizing_it_whole(counter: LocalTokenCounter, t
 def test_counts_stay_exact_when_the_remembered_pieces_are_forgotten(
     monkeypatch: pytest.MonkeyPatch, counter: LocalTokenCounter
 ) -> None:
-    import assistant.tokens as tokens
+    import assistant.llm.tokens as tokens
 
     monkeypatch.setattr(tokens, "PIECES_KEPT", 4)
     backend = counter._tokenizer.backend_tokenizer

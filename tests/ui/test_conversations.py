@@ -24,7 +24,7 @@ from store.ledger import Ledger
 from tests.support.stores import ledger_before
 from tests.ui.test_app import FakeRequest, ask, message_text, searched_lines
 from ui.conversations import Conversations, title_from
-from ui.web.handlers import Conversation
+from ui.handlers import Conversation
 from ui.wiring import users_for
 
 LEAVE = "How many days of annual leave can I carry over?"

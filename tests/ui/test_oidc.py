@@ -17,7 +17,7 @@ import pytest
 
 from devtools.oidc_provider import RunningProvider, running_provider
 from devtools.ports import free_port
-from ui.security.oidc import OidcClient, OidcError, Pending, seal, unseal
+from ui.identity.oidc import OidcClient, OidcError, Pending, seal, unseal
 
 SECRET = "client-s3cret"  # the provider takes any secret; kb sends it (client_secret_basic)
 CALLBACK = "http://127.0.0.1:7860/login/oidc/callback"

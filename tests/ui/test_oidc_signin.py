@@ -24,7 +24,7 @@ from devtools.system_deps import skip_or_fail
 from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from tests.ui.test_audit_web import waiting_for
-from ui.signin.oidc_web import PENDING_COOKIE
+from ui.identity.oidc_web import PENDING_COOKIE
 from ui.wiring import OIDC_SECRET_ENV, users_for
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ from core.access import parse_groups
 from core.errors import KbError
 from core.types import Answer, Citation
 from store.ledger import Ledger
-from ui.users import Users, hash_password, verify_password
+from ui.identity.users import Users, hash_password, verify_password
 
 
 @pytest.fixture

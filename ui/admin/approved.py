@@ -4,7 +4,7 @@ the admin's groups and offers the passages to cite; write the answer, its groups
 ways it is asked; save (an edit re-approves) or remove. Beside it, the table of approved answers,
 suspended ones first with the reason. Admins only; each change is in the audit trail.
 
-    build_approved_view(lab, t) -> ApprovedView    # in the admin tab (ui/web/page.py)
+    build_approved_view(lab, t) -> ApprovedView    # in the admin tab (ui/page/app.py)
     wire_approved_view(app, view)                  # its events, to `ApprovedHandlers`
 """
 
@@ -20,9 +20,9 @@ from assistant.answer_json import approved_day
 from assistant.approved.answers import Draft, Ref
 from core.errors import KbError
 from core.types import ApprovedAnswer, User
-from ui.web import insights
-from ui.web.handlers import Handlers
-from ui.web.i18n import t
+from ui.admin import insights
+from ui.handlers import Handlers
+from ui.i18n import t
 
 APPROVED_HEADERS = ["id", "status", "reason", "question", "also asked", "groups", "approved by",
                     "on", "cites"]
@@ -44,7 +44,7 @@ def approved_rows(answers: list[ApprovedAnswer]) -> list[list[Any]]:
 
 
 class ApprovedHandlers(Handlers):
-    """The editor's handlers (a part of `App`, ui/web/page.py)."""
+    """The editor's handlers (a part of `App`, ui/page/app.py)."""
 
     def _visible_answers(self, user: User) -> list[ApprovedAnswer]:
         return [a for a in self.store.ledger.approved_answers() if self.sees(user, a.groups)]

@@ -1,6 +1,6 @@
 """The admin tab's handlers: uploads ingested into the groups an admin may give, documents
 deleted, the store re-indexed, the tables of documents (with their dates, and those due for
-review or expiring: `ui/web/dates_view.py`), store status and feedback, the insights (use,
+review or expiring: `ui/admin/policy_dates.py`), store status and feedback, the insights (use,
 latency, cited documents, knowledge gaps and their notes) and the audit trail.
 
     handlers.ingest_upload(files, groups, "", "2027-06-30", "", request)  # dates optional
@@ -9,7 +9,7 @@ latency, cited documents, knowledge gaps and their notes) and the audit trail.
 
 Every handler is refused to anyone but an admin (`Handlers.admin`), and shows only what lies in
 the admin's groups (everything to a see-all admin). The tables' rows and the upload checks are in
-`ui/web/admin.py`, the insights' figures in `ui/web/insights.py`.
+`ui/admin/uploads.py`, the insights' figures in `ui/admin/insights.py`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from core.errors import KbError
 from core.types import User
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
+from ui.admin import insights, policy_dates, uploads
+from ui.admin.audit import AUDIT_HEADERS, SHOWN, audit_rows
 from ui.audit import export_lines, parse_when, run_details, run_outcome
-from ui.web import admin, dates_view, insights
-from ui.web.audit_view import AUDIT_HEADERS, SHOWN, audit_rows
-from ui.web.handlers import Handlers
-from ui.web.i18n import t
+from ui.handlers import Handlers
+from ui.i18n import t
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class AdminHandlers(Handlers):
         """Store and ingest the uploads into the chosen groups, giving them the form's dates
         (checked first: a bad one stores nothing)."""
         user = self.admin(request)
-        dates = dates_view.upload_dates(effective, review_by, expires)
+        dates = policy_dates.upload_dates(effective, review_by, expires)
         chosen = parse_groups(groups or []) or self.settings.ingest.default_groups
         if not user.see_all and not set(chosen) <= set(user.groups):
             raise gr.Error(t("groups_outside", groups=", ".join(user.groups)))
@@ -53,7 +53,7 @@ class AdminHandlers(Handlers):
         for f in files or []:
             temp = Path(f if isinstance(f, str) else getattr(f, "name", str(f)))
             pairs.append((temp, getattr(f, "orig_name", None) or temp.name))
-        stored, rejected = admin.store_uploads(self.settings, pairs, chosen)
+        stored, rejected = uploads.store_uploads(self.settings, pairs, chosen)
         address = self.address(request)
         for r in rejected:
             self.audit.record("document.upload", user.name, object=r.name, outcome="rejected",
@@ -69,13 +69,13 @@ class AdminHandlers(Handlers):
                 progress((done, total), desc=Path(path).name)
 
             report = ingest_paths(self.store, stored, list(chosen), progress=step)
-            dates_view.date_uploads(self.store, self.audit, stored, dates, user.name, address)
+            policy_dates.date_uploads(self.store, self.audit, stored, dates, user.name, address)
             self.metrics.ingested(report)
             self.audit.record("ingest.run", user.name, object="upload", address=address,
                               outcome=run_outcome(report), **run_details(report),
                               groups=list(chosen))
             logger.info("%s ingested %d uploads into %s", user.name, len(stored), chosen)
-        return admin.report_rows(report, rejected), self._docs(user)
+        return uploads.report_rows(report, rejected), self._docs(user)
 
     def delete(self, ref: str, request: gr.Request) -> tuple[Any, ...]:
         user = self.admin(request)
@@ -101,20 +101,20 @@ class AdminHandlers(Handlers):
         self.audit.record("reindex.run", user.name, object="full" if mode == "full" else
                           "incremental", address=self.address(request),
                           outcome=run_outcome(report), **run_details(report))
-        rows = [r for r in admin.report_rows(report) if self._row_visible(user, r[0])]
+        rows = [r for r in uploads.report_rows(report) if self._row_visible(user, r[0])]
         return rows, self._docs(user)
 
     def admin_tables(self, request: gr.Request) -> tuple[Any, ...]:
         user = self.admin(request)
-        return self._docs(user), store_status(self.store), admin.feedback_rows(
+        return self._docs(user), store_status(self.store), uploads.feedback_rows(
             self.users.feedback(viewer=user))
 
     def due_list(self, request: gr.Request) -> pd.DataFrame:
         """The documents in the admin's groups due for review or expiring soon."""
         user = self.admin(request)
         records = [r for r in list_documents(self.store) if self.sees(user, r.meta.groups)]
-        rows = dates_view.due_rows(records, self.assistant.retriever.today())
-        return pd.DataFrame(rows, columns=dates_view.DUE_HEADERS)
+        rows = policy_dates.due_rows(records, self.assistant.retriever.today())
+        return pd.DataFrame(rows, columns=policy_dates.DUE_HEADERS)
 
     def insights(self, request: gr.Request) -> tuple[Any, ...]:
         """The admin's view of use: figures, plots, cited documents and knowledge gaps, all
@@ -187,6 +187,6 @@ class AdminHandlers(Handlers):
         return not docs or any(self.sees(user, r.meta.groups) for r in docs)
 
     def _docs(self, user: User) -> list[list[Any]]:
-        return admin.document_rows([r for r in list_documents(self.store)
+        return uploads.document_rows([r for r in list_documents(self.store)
                                     if self.sees(user, r.meta.groups)],
                                    self.assistant.retriever.today())

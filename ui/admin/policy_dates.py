@@ -23,7 +23,7 @@ from ingest.dates import checked_dates, set_dates
 from ingest.discover import doc_id_for
 from store.store import Store
 from ui.audit import AuditTrail
-from ui.web.i18n import t
+from ui.i18n import t
 
 DUE_HEADERS = ["document", "due", "date", "days left", "groups"]
 

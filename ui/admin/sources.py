@@ -1,4 +1,4 @@
-"""What the admin tab and `/metrics` say of the folders kept in sync (ingest/sync.py): per
+"""What the admin tab and `/metrics` say of the folders kept in sync (ingest/sync/folder.py): per
 source its state (and why it is braked or failed), its last run, files seen, changed and failed,
 and its next run.
 
@@ -22,11 +22,11 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from core.sources_settings import SourceSettings
-from ingest.sync_schedule import source_states
+from ingest.sync.schedule import source_states
 from store.ledger import SyncState
 from store.store import Store
-from ui.web.handlers import Handlers
-from ui.web.metrics import Metrics
+from ui.handlers import Handlers
+from ui.metrics import Metrics
 
 SOURCE_HEADERS = ["source", "folder", "state", "last run (UTC)", "files seen", "changed",
                   "failed", "next run (UTC)", "reason"]

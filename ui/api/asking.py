@@ -1,6 +1,6 @@
-"""What the two HTTP APIs share, `POST /api/ask` (ui/web/api.py) and the OpenAI-compatible
-`/v1/chat/completions` (ui/web/openai_api.py): the user a bearer token names, a place at the
-gate the page shares (`ui/web/gate.py`), the threads answers run on, a finished answer
+"""What the two HTTP APIs share, `POST /api/ask` (ui/api/kb_api.py) and the OpenAI-compatible
+`/v1/chat/completions` (ui/api/openai_api.py): the user a bearer token names, a place at the
+gate the page shares (`ui/gate.py`), the threads answers run on, a finished answer
 recorded and counted, and a JSON body parsed into one line of error at most.
 
     asking = Asking(assistant, users, metrics, gate)    # one per process (ui/web/server.py)
@@ -29,9 +29,9 @@ from starlette.types import Receive, Scope, Send
 from core.errors import KbError
 from core.text import detect_lang
 from core.types import Answer, Turn, User
-from ui.users import Users
-from ui.web.gate import Gate
-from ui.web.metrics import Metrics
+from ui.gate import Gate
+from ui.identity.users import Users
+from ui.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from pydantic import BaseModel, Field
 from assistant.answer_json import answer_to_json
 from core.errors import KbError
 from core.types import Answer, Turn, User
+from ui.api.asking import AnswerStream, Asking, EventStream, parse_body, sse
 from ui.conversations import Conversations
-from ui.web.asking import AnswerStream, Asking, EventStream, parse_body, sse
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def api_router(asking: Asking, conversations: Conversations | None = None) -> AP
         if user is None:
             return _unauthorized("missing or invalid bearer token (create one with "
                                  "`kb users token NAME`)")
-        try:  # the body is at most ui.max_body_bytes (ui/security/bodies.py)
+        try:  # the body is at most ui.max_body_bytes (ui/web/bodies.py)
             body = parse_ask(await request.body())
         except ValueError as exc:
             return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)

@@ -34,10 +34,10 @@ from assistant.answer_json import approved_to_json
 from core.errors import KbError
 from core.text import detect_lang
 from core.types import Answer, Citation, Turn
-from ui.web.api import FAILED, MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MAX_TURNS
-from ui.web.asking import AnswerStream, Asking, EventStream, parse_body, sse
-from ui.web.i18n import t
-from ui.web.render import SECTION_QUOTE, section_url
+from ui.api.asking import AnswerStream, Asking, EventStream, parse_body, sse
+from ui.api.kb_api import FAILED, MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MAX_TURNS
+from ui.i18n import t
+from ui.page.render import SECTION_QUOTE, section_url
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ def openai_router(asking: Asking) -> APIRouter:
         user = await asking.user(request)  # before the body is read: no valid token, 401
         if user is None:
             return _unauthorized()
-        try:  # the body is at most ui.max_body_bytes (ui/security/bodies.py)
+        try:  # the body is at most ui.max_body_bytes (ui/web/bodies.py)
             body = parse_body(await request.body(), ChatRequest, EXAMPLE)
             question, history = read_messages([(m.role, text_of(m.content))
                                                for m in body.messages])

@@ -35,8 +35,8 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.errors import ConfigError
-from ui.security.auth import client_address
-from ui.security.proxies import TrustedProxies
+from ui.identity.login import client_address
+from ui.identity.proxies import TrustedProxies
 
 logger = logging.getLogger(__name__)
 

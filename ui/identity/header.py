@@ -22,9 +22,9 @@ from typing import Any
 from fastapi.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ui.security.auth import SessionTable
-from ui.security.proxies import TrustedProxies
-from ui.signin.directory import SignIn
+from ui.identity.login import SessionTable
+from ui.identity.proxies import TrustedProxies
+from ui.identity.signin import SignIn
 
 logger = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from core.config import UiSettings
 from core.errors import DirectoryUnavailable
 from core.types import User
 from store.ledger import Ledger
-from ui.signin.directory import SignIn
-from ui.users import Users, token_hash
+from ui.identity.signin import SignIn
+from ui.identity.users import Users, token_hash
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,8 @@ T = TypeVar("T")
 LOGIN_NICE = 10
 
 # The client address of the request being handled, for the login check: set by GuardGradio
-# (ui/security/guard.py) to the socket peer, or to the client a trusted proxy names
-# (ui/security/proxies.py).
+# (ui/identity/guard.py) to the socket peer, or to the client a trusted proxy names
+# (ui/identity/proxies.py).
 client_address: contextvars.ContextVar[str] = contextvars.ContextVar("client_address",
                                                                      default="?")
 

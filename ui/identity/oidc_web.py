@@ -1,7 +1,7 @@
 """Sign-in with the company's OpenID provider (`auth.oidc_issuer`): `GET /login/oidc` sends the
 browser to the provider, with the pending sign-in (state, nonce, PKCE verifier) sealed in a
 short-lived cookie; `GET /login/oidc/callback` takes it back, checks everything
-`ui/security/oidc.py` checks, keeps the person as a password-less local user with the groups
+`ui/identity/oidc.py` checks, keeps the person as a password-less local user with the groups
 of `auth.group_map`, and opens a session as the password form does. A refusal is a short page
 with one line (what failed, what to check) and a way back; the log says the same, with the
 address, and the audit trail records each sign-in and refusal (method "oidc", the check).
@@ -20,9 +20,9 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from ui.security.auth import SessionTable, client_address
-from ui.security.oidc import OidcClient, OidcError, seal, unseal
-from ui.signin.directory import SignIn
+from ui.identity.login import SessionTable, client_address
+from ui.identity.oidc import OidcClient, OidcError, seal, unseal
+from ui.identity.signin import SignIn
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Who may sign in, and how: the policy in front of the login form, and the directory followed
 after it.
 
-`SignIn.authenticate` is what the login form's check calls (ui/security/auth.py): a local
+`SignIn.authenticate` is what the login form's check calls (ui/identity/login.py): a local
 password when `auth.password_login` allows it (always for the `auth.break_glass` account), else
 the directory (`auth.ldap_url`), whose person becomes a password-less local record with the
 groups of `auth.group_map`. `SignIn.follow` is the `Users.follow` hook: every session and API
@@ -26,10 +26,10 @@ from core.access import check_group
 from core.auth_settings import AuthSettings
 from core.errors import ConfigError, DirectoryUnavailable, KbError
 from core.types import User
-from ui.security.oidc import Identity, OidcClient, OidcError
-from ui.signin.groups import map_groups
-from ui.signin.ldap import Ldap, Person
-from ui.users import Users
+from ui.identity.groups import map_groups
+from ui.identity.ldap import Ldap, Person
+from ui.identity.oidc import Identity, OidcClient, OidcError
+from ui.identity.users import Users
 
 logger = logging.getLogger(__name__)
 

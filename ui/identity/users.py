@@ -14,9 +14,9 @@ A disabled user can neither log in nor use a token; a password change, `disable`
 app checks it on each request, so this works from another process, e.g. the `kb` CLI).
 
 People who sign in through the directory or a trusted header have a record without a password
-(`adopt`, ui/signin/): its password field holds `directory$<source>`, which no password matches.
-The `follow` hook (ui/signin/directory.py) sees each session's and token's user first, to read
-them again from the directory when due.
+(`adopt`, ui/identity/signin.py): its password field holds `directory$<source>`, which no password
+matches. The `follow` hook (ui/identity/signin.py) sees each session's and token's user first, to
+read them again from the directory when due.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class Users:
         self.ledger = ledger
         self.audit = audit or AuditTrail(ledger)
         self.actor = actor
-        self.follow = follow  # set by ui/signin/directory.py when a directory is configured
+        self.follow = follow  # set by ui/identity/signin.py when a directory is configured
 
     def _audit(self, event: str, name: str, **details: Any) -> None:
         self.audit.record(event, self.actor, object=name, address="local", **details)

@@ -17,24 +17,24 @@ from typing import Any, TypeVar, cast
 
 import gradio as gr
 
-from ui.web import admin, dates_view, insights
-from ui.web.admin_tab import AdminHandlers
-from ui.web.approved_tab import (
+from ui.admin import insights, policy_dates, uploads
+from ui.admin.approved import (
     ApprovedHandlers,
     ApprovedView,
     build_approved_view,
     wire_approved_view,
 )
-from ui.web.audit_view import AuditView, build_audit_view, wire_audit_view
-from ui.web.chat import ChatHandlers
-from ui.web.handlers import Conversation
-from ui.web.i18n import LANGS, lang_from_header, t
-from ui.web.sources_view import (
+from ui.admin.audit import AuditView, build_audit_view, wire_audit_view
+from ui.admin.documents import AdminHandlers
+from ui.admin.sources import (
     SourcesHandlers,
     SourcesView,
     build_sources_view,
     wire_sources_view,
 )
+from ui.handlers import Conversation
+from ui.i18n import LANGS, lang_from_header, t
+from ui.page.chat import ChatHandlers
 from ui.wiring import Services
 
 LANG_CHOICES = [("English", "en"), ("中文", "zh")]
@@ -43,9 +43,9 @@ C = TypeVar("C")
 
 
 class App(ChatHandlers, AdminHandlers, ApprovedHandlers, SourcesHandlers):
-    """The page's handlers: the chat tab's and the sidebar's (`ui/web/chat.py`) and the admin
-    tab's (`ui/web/admin_tab.py`, its editor of approved answers `ui/web/approved_tab.py`, the
-    folders kept in sync `ui/web/sources_view.py`), over one set of services and one question
+    """The page's handlers: the chat tab's and the sidebar's (`ui/page/chat.py`) and the admin
+    tab's (`ui/admin/documents.py`, its editor of approved answers `ui/admin/approved.py`, the
+    folders kept in sync `ui/admin/sources.py`), over one set of services and one question
     gate."""
 
     def on_load(self, request: gr.Request) -> tuple[Any, ...]:
@@ -144,7 +144,7 @@ class AdminTab:
     ingest: gr.Button
     report: gr.Dataframe
     docs: gr.Dataframe
-    due: gr.Dataframe  # documents due for review or expiring (ui/web/dates_view.py)
+    due: gr.Dataframe  # documents due for review or expiring (ui/admin/policy_dates.py)
     refresh: gr.Button
     doc_ref: gr.Textbox
     delete: gr.Button
@@ -267,11 +267,11 @@ def _admin_tab(lab: Labels) -> AdminTab:
                                             placeholder="2027-01-01"), label=f"date_{key}")
                              for key in ("effective", "review_by", "expires")]
                 ingest = lab(gr.Button(t("ingest"), variant="primary"), value="ingest")
-        report = lab(gr.Dataframe(headers=admin.REPORT_HEADERS, label=t("report"),
+        report = lab(gr.Dataframe(headers=uploads.REPORT_HEADERS, label=t("report"),
                                   interactive=False), label="report")
-        docs = lab(gr.Dataframe(headers=admin.DOC_HEADERS, label=t("documents"),
+        docs = lab(gr.Dataframe(headers=uploads.DOC_HEADERS, label=t("documents"),
                                 interactive=False), label="documents")
-        due = lab(gr.Dataframe(headers=dates_view.DUE_HEADERS, label=t("due_list"),
+        due = lab(gr.Dataframe(headers=policy_dates.DUE_HEADERS, label=t("due_list"),
                                interactive=False, elem_id="kb-due"), label="due_list")
         with gr.Row():
             refresh = lab(gr.Button(t("refresh"), size="sm"), value="refresh")
@@ -282,7 +282,7 @@ def _admin_tab(lab: Labels) -> AdminTab:
             reindex = lab(gr.Button(t("reindex"), size="sm"), value="reindex")
         message = gr.Markdown()
         stats = lab(gr.JSON(label=t("stats")), label="stats")
-        feedback = lab(gr.Dataframe(headers=admin.FEEDBACK_HEADERS, label=t("feedback_list"),
+        feedback = lab(gr.Dataframe(headers=uploads.FEEDBACK_HEADERS, label=t("feedback_list"),
                                     interactive=False), label="feedback_list")
         seen = _insights(lab)
         approved = build_approved_view(lab)

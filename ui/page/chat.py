@@ -7,7 +7,7 @@ the user's stored conversations (list, resume, rename, delete, a new one).
     handlers.page_image(chunk_id, user, quote)           # for GET /page/{chunk_id} (server.py)
     handlers.resume(conversation_id, lang, conv, request)
 
-Every handler finds the user first (`ui/web/handlers.py`) and asks the assistant with the user's
+Every handler finds the user first (`ui/handlers.py`) and asks the assistant with the user's
 groups, whatever chunk or conversation id the browser sent.
 """
 
@@ -27,9 +27,9 @@ from core.errors import AccessDenied, GenerationError, KbError
 from core.text import detect_lang
 from core.types import Answer, Passage, StoredTurn, Turn, User
 from ingest.parse.ocr import ocr_options
-from ui.web import marks, render
-from ui.web.handlers import Conversation, Handlers
-from ui.web.i18n import LANGS, t
+from ui.handlers import Conversation, Handlers
+from ui.i18n import LANGS, t
+from ui.page import marks, render
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from assistant.answer_json import approved_day
 from core.types import Answer, Citation, Passage
-from ui.web.i18n import t
+from ui.i18n import t
 
 logger = logging.getLogger(__name__)
 

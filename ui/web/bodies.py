@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.errors import ConfigError
-from ui.security.auth import client_address
+from ui.identity.login import client_address
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ui.security.proxies import Network, parse_networks, within
+from ui.identity.proxies import Network, parse_networks, within
 
 
 @dataclass(frozen=True)

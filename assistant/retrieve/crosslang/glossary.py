@@ -24,7 +24,7 @@ from pathlib import Path
 from core.errors import ConfigError
 from core.text import EN_STOP, IDEOGRAPH_RUN, _segmenter, stem
 
-SHIPPED_GLOSSARY = Path(__file__).parents[1] / "data" / "bilingual_glossary.toml"
+SHIPPED_GLOSSARY = Path(__file__).parents[2] / "data" / "bilingual_glossary.toml"
 # CC-CEDICT senses that say nothing of meaning: measure words, surnames, cross-references.
 _NOT_SENSES = ("CL:", "surname ", "variant of", "old variant", "see ", "used in")
 _PAREN = re.compile(r"\([^)]*\)|\[[^\]]*\]")

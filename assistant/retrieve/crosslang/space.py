@@ -1,5 +1,5 @@
 """The cross-language side of retrieval (issue 29): the question embedded by the multilingual
-embedder (`store/multilingual.py`) and matched against every allowed passage, on a worker
+embedder (`store/crosslang_space.py`) and matched against every allowed passage, on a worker
 thread beside BM25; the passages in the other language become one more RRF ranking, but only
 when they earn it.
 
@@ -30,7 +30,7 @@ import numpy.typing as npt
 from assistant.retrieve.dense import Hits, one_blas_thread
 from assistant.retrieve.snapshot import Mask, Snapshot
 from core.text import detect_lang
-from store.multilingual import MultilingualSpace
+from store.crosslang_space import MultilingualSpace
 from store.store import Store
 
 CROSSLANG = "crosslang"  # the ranking's name in RRF
