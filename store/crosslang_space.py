@@ -1,6 +1,6 @@
-"""The second vector space (issue 29): every live passage embedded again by the multilingual
-embedder (`store/embed/multilingual.py`) into its own Chroma collection, keyed by chunk id, so
-a question in one language can be matched with passages in the other.
+"""The crosslang space, a store's second vector space: every live passage embedded again by the
+multilingual embedder (`store/embed/multilingual.py`) into its own Chroma collection, keyed by chunk
+id, so a question in one language can be matched with passages in the other.
 
 The space follows the live chunks rather than being written beside them: at the end of every
 write to the store (`Store.writing`), `follow` embeds the live passages the collection lacks
@@ -11,7 +11,7 @@ The query side uses the space only while the record matches its snapshot's gener
 (`ready`): a store ingested before the space existed, or while `embed.multilingual_model` was
 off, answers as before until its next write with the model set (`kb reindex`).
 
-    space = MultilingualSpace(store_settings, ledger, vectors, embedder_source, cache_path)
+    space = CrosslangSpace(store_settings, ledger, vectors, embedder_source, cache_path)
     space.follow()                        # under the write lock: embedded, deleted
     space.ready(generation) -> True       # the record matches: the query side may use it
     space.query_vector("年假几天？")        # the question in the shared space, kept (LRU)
@@ -47,7 +47,7 @@ def space_collection(settings: Settings) -> str:
     return f"multilingual_{settings.store.collection}"
 
 
-class MultilingualSpace:
+class CrosslangSpace:
     """The multilingual collection of one store, its embedder (made on first use) and the
     record of what it holds."""
 

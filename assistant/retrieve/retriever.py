@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from assistant.answerable import features
-from assistant.retrieve.crosslang.bridge import Bilingual, Bridge
-from assistant.retrieve.crosslang.space import CROSSLANG, Crossing, CrossLanguage
+from assistant.retrieve.crosslang.bridge import Bridge, BridgeRanking
+from assistant.retrieve.crosslang.space import SPACE, SpaceMatch, SpaceSearch
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
@@ -52,8 +52,8 @@ logger = logging.getLogger(__name__)
 # How the lexical and dense candidates are combined (retrieve.fusion): by their ranks, each an
 # RRF input, or by their standardised scores into one ranking (`rankings.score_fused`).
 FUSIONS = ("rrf", "score")
-# The RRF input of the question carried into the other language (`bilingual.Bridge`).
-CARRIED = "carried"
+# The RRF input of the question carried into the other language (`crosslang/bridge.py`).
+BRIDGE = "carried"
 
 
 @dataclass
@@ -70,11 +70,11 @@ class Retrieval:
     # What the answerability model weighs (assistant/answerable.py).
     evidence: dict[str, float] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    # The lexical bridge to the other language's documents (bilingual.py): its gate's
-    # readings (empty: none).
-    crossing: dict[str, float] = field(default_factory=dict)
-    # The cross-language side's gate (crosslang.py): fired, best_other, best_same; {} when off.
-    crosslang: dict[str, float] = field(default_factory=dict)
+    # The bridge to the other language (crosslang/bridge.py): its gate's readings (empty:
+    # none).
+    bridge_gate: dict[str, float] = field(default_factory=dict)
+    # The space's gate (crosslang/space.py): fired, best_other, best_same; {} when off.
+    space_gate: dict[str, float] = field(default_factory=dict)
 
 
 class Retriever:
@@ -106,12 +106,12 @@ class Retriever:
         # `count_ahead`: the token counter's `prime`, for the wait on the dense side
         self.dense = DenseSearch(store, count_ahead)
         # the question searched in the other language too (assistant/retrieve/crosslang/bridge.py)
-        self.bilingual = (
-            Bilingual(settings.retrieve, settings.base_dir, self.synonyms)
+        self.bridge = (
+            Bridge(settings.retrieve, settings.base_dir, self.synonyms)
             if settings.retrieve.bilingual
             else None
         )
-        self.crosslang = CrossLanguage(store)  # the multilingual space, where the store has one
+        self.space = SpaceSearch(store)  # the multilingual space, where the store has one
 
     def snapshot(self) -> Snapshot:
         """The current snapshot. Without a refresher thread the ledger's generation is read on
@@ -194,7 +194,7 @@ class Retriever:
         pending = None
         if weights[DENSE] > 0:
             pending = self.dense.start(snap, text, allowed, cfg.candidates)
-        crossing = self.crosslang.start(snap, text, lang, allowed)
+        crossing = self.space.start(snap, text, lang, allowed)
         terms = tokenize_query(question, synonyms=self.synonyms)
         weight: dict[str, float] | None = None
         if context:
@@ -212,19 +212,19 @@ class Retriever:
         t2 = time.perf_counter()
         dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
         t3 = time.perf_counter()
-        cross = self.crosslang.wait(crossing, cfg.crosslang_margin, cfg.candidates) if (
-            crossing) else Crossing()
+        cross = self.space.wait(crossing, cfg.crosslang_margin, cfg.candidates) if (
+            crossing) else SpaceMatch()
         if cross.hits:
-            more[CROSSLANG] = [c for c, _ in cross.hits]
-            weights[CROSSLANG] = cfg.crosslang_weight
+            more[SPACE] = [c for c, _ in cross.hits]
+            weights[SPACE] = cfg.crosslang_weight
         if gated:
             gap = cross.best_other - cross.best_same if cross.best_other else None
             bridge = self._bridge(snap, question, lang, allowed, lexical, gap)
         if bridge is not None:
-            more, weights = {**more, CARRIED: bridge.ranking}, {**weights, CARRIED: bridge.weight}
+            more, weights = {**more, BRIDGE: bridge.ranking}, {**weights, BRIDGE: bridge.weight}
         crossed = time.perf_counter()
         if cross.hits:  # the other language's passages ranked only by the sides that read it
-            own = self.crosslang.own_language(snap, lang)
+            own = self.space.own_language(snap, lang)
             fused = self._fuse(
                 snap, query, lexical, [(c, s) for c, s in dense if own[snap.row_of[c]]],
                 more, weights)
@@ -237,7 +237,7 @@ class Retriever:
         passages = self._prefer_newest(passages, text, snap.superseded_for(groups, day))
         carried = bridge.terms if bridge is not None and cfg.bilingual_evidence else []
         found = self._found(snap, text, lang, passages[:k], lexical, dense, carried)
-        found.crossing = bridge.gate if bridge is not None else {}
+        found.bridge_gate = bridge.gate if bridge is not None else {}
         found.timings_ms = {
             # BM25 and the mask (snapshot and mask lookups before it included)
             "lexical": (t1 - t0) * 1000,
@@ -254,7 +254,7 @@ class Retriever:
             "retrieve": (time.perf_counter() - t0) * 1000,
         }
         if crossing:
-            found.crosslang = {"fired": float(cross.fired), "best_other": cross.best_other,
+            found.space_gate = {"fired": float(cross.fired), "best_other": cross.best_other,
                                "best_same": cross.best_same}
         return found
 
@@ -266,13 +266,13 @@ class Retriever:
         allowed: Mask,
         lexical: Scored,
         gap: float | None = None,
-    ) -> Bridge | None:
+    ) -> BridgeRanking | None:
         """The question carried into the other language and searched (None: off, or nothing
         of it translates, and the old path is taken); `gap`: the multilingual space's reading
         for its gate (retrieve.bilingual_dense_gate)."""
-        if self.bilingual is None:
+        if self.bridge is None:
             return None
-        return self.bilingual.bridge(snap.bm25, question, lang, allowed, lexical, gap)
+        return self.bridge.rank(snap.bm25, question, lang, allowed, lexical, gap)
 
     def _weights(self, lang: str) -> dict[str, float]:
         """Each ranking's RRF weight for a question in `lang`; the dense side weighs nothing

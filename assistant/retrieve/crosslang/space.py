@@ -1,7 +1,7 @@
-"""The cross-language side of retrieval (issue 29): the question embedded by the multilingual
-embedder (`store/crosslang_space.py`) and matched against every allowed passage, on a worker
-thread beside BM25; the passages in the other language become one more RRF ranking, but only
-when they earn it.
+"""The space, the embedding side of crosslang retrieval: the question embedded by the multilingual
+embedder into the store's crosslang space (`store/crosslang_space.py`) and matched against every
+allowed passage, on a worker thread beside BM25; the passages in the other language become one more
+RRF ranking, but only when they earn it.
 
 The gate: the multilingual embedder scores passages of both languages for the question; a
 same-language question's best match is in its own language, a question whose answer is written
@@ -9,12 +9,12 @@ in the other language finds that passage scoring near or above the best of its o
 language's passages are fused (weight retrieve.crosslang_weight) when the best of them scores
 at least the best same-language passage plus retrieve.crosslang_margin (negative: the
 embedder favours its own language). A store with passages of one language only, or whose
-space is not ready (`MultilingualSpace.ready`), gets nothing from this side.
+space is not ready (`CrosslangSpace.ready`), gets nothing from this side.
 
-    cross = CrossLanguage(store)
-    pending = cross.start(snap, "How many days of annual leave?", "en", allowed)
+    space = SpaceSearch(store)
+    pending = space.start(snap, "How many days of annual leave?", "en", allowed)
     ...  # BM25 on this thread
-    found = cross.wait(pending, margin=-0.02, n=50)   # Crossing: hits, fired, best scores
+    found = space.wait(pending, margin=-0.02, n=50)   # SpaceMatch: hits, fired, best scores
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import numpy.typing as npt
 from assistant.retrieve.dense import Hits, one_blas_thread
 from assistant.retrieve.snapshot import Mask, Snapshot
 from core.text import detect_lang
-from store.crosslang_space import MultilingualSpace
+from store.crosslang_space import CrosslangSpace
 from store.store import Store
 
-CROSSLANG = "crosslang"  # the ranking's name in RRF
+SPACE = "crosslang"  # the ranking's name in RRF
 WORKERS = 2  # questions embedded at once by the multilingual embedder (it holds a lock)
 # A store of at most this many live chunks has its multilingual vectors held in memory (50,000
 # x 384 float32: 77 MB) and scored exactly; a larger one asks Chroma for the nearest FETCH.
@@ -42,7 +42,7 @@ FETCH = 1000
 
 
 @dataclass
-class Crossing:
+class SpaceMatch:
     """What the cross-language side found for one question."""
 
     hits: Hits = field(default_factory=list)  # other-language passages, best first; [] if not fired
@@ -64,7 +64,7 @@ class _Space:
 class _Asked:
     """A question on its way: its multilingual vector and what it was asked over."""
 
-    space: MultilingualSpace
+    space: CrosslangSpace
     snap: Snapshot
     lang: str
     allowed: Mask
@@ -75,7 +75,7 @@ class _Asked:
 Pending = Future[_Asked]
 
 
-class CrossLanguage:
+class SpaceSearch:
     """One retriever's cross-language side: its worker threads and the space's vectors of the
     current snapshot."""
 
@@ -90,7 +90,7 @@ class CrossLanguage:
         """The question's multilingual vector (and this snapshot's space, where it is held in
         memory), made on a worker thread; None when the side is off for this snapshot: no
         space ready, or no passage in the other language."""
-        space = self.store.multilingual
+        space = self.store.space
         if space is None or not space.ready(snap.generation):
             return None
         if ("en" if lang == "zh" else "zh") not in self.languages(snap):
@@ -102,7 +102,7 @@ class CrossLanguage:
         return self._workers.submit(self._embed, space, snap, question, lang, allowed)
 
     def _embed(
-        self, space: MultilingualSpace, snap: Snapshot, question: str, lang: str, allowed: Mask
+        self, space: CrosslangSpace, snap: Snapshot, question: str, lang: str, allowed: Mask
     ) -> _Asked:
         t0 = time.perf_counter()
         vector = space.query_vector(question)
@@ -110,7 +110,7 @@ class CrossLanguage:
             self._space_of(snap, space)
         return _Asked(space, snap, lang, allowed, vector, (time.perf_counter() - t0) * 1000)
 
-    def _space_of(self, snap: Snapshot, space: MultilingualSpace) -> _Space:
+    def _space_of(self, snap: Snapshot, space: CrosslangSpace) -> _Space:
         """The snapshot's vectors in the space, fetched once per snapshot."""
         with self._lock:
             held = self._space
@@ -153,7 +153,7 @@ class CrossLanguage:
         rows = np.array([r for r, _ in kept], dtype=np.intp)
         return rows, np.array([s for _, s in kept], dtype=np.float32)
 
-    def wait(self, pending: Pending, margin: float, n: int) -> Crossing:
+    def wait(self, pending: Pending, margin: float, n: int) -> SpaceMatch:
         """The gate and the other language's best `n` allowed passages (see the module)."""
         asked = pending.result()
         t0 = time.perf_counter()
@@ -162,7 +162,7 @@ class CrossLanguage:
         rows, scores = rows[visible], scores[visible]
         zh = self._chinese(asked.snap)[rows]
         other = zh if asked.lang == "en" else ~zh
-        found = Crossing(timings_ms={"crosslang_embed": asked.embed_ms})
+        found = SpaceMatch(timings_ms={"crosslang_embed": asked.embed_ms})
         if other.any():
             found.best_other = float(scores[other].max())
             found.best_same = float(scores[~other].max()) if (~other).any() else -1.0
