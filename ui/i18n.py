@@ -5,9 +5,17 @@ the page; server-made text (source cards, notices, timings) uses the same table.
 
     t("send", "zh") -> "发送"
     lang_from_header("zh-CN,zh;q=0.9,en;q=0.8") -> "zh"
+    lab = Labels(); button = lab(gr.Button(t("send")), value="send"); lab.updates("zh")
+
+`Labels` keeps the page's components whose words follow its language (the page's and the admin
+tab's builders label theirs), so the language picker relabels them all.
 """
 
 from __future__ import annotations
+
+from typing import Any, TypeVar
+
+C = TypeVar("C")
 
 LANGS = ("en", "zh")
 
@@ -171,3 +179,24 @@ def lang_from_header(accept_language: str | None) -> str:
         if code in LANGS and q - i * 1e-6 > best_q:
             best, best_q = code, q - i * 1e-6
     return best
+
+
+class Labels:
+    """The components whose words follow the page's language, each with the i18n keys of its
+    attributes: `lab(gr.Button(t("send")), value="send")` relabels the button's value."""
+
+    def __init__(self) -> None:
+        self.keyed: list[tuple[Any, dict[str, str]]] = []
+
+    def __call__(self, component: C, **keys: str) -> C:
+        self.keyed.append((component, keys))
+        return component
+
+    @property
+    def components(self) -> list[Any]:
+        return [component for component, _ in self.keyed]
+
+    def updates(self, lang: str) -> list[dict[str, Any]]:
+        """Each component's words in `lang`, in the order of `components`."""
+        return [{"__type__": "update", **{attr: t(key, lang) for attr, key in keys.items()}}
+                for _component, keys in self.keyed]

@@ -107,30 +107,7 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
             )
         if size == 0:
             raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
-        kind = sniff(path)
-        # Each kind's parser is imported when a file of that kind comes: a process that only
-        # hands files to workers (ingest, re-index, the app) imports neither (pypdf and
-        # python-docx: ~0.25 s); the workers' server imports both once (`_start_method`)
-        if kind == "pdf":
-            from ingest.parse.ocr import ocr_options
-            from ingest.parse.pdf import parse_pdf
-
-            parsed = parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
-                               table_seconds=settings.file_timeout_s * TABLE_SHARE,
-                               ocr=ocr_options(settings))
-        elif kind == "doc":
-            from ingest.parse.legacy_doc import doc_to_docx
-            from ingest.parse.word import parse_docx
-
-            with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
-                parsed = parse_docx(doc_to_docx(path, Path(folder)),
-                                    int(settings.max_unpacked_mb * 1024 * 1024),
-                                    settings.max_blocks)
-        else:
-            from ingest.parse.word import parse_docx
-
-            parsed = parse_docx(path, int(settings.max_unpacked_mb * 1024 * 1024),
-                                settings.max_blocks)
+        parsed = _parse_kind(path, sniff(path), settings)
         if len(parsed.blocks) > settings.max_blocks:
             raise TooManyBlocks(
                 f"{path.name}: {len(parsed.blocks)} blocks (paragraphs, headings, tables) is "
@@ -150,6 +127,29 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
             f"{path.name}: the parser failed ({type(exc).__name__}: {exc}); "
             "re-save or re-export the file, or remove it"
         ) from exc
+
+
+def _parse_kind(path: Path, kind: str, settings: IngestSettings) -> ParsedDoc:
+    """`path` parsed by the parser of its `kind` (what `sniff` found)."""
+    # Each kind's parser is imported when a file of that kind comes: a process that only
+    # hands files to workers (ingest, re-index, the app) imports neither (pypdf and
+    # python-docx: ~0.25 s); the workers' server imports both once (`_start_method`)
+    if kind == "pdf":
+        from ingest.parse.ocr import ocr_options
+        from ingest.parse.pdf import parse_pdf
+
+        return parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
+                         table_seconds=settings.file_timeout_s * TABLE_SHARE,
+                         ocr=ocr_options(settings))
+    from ingest.parse.word import parse_docx
+
+    unpacked = int(settings.max_unpacked_mb * 1024 * 1024)
+    if kind == "doc":
+        from ingest.parse.legacy_doc import doc_to_docx
+
+        with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
+            return parse_docx(doc_to_docx(path, Path(folder)), unpacked, settings.max_blocks)
+    return parse_docx(path, unpacked, settings.max_blocks)
 
 
 def _over_memory(path: Path, settings: IngestSettings) -> OverMemory:

@@ -6,47 +6,31 @@ the one object whose handlers answer it.
     blocks.kb_app.view_source(chunk_id, "en", None, request)
 
 Each part of the page is built by a function that returns its components (`_sidebar`,
-`_header`, `_chat_tab`, `_admin_tab`), in the order the page shows them; `_wire_events` then
-ties them to App's handlers, which call the pipelines only. `ui/web/server.py` serves it.
+`_header`, `_chat_tab`, and the admin tab's `build_admin_tab` in ui/admin/tab.py), in the order
+the page shows them; `_wire_events` then ties them to App's handlers, which call the pipelines
+only. `ui/web/server.py` serves it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import gradio as gr
 
-from ui.admin import insights, policy_dates, uploads
-from ui.admin.approved import (
-    ApprovedHandlers,
-    ApprovedView,
-    build_approved_view,
-    wire_approved_view,
-)
-from ui.admin.audit import AuditView, build_audit_view, wire_audit_view
-from ui.admin.documents import AdminHandlers
-from ui.admin.sources import (
-    SourcesHandlers,
-    SourcesView,
-    build_sources_view,
-    wire_sources_view,
-)
+from ui.admin.tab import AdminTab, AdminTabHandlers, build_admin_tab, wire_admin_tab
 from ui.handlers import Conversation
-from ui.i18n import LANGS, lang_from_header, t
+from ui.i18n import LANGS, Labels, lang_from_header, t
 from ui.page.chat import ChatHandlers
 from ui.wiring import Services
 
 LANG_CHOICES = [("English", "en"), ("中文", "zh")]
 
-C = TypeVar("C")
 
-
-class App(ChatHandlers, AdminHandlers, ApprovedHandlers, SourcesHandlers):
+class App(ChatHandlers, AdminTabHandlers):
     """The page's handlers: the chat tab's and the sidebar's (`ui/page/chat.py`) and the admin
-    tab's (`ui/admin/documents.py`, its editor of approved answers `ui/admin/approved.py`, the
-    folders kept in sync `ui/admin/sources.py`), over one set of services and one question
-    gate."""
+    tab's (`ui/admin/tab.py`: documents, approved answers, folders kept in sync), over one set
+    of services and one question gate."""
 
     def on_load(self, request: gr.Request) -> tuple[Any, ...]:
         """The page as it opens: its language, who is signed in, the admin tab (admins only),
@@ -58,27 +42,6 @@ class App(ChatHandlers, AdminHandlers, ApprovedHandlers, SourcesHandlers):
         choices = self.known_groups(user) if user.is_admin else []
         return (lang, who, gr.update(visible=user.is_admin), gr.update(visible=not self.demo),
                 gr.update(choices=choices, value=[g for g in ("all",) if g in choices]))
-
-
-class Labels:
-    """The components whose words follow the page's language, each with the i18n keys of its
-    attributes: `lab(gr.Button(t("send")), value="send")` relabels the button's value."""
-
-    def __init__(self) -> None:
-        self.keyed: list[tuple[Any, dict[str, str]]] = []
-
-    def __call__(self, component: C, **keys: str) -> C:
-        self.keyed.append((component, keys))
-        return component
-
-    @property
-    def components(self) -> list[Any]:
-        return [component for component, _ in self.keyed]
-
-    def updates(self, lang: str) -> list[dict[str, Any]]:
-        """Each component's words in `lang`, in the order of `components`."""
-        return [{"__type__": "update", **{attr: t(key, lang) for attr, key in keys.items()}}
-                for _component, keys in self.keyed]
 
 
 @dataclass
@@ -114,57 +77,6 @@ class ChatTab:
 
 
 @dataclass
-class Insights:
-    box: gr.Accordion
-    show: gr.Button
-    figures: gr.JSON
-    per_day: gr.BarPlot
-    latency: gr.BarPlot
-    cited: gr.Dataframe
-    never: gr.Textbox
-    gaps: gr.Dataframe
-    gap_pick: gr.Dropdown
-    gap_note: gr.Textbox
-    save_note: gr.Button
-    export: gr.DownloadButton
-
-    @property
-    def outputs(self) -> list[Any]:
-        """What `App.insights` fills, in its order."""
-        return [self.figures, self.per_day, self.latency, self.cited, self.never, self.gaps,
-                self.gap_pick, self.export]
-
-
-@dataclass
-class AdminTab:
-    tab: gr.Tab
-    files: gr.File
-    groups: gr.Dropdown
-    dates: list[gr.Textbox]  # the upload's effective, review-by and expiry dates
-    ingest: gr.Button
-    report: gr.Dataframe
-    docs: gr.Dataframe
-    due: gr.Dataframe  # documents due for review or expiring (ui/admin/policy_dates.py)
-    refresh: gr.Button
-    doc_ref: gr.Textbox
-    delete: gr.Button
-    mode: gr.Radio
-    reindex: gr.Button
-    message: gr.Markdown
-    stats: gr.JSON
-    feedback: gr.Dataframe
-    insights: Insights
-    audit: AuditView
-    approved: ApprovedView
-    synced: SourcesView
-
-    @property
-    def tables(self) -> list[Any]:
-        """What `App.admin_tables` fills, in its order."""
-        return [self.docs, self.stats, self.feedback]
-
-
-@dataclass
 class Page:
     conv: gr.State
     sidebar: Sidebar
@@ -184,7 +96,7 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
         header = _header(lab, app.demo)
         with gr.Tabs():
             chat = _chat_tab(lab)
-            admin_tab = _admin_tab(lab)
+            admin_tab = build_admin_tab(lab)
         _wire_events(blocks, app, lab, Page(conv, sidebar, header, chat, admin_tab))
     blocks.kb_app = app
     return cast(gr.Blocks, blocks)
@@ -249,76 +161,6 @@ def _chat_tab(lab: Labels) -> ChatTab:
                    source)
 
 
-def _admin_tab(lab: Labels) -> AdminTab:
-    """Uploads with their groups and dates, the documents and those due for review or expiring,
-    re-index, store status, feedback, the insights, the approved answers' editor, the audit
-    trail and the folders kept in sync; hidden until `App.on_load` finds an admin."""
-    with gr.Tab(t("admin_tab"), id="admin", visible=False) as tab:
-        lab(tab, label="admin_tab")
-        with gr.Row():
-            files = lab(gr.File(label=t("upload"), file_count="multiple",
-                                file_types=[".pdf", ".docx"]), label="upload")
-            with gr.Column():
-                groups = lab(gr.Dropdown(choices=[], value=[], multiselect=True,
-                                         allow_custom_value=True, label=t("groups")),
-                             label="groups")
-                with gr.Row():
-                    dates = [lab(gr.Textbox(label=t(f"date_{key}"), lines=1, max_lines=1,
-                                            placeholder="2027-01-01"), label=f"date_{key}")
-                             for key in ("effective", "review_by", "expires")]
-                ingest = lab(gr.Button(t("ingest"), variant="primary"), value="ingest")
-        report = lab(gr.Dataframe(headers=uploads.REPORT_HEADERS, label=t("report"),
-                                  interactive=False), label="report")
-        docs = lab(gr.Dataframe(headers=uploads.DOC_HEADERS, label=t("documents"),
-                                interactive=False), label="documents")
-        due = lab(gr.Dataframe(headers=policy_dates.DUE_HEADERS, label=t("due_list"),
-                               interactive=False, elem_id="kb-due"), label="due_list")
-        with gr.Row():
-            refresh = lab(gr.Button(t("refresh"), size="sm"), value="refresh")
-            doc_ref = lab(gr.Textbox(label=t("delete_doc"), lines=1), label="delete_doc")
-            delete = lab(gr.Button(t("delete"), variant="stop", size="sm"), value="delete")
-            mode = lab(gr.Radio(["incremental", "full"], value="incremental",
-                                label=t("reindex_mode")), label="reindex_mode")
-            reindex = lab(gr.Button(t("reindex"), size="sm"), value="reindex")
-        message = gr.Markdown()
-        stats = lab(gr.JSON(label=t("stats")), label="stats")
-        feedback = lab(gr.Dataframe(headers=uploads.FEEDBACK_HEADERS, label=t("feedback_list"),
-                                    interactive=False), label="feedback_list")
-        seen = _insights(lab)
-        approved = build_approved_view(lab)
-        trail = build_audit_view(lab, t)
-        synced = build_sources_view(lab, t)
-    return AdminTab(tab, files, groups, dates, ingest, report, docs, due, refresh, doc_ref,
-                    delete, mode, reindex, message, stats, feedback, seen, trail, approved,
-                    synced)
-
-
-def _insights(lab: Labels) -> Insights:
-    """The admin's view of use, folded until opened: figures, plots, cited documents and the
-    knowledge gaps with their notes."""
-    with gr.Accordion(t("insights"), open=False) as box:
-        lab(box, label="insights")
-        show = lab(gr.Button(t("refresh"), size="sm"), value="refresh")
-        figures = lab(gr.JSON(label=t("figures")), label="figures")
-        with gr.Row():
-            per_day = lab(gr.BarPlot(x="day", y="questions", color="language",
-                                     label=t("per_day")), label="per_day")
-            latency = lab(gr.BarPlot(x="stage", y="ms", color="percentile",
-                                     label=t("latency")), label="latency")
-        cited = lab(gr.Dataframe(headers=["document", "answers citing it"],
-                                 label=t("most_cited"), interactive=False), label="most_cited")
-        never = lab(gr.Textbox(label=t("never_cited"), interactive=False), label="never_cited")
-        gaps = lab(gr.Dataframe(headers=list(insights.GAP_COLUMNS), label=t("gaps"),
-                                interactive=False), label="gaps")
-        with gr.Row():
-            gap_pick = lab(gr.Dropdown(choices=[], label=t("gap")), label="gap")
-            gap_note = lab(gr.Textbox(label=t("gap_note"), lines=1), label="gap_note")
-            save_note = lab(gr.Button(t("save"), size="sm"), value="save")
-        export = lab(gr.DownloadButton(t("export_csv"), size="sm"), label="export_csv")
-    return Insights(box, show, figures, per_day, latency, cited, never, gaps, gap_pick, gap_note,
-                    save_note, export)
-
-
 # --- the events ------------------------------------------------------------------------
 def _wire_events(blocks: gr.Blocks, app: App, lab: Labels, page: Page) -> None:
     """Tie the page's components to App's handlers; an event without an `api_name` is private
@@ -329,7 +171,7 @@ def _wire_events(blocks: gr.Blocks, app: App, lab: Labels, page: Page) -> None:
                 api_visibility="private")
     _wire_language(app, lab, header)
     asked = _wire_chat(app, page)
-    _wire_admin(app, admin_tab)
+    wire_admin_tab(app, admin_tab)
     _wire_sidebar(blocks, app, page, after=asked)
 
 
@@ -369,30 +211,6 @@ def _wire_chat(app: App, page: Page) -> list[Any]:
     chat.down.click(app.thumbs_down, rate_inputs, chat.feedback_status, api_name="thumbs_down")
     chat.chatbot.like(app.on_like, [lang, conv], chat.feedback_status, api_visibility="private")
     return [*asked, started]
-
-
-def _wire_admin(app: App, tab: AdminTab) -> None:
-    """Uploads, the tables (the due list beside them), delete, re-index, the insights with
-    their gap notes, the audit trail, the editor of approved answers and the folders kept in
-    sync."""
-    tab.refresh.click(app.admin_tables, None, tab.tables, api_name="admin_tables")
-    tab.refresh.click(app.due_list, None, tab.due, api_name="due_list")  # named before the
-    # private listeners of the same handler, which would take its name
-    tab.ingest.click(app.ingest_upload, [tab.files, tab.groups, *tab.dates],
-                     [tab.report, tab.docs], api_name="ingest").then(
-        app.due_list, None, tab.due, api_visibility="private")
-    tab.tab.select(app.admin_tables, None, tab.tables, api_visibility="private")
-    tab.tab.select(app.due_list, None, tab.due, api_visibility="private")
-    tab.delete.click(app.delete, [tab.doc_ref], [tab.message, tab.docs], api_name="delete")
-    tab.reindex.click(app.reindex, [tab.mode], [tab.report, tab.docs], api_name="reindex")
-    seen = tab.insights
-    seen.show.click(app.insights, None, seen.outputs, api_name="insights")
-    seen.box.expand(app.insights, None, seen.outputs, api_visibility="private")
-    seen.save_note.click(app.save_gap_note, [seen.gap_pick, seen.gap_note], seen.outputs,
-                         api_name="gap_note")
-    wire_audit_view(app.audit_trail, tab.audit)
-    wire_approved_view(app, tab.approved)
-    wire_sources_view(app.synced_sources, tab.synced)
 
 
 def _wire_sidebar(blocks: gr.Blocks, app: App, page: Page, after: list[Any]) -> None:

@@ -310,11 +310,7 @@ class Bridge:
         rows = [index.row_of(c) for c, _ in found[:top]]
         other = coverage(units, index, rows, carried=True, whole=whole)
         held = _held_share(question, index, own_rows)
-        if cfg.bilingual_dense_gate and gap is not None:
-            margin = cfg.bilingual_dense_margin_en if lang == "en" else cfg.bilingual_dense_margin
-            shut = gap < margin  # the space finds its own language nearer
-        else:
-            shut = held >= cfg.bilingual_held
+        shut = self._shut(lang, held, gap)
         opened = bool(units) and other > own + cfg.bilingual_margin and not shut
 
         confidence = carried.confidence
@@ -328,6 +324,17 @@ class Bridge:
         if gap is not None:
             gate["gap"] = round(gap, 3)
         return BridgeRanking([c for c, _ in found], weight, gate, carried.terms if opened else [])
+
+    def _shut(self, lang: str, held: float, gap: float | None) -> bool:
+        """Whether the gate stays shut however much more the carried words cover: with
+        retrieve.bilingual_dense_gate and the space's `gap`, when the space finds the question's
+        own language nearer (`gap` below the margin), else when the question's own top passages
+        hold retrieve.bilingual_held of it."""
+        cfg = self.settings
+        if cfg.bilingual_dense_gate and gap is not None:
+            margin = cfg.bilingual_dense_margin_en if lang == "en" else cfg.bilingual_dense_margin
+            return gap < margin
+        return held >= cfg.bilingual_held
 
 
 # The top passages of each side in which the gate looks for the question's words.
