@@ -67,8 +67,8 @@ EVIDENCE = (
     "absent",
     "type_agrees",
 )
-# What the shipped model weighs, and `kb abstain fit` by default (issue 10,
-# docs/benchmarks-history.md).
+# What the shipped model weighs, and `kb abstain fit` by default (docs/benchmarks-history.md,
+# "abstention, second pass").
 FEATURES = ("amount_mass", "documents")
 SHIPPED = Path(__file__).parent / "data" / "answerable.json"
 RARE_TERMS = 3

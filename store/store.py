@@ -39,7 +39,7 @@ EmbedderSource = Callable[[], Embedder]
 QuestionSource = Callable[[], Embedder | None]
 # Questions whose vectors a process keeps, the least recently asked dropped first
 # (`Store.question_vector`): people ask the same things ("how many days of annual leave?"), and
-# a repeated question skips its embedding (3-11 ms on the 2-core machine, issue 12). 256 x 384
+# a repeated question skips its embedding (3-11 ms on the 2-core machine). 256 x 384
 # float32 is 0.4 MB.
 QUESTION_VECTORS = 256
 

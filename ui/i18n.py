@@ -117,7 +117,7 @@ LABELS: dict[str, tuple[str, str]] = {
                        "只能为文档指定您自己的访问组：{groups}"),
     "no_pdftoppm": ("(page image unavailable: install poppler-utils; showing the page text)",
                     "（无法渲染页面图像：请安装 poppler-utils；显示页面文本）"),
-    # conversations (issue 15)
+    # conversations
     "conversations": ("Your conversations", "我的对话"),
     "conversation_title": ("Title of this conversation", "当前对话的标题"),
     "rename": ("Rename", "重命名"),

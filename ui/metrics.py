@@ -42,7 +42,7 @@ class Metrics:
         self.login_failures = Counter("kb_login_failures", "Refused logins", registry=r)
         self.busy = Counter("kb_busy", "Questions refused at once: ui.queue_depth were taken",
                             ["via"], registry=r)
-        # issue 13: several app processes; compare the two (server.py sets their functions)
+        # several app processes share a ledger; compare the two (server.py sets their functions)
         self.snapshot_generation = Gauge(
             "kb_snapshot_generation", "Ledger generation this process answers from", registry=r)
         self.ledger_generation = Gauge(

@@ -1,4 +1,4 @@
-"""Approved answers on the query side (issue 27): a question that means the same as one an admin
+"""Approved answers on the query side: a question that means the same as one an admin
 approved gets that answer first, before any retrieval or generation.
 
     index.py    the pure matcher: lexical (character n-grams and index terms) and dense

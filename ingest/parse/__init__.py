@@ -174,7 +174,7 @@ def _start_method() -> ForkServerContext | SpawnContext:
     A fresh interpreter importing them took 0.3-0.5 s a worker, which every ingest, upload and
     re-index paid, however small; a fork of the server takes ~10 ms, plus what the program's
     main module imports, which each worker still runs, as under spawn
-    (docs/benchmarks-history.md, issue 12 seventh pass)."""
+    (docs/benchmarks-history.md, "every CPU goal on an AMD EPYC host")."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")

@@ -5,7 +5,7 @@ It holds documents (path, sha256, status, reason, groups, chunk count, times), t
 with their lexical tokens (this table is the lexical index: BM25 is built from it in memory),
 ingestion runs with per-file results and the ingest queue's jobs, and the query side's users,
 sessions, questions, feedback and conversations, the audit trail (who did what, hash-chained),
-and the answers admins approved (issue 27). Schema changes are the named migrations of
+and the answers admins approved. Schema changes are the named migrations of
 `store/ledger/migrations.py`, applied in order and recorded in the `migrations` table.
 
 Which chunks of a document are live is decided in one transaction (`replace_document`), so a

@@ -1,4 +1,4 @@
-"""The admin tab's editor of approved answers (issue 27): start from a knowledge gap, a
+"""The admin tab's editor of approved answers: start from a knowledge gap, a
 thumbs-down, a logged question or a blank page; "Find passages" retrieves for the question with
 the admin's groups and offers the passages to cite; write the answer, its groups and the other
 ways it is asked; save (an edit re-approves) or remove. Beside it, the table of approved answers,

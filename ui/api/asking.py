@@ -64,7 +64,7 @@ class Asking:
         # Answers run on threads of their own, one for each place of the gate. On the pool every
         # other blocking step shares (anyio's 40 threads: the token check, the page's login
         # check, Gradio's sync routes), 40 answers held by a slow model left none, and even
-        # "busy" waited for an answer to end (issue 28).
+        # "busy" waited for an answer to end.
         self.answering = anyio.CapacityLimiter(max(1, gate.depth))
 
     async def user(self, request: Request) -> User | None:

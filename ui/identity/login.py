@@ -124,7 +124,7 @@ def login_check(signin: SignIn, settings: UiSettings, guard: LoginGuard,
     directory, `SignIn.authenticate`) in a worker thread, and only for an attempt the guard
     counted first. A directory that is down is one line on the form (503), not a failure.
 
-    A flood of logins must not slow the pages (issue 26): it runs on threads of its own, never
+    A flood of logins must not slow the pages: it runs on threads of its own, never
     on the pool the pages' routes share (anyio's default, 40 threads). The throttle's ledger
     steps take one thread, in turn (the ledger makes them take turns anyway; here they queue
     without holding a thread each, instead of 40 threads waiting on SQLite's lock), and the

@@ -104,7 +104,7 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
 
 # --- the page's parts ------------------------------------------------------------------
 def _sidebar(lab: Labels) -> Sidebar:
-    """Stored conversations (issue 15): the user's, newest first; a click resumes one."""
+    """Stored conversations: the user's, newest first; a click resumes one."""
     with gr.Sidebar(open=True, elem_id="kb-sidebar"):
         conversations = lab(gr.Radio(choices=[], label=t("conversations"),
                                      elem_id="kb-conversations"), label="conversations")
@@ -214,7 +214,7 @@ def _wire_chat(app: App, page: Page) -> list[Any]:
 
 
 def _wire_sidebar(blocks: gr.Blocks, app: App, page: Page, after: list[Any]) -> None:
-    """Stored conversations (issue 15): listed on load and `after` each answer or new
+    """Stored conversations: listed on load and `after` each answer or new
     conversation; resumed, renamed and deleted from the sidebar."""
     side, chat, conv, lang = page.sidebar, page.chat, page.conv, page.header.lang
     listing = [side.conversations, side.title]

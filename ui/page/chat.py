@@ -228,7 +228,7 @@ class ChatHandlers(Handlers):
         self.users.record_feedback(qid, user.name, 1 if data.liked else -1)
         return t("feedback_saved", lang)
 
-    # --- the sidebar: stored conversations (issue 15; ui/conversations.py) ---------------
+    # --- the sidebar: stored conversations (ui/conversations.py) --------------------------
     def _keep_turn(self, user: User, conv: Conversation, question: str, answer: Answer) -> None:
         """Store the answered question in the user's conversation, started on its first one.
         A conversation deleted in another tab goes on as a new one; a ledger that cannot be

@@ -192,7 +192,7 @@ def _guard_gradio(mounted: FastAPI, gradio_app: Any, blocks: gr.Blocks,
 
 
 def _follow_the_ledger(services: Services) -> None:
-    """See what other processes ingest (issue 13), and show in /metrics which ledger
+    """See what other processes ingest, and show in /metrics which ledger
     generation this process answers from."""
     settings, assistant = services.settings, services.assistant
     if settings.retrieve.refresh_s > 0:
@@ -286,7 +286,7 @@ def record_start(services: Services, demo: bool | None) -> None:
 
 # How long a thread running Python keeps the GIL while another waits for it (Python's default:
 # 5 ms). A page's request takes the GIL back many times (each ledger read lets it go); behind a
-# login flood's threads it waited up to the interval each time (issue 26, bench.login_flood).
+# login flood's threads it waited up to the interval each time (bench.login_flood).
 SWITCH_INTERVAL_S = 0.001
 
 
