@@ -13,7 +13,18 @@ forked from a clean server process (`_start_method`: never from the parent, whic
 torch and threads) whose address space is limited to `parse_memory_mb` (`resource.RLIMIT_AS`),
 kills and replaces a worker whose file takes longer than `file_timeout_s` (ParseTimeout),
 replaces one that ran out of memory, and gives the file of a worker that died (segfault) a
-BrokenFile; the batch always goes on.
+BrokenFile; the batch always goes on. The parsers, each imported when a file of its kind comes:
+
+    pdf.py         PDF pages to blocks, with their printed page labels
+    pdf_tables.py  ruled tables as rows under their header
+    ocr.py         OCR of scanned pages (Tesseract)
+    page_words.py  where a cited sentence stands on a page
+    word.py        .docx to blocks: headings, tables, notes, text boxes
+    legacy_doc.py  legacy .doc through LibreOffice
+    clean.py       text clean-up
+
+It imports core and the ingest floor's worker processes (ingest/processes.py). A new file type
+gets its parser here, a kind from `sniff` and a branch in `_parse_kind`.
 """
 
 from __future__ import annotations

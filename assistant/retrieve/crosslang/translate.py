@@ -2,11 +2,10 @@
 off by default): its translation is searched for beside the question's own words, as a follow-up's
 history is (`Reading.context`, weighing retrieve.history_weight in BM25).
 
-Only where it could help: a store that holds passages in the other language. ERNIE-0.3B is too
-weak to translate reliably and a model round trip costs time, so the bridge and the
-space carry questions across without a model; a stronger served model may do
-better. A translation that fails, says nothing usable or is still in the question's language
-leaves the reading as it was.
+Only where it could help: a store that holds passages in the other language. ERNIE-0.3B is too weak
+to translate reliably and a model round trip costs time, so the bridge and the space carry questions
+across without a model; a stronger served model may do better. A translation that fails, says
+nothing usable or is still in the question's language leaves the reading as it was.
 
     translated(Reading("How many days of annual leave?"), "model", generator, {"en", "zh"})
     -> Reading("How many days of annual leave?", context="年假有多少天？")
