@@ -91,6 +91,7 @@ class _Asked:
     snap: Snapshot
     allowed: Mask  # the groups' passages in force on `day`
 
+
 class Retriever:
     """Retrieval over one store: its current snapshot, kept fresh, and the dense side's worker
     threads."""
@@ -119,13 +120,13 @@ class Retriever:
         self._refresher: threading.Thread | None = None
         # `count_ahead`: the token counter's `prime`, for the wait on the dense side
         self.dense = DenseSearch(store, count_ahead)
-        # the question searched in the other language too (assistant/retrieve/crosslang/bridge.py)
+        # the question's words carried into the other language (crosslang/bridge.py)
         self.bridge = (
             Bridge(settings.retrieve, settings.base_dir, self.synonyms)
             if settings.retrieve.bilingual
             else None
         )
-        self.space = SpaceSearch(store)  # the multilingual space, where the store has one
+        self.space = SpaceSearch(store)  # the store's crosslang space, where it has one
 
     def snapshot(self) -> Snapshot:
         """The current snapshot. Without a refresher thread the ledger's generation is read on
