@@ -98,7 +98,7 @@ def api_router(asking: Asking, conversations: Conversations | None = None) -> AP
                                 status_code=422)
         if body.conversation_id and conversations is not None:
             try:
-                history = await run_in_threadpool(conversations.history, user.name,
+                history = await run_in_threadpool(conversations.history, user,
                                                    body.conversation_id)
             except KbError as exc:  # someone else's id reads as none
                 return JSONResponse({"error": str(exc)}, status_code=404)
