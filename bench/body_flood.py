@@ -14,9 +14,7 @@ until the attack is over; then as often with no attack (the machine's own noise)
 
 from __future__ import annotations
 
-import argparse
 import json
-import multiprocessing
 import statistics
 import sys
 import threading
@@ -29,8 +27,8 @@ from typing import Any
 
 import httpx
 
-from bench.common import REPO, Host, sample_settings
-from bench.login_flood import served
+from bench.common import Host, sample_settings
+from bench.login_flood import attacker_process, beside_before, served, timed_attack
 from core.offline import offline_environment
 from ui.wiring import users_for
 
@@ -73,21 +71,11 @@ def probe(reader: httpx.Client) -> float:
 
 def attack_run(conn: Connection, reader: httpx.Client, token: str, kind: str) -> dict[str, Any]:
     """One attack, the reader timed meanwhile; then as often with none."""
-    latencies: list[float] = []
-    began = time.perf_counter()
-    conn.send((str(reader.base_url), token, kind))
-    while not conn.poll():
-        latencies.append(probe(reader))
-        time.sleep(0.02)
-    codes: list[int] = conn.recv()
-    attack_s = time.perf_counter() - began
-    quiet = []
-    for _ in latencies:
-        quiet.append(probe(reader))
-        time.sleep(0.02)
-    return {"kind": kind, "attack_s": round(attack_s, 2), "probes": len(latencies),
-            "median_ms": round(statistics.median(latencies), 1) if latencies else None,
-            "max_ms": round(max(latencies), 1) if latencies else None,
+    timed = timed_attack(conn, (str(reader.base_url), token, kind), lambda: probe(reader))
+    during, quiet, codes = timed.during, timed.quiet, timed.reply
+    return {"kind": kind, "attack_s": round(timed.seconds, 2), "probes": len(during),
+            "median_ms": round(statistics.median(during), 1) if during else None,
+            "max_ms": round(max(during), 1) if during else None,
             "quiet_median_ms": round(statistics.median(quiet), 1) if quiet else None,
             "quiet_max_ms": round(max(quiet), 1) if quiet else None,
             "codes": {str(c): codes.count(c) for c in sorted(set(codes))}}
@@ -108,24 +96,12 @@ def token_for(store: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--before", type=Path, default=None,
-                        help="a checkout of the code before (git archive REV | tar -x -C DIR): "
-                             "served beside this one, its attacks taking turns with ours")
-    args = parser.parse_args()
+    args, apps = beside_before(__doc__, 5, STORE)
     offline_environment()
     host = Host()
-    apps = {"ours": (STORE, REPO)}
-    if args.before:
-        apps["before"] = (STORE.with_name(STORE.name + "-before"), args.before.resolve())
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in apps}
-    conn, child = multiprocessing.get_context("spawn").Pipe()
-    process = multiprocessing.get_context("spawn").Process(target=attacker, args=(child,))
-    process.start()
     with ExitStack() as stack:
-        stack.callback(process.join, 30)
-        stack.callback(conn.send, None)
+        conn = attacker_process(stack, attacker)
         readers: dict[str, tuple[httpx.Client, str]] = {}
         for name, (store, code) in apps.items():
             url = stack.enter_context(served(store, code))
