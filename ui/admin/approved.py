@@ -46,7 +46,7 @@ def approved_rows(answers: list[ApprovedAnswer]) -> list[list[Any]]:
 
 
 class ApprovedHandlers(Handlers):
-    """The editor's handlers (a part of `App`, ui/page/app.py)."""
+    """The editor's handlers (a part of `AdminTabHandlers`, ui/admin/tab.py)."""
 
     def sees_answer(self, admin: User, answer: ApprovedAnswer) -> bool:
         """Whether an admin may see, load, edit or remove an approved answer: one of its groups

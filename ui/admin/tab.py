@@ -52,7 +52,7 @@ class Insights:
 
     @property
     def outputs(self) -> list[Any]:
-        """What `App.insights` fills, in its order."""
+        """What `AdminHandlers.insights` fills, in its order."""
         return [self.figures, self.per_day, self.latency, self.cited, self.never, self.gaps,
                 self.gap_pick, self.export]
 
@@ -82,7 +82,7 @@ class AdminTab:
 
     @property
     def tables(self) -> list[Any]:
-        """What `App.admin_tables` fills, in its order."""
+        """What `AdminHandlers.admin_tables` fills, in its order."""
         return [self.docs, self.stats, self.feedback]
 
 
