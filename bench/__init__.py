@@ -12,7 +12,8 @@ BENCHMARKS.md from the recorded ones. A room per thing measured, each __init__.p
                 cross-language sides, the audit trail
     serving/    the servers as their clients meet them: vLLM on a GPU (gpu_serve/), the OpenAI
                 endpoint beside `/api/ask`, LDAP sign-in, several app processes
-    load/       many users at once: askers through the page and the API, wrong-login floods
+    load/       many users at once: askers through the page and the API, wrong-login floods,
+                large API bodies
     report/     BENCHMARKS.md from its template and the recorded reports, and the goals judged
 
     common.py   what several benchmarks share: the sample store, the questions, the host

@@ -88,6 +88,8 @@ BENCHES: dict[str, Bench] = {
                     "(retrieval-only)"),
     "login-flood": Bench("load.login_flood", "--runs 10", "--runs 3", False,
                          "40 parallel wrong sign-ins: the slowest page request of each run"),
+    "body-flood": Bench("load.body_flood", "--runs 3", "--runs 1", False,
+                        "large bodies to /v1/chat/completions: another user's slowest request"),
     "refresh": Bench("serving.refresh_delay", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
     "gpu-ingest": Bench("ingest.gpu_ingest", f"{PUBLIC_DOCS} --workers 1,8",

@@ -24,9 +24,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -103,28 +104,46 @@ def flooder(conn: Connection) -> None:
             conn.send(list(pool.map(wrong, range(FLOOD))))
 
 
+@dataclass
+class Timed:
+    """A request timed again and again while an attack ran, then as often with none."""
+
+    during: list[float]  # ms each
+    at: list[float]  # when each began, seconds into the attack
+    quiet: list[float]  # ms each, after the attack: the machine's own noise
+    seconds: float  # how long the attack took
+    reply: Any  # what the attacker sent back
+
+
+def timed_attack(attacker: Connection, job: Any, probe: Callable[[], float]) -> Timed:
+    """`job` sent to the attacker's process, `probe` timed until it replies, then as often."""
+    during: list[float] = []
+    at: list[float] = []
+    began = time.perf_counter()
+    attacker.send(job)
+    while not attacker.poll():
+        at.append(time.perf_counter() - began)
+        during.append(probe())
+        time.sleep(0.02)
+    reply = attacker.recv()
+    seconds = time.perf_counter() - began
+    quiet = []
+    for _ in during:
+        quiet.append(probe())
+        time.sleep(0.02)
+    return Timed(during, at, quiet, seconds, reply)
+
+
 def flood_run(attacker: Connection, url: str, page: httpx.Client, run: int) -> dict[str, Any]:
     """One flood: FLOOD wrong sign-ins at once from the attacker's process, the page timed
     meanwhile; then the page timed as often with no flood (the machine's own noise)."""
-    latencies: list[float] = []
-    began = time.perf_counter()
-    attacker.send((url, run))
-    at: list[float] = []
-    while not attacker.poll():
-        at.append(time.perf_counter() - began)
-        latencies.append(probe(page))
-        time.sleep(0.02)
-    codes: list[int] = attacker.recv()
-    flood_s = time.perf_counter() - began
-    quiet = []
-    for _ in latencies:
-        quiet.append(probe(page))
-        time.sleep(0.02)
+    timed = timed_attack(attacker, (url, run), lambda: probe(page))
+    latencies, quiet, codes = timed.during, timed.quiet, timed.reply
     worst = max(latencies) if latencies else 0.0
-    return {"flood_s": round(flood_s, 2), "probes": len(latencies),
+    return {"flood_s": round(timed.seconds, 2), "probes": len(latencies),
             "page_median_ms": round(statistics.median(latencies), 1) if latencies else None,
             "page_max_ms": round(worst, 1), "under_goal": worst < GOAL_MS,
-            "slowest_at_s": round(at[latencies.index(worst)], 2) if latencies else None,
+            "slowest_at_s": round(timed.at[latencies.index(worst)], 2) if latencies else None,
             "quiet_median_ms": round(statistics.median(quiet), 1) if quiet else None,
             "quiet_max_ms": round(max(quiet), 1) if quiet else None,
             "codes": {str(c): codes.count(c) for c in sorted(set(codes))}}
@@ -146,25 +165,39 @@ def signed_in(url: str) -> httpx.Client:
     return page
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=10)
+def beside_before(doc: str, runs: int, store: Path) -> tuple[Any, dict[str, tuple[Path, Path]]]:
+    """The command line of a bench that serves this checkout and, with `--before DIR`, the code
+    before beside it: the arguments, and each app's (store, code)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=runs)
     parser.add_argument("--before", type=Path, default=None,
                         help="a checkout of the code before (git archive REV | tar -x -C DIR): "
-                             "served beside this one, its floods taking turns with ours")
+                             "served beside this one, their attacks taking turns")
     args = parser.parse_args()
+    apps = {"ours": (store, REPO)}
+    if args.before:
+        apps["before"] = (store.with_name(store.name + "-before"), args.before.resolve())
+    return args, apps
+
+
+def attacker_process(stack: ExitStack, target: Any) -> Connection:
+    """`target(conn)` started in a process of its own (its client threads must not take the GIL
+    from the timed client), told to stop (None) and joined when `stack` closes."""
+    conn, child = multiprocessing.get_context("spawn").Pipe()
+    process = multiprocessing.get_context("spawn").Process(target=target, args=(child,))
+    process.start()
+    stack.callback(process.join, 30)
+    stack.callback(conn.send, None)
+    return conn
+
+
+def main() -> None:
+    args, apps = beside_before(__doc__, 10, STORE)
     offline_environment()
     host = Host()
-    apps = {"ours": (STORE, REPO)}
-    if args.before:
-        apps["before"] = (STORE.with_name(STORE.name + "-before"), args.before.resolve())
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in apps}
-    attacker, child = multiprocessing.get_context("spawn").Pipe()
-    process = multiprocessing.get_context("spawn").Process(target=flooder, args=(child,))
-    process.start()
     with ExitStack() as stack:
-        stack.callback(process.join, 30)
-        stack.callback(attacker.send, None)
+        attacker = attacker_process(stack, flooder)
         pages = {name: signed_in(stack.enter_context(served(*where)))
                  for name, where in apps.items()}
         for page in pages.values():

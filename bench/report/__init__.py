@@ -12,7 +12,7 @@ and the recorded reports; `python -m bench report [--check]` (render.py) writes 
     goals.py                each goal judged from the reports: its figures and met or not
     sections.py             the quality, follow-up, ingest, query and GPU sections' figures
     crosslang.py            questions across languages: by direction, cost, translation, refusing
-    servers.py              load and API overhead
+    servers.py              load, API overhead, large API bodies
     signin.py               LDAP sign-in, the audit trail, wrong-login floods
     owners.py               approved answers and the folder sync pass
 

@@ -94,6 +94,10 @@ SOURCES: dict[str, Source] = {
     "login_flood": Source((f"{RESULTS}issue26-login-flood.json",), date="2026-12-03",
                           command="python -m bench.load.login_flood --runs 10 --before "
                                   "/tmp/before (git archive ac51a22)"),
+    # issue 36: large API bodies against kb serve, now and with the code before it (827761c)
+    "body_flood": Source((f"{RESULTS}issue36-body-flood.json",), date="2026-12-06",
+                         command="python -m bench.load.body_flood --runs 3 --before "
+                                 "/tmp/before (git archive 827761c)"),
     # issue 27: a sync pass over 10,000 unchanged files (ledger rows seeded), beside `kb ingest`
     "sync_unchanged": Source((f"{RESULTS}issue27-sync-unchanged.json",), bench="sync"),
     # issue 29: crosslang by direction (quality does not depend on the machine); what the

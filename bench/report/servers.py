@@ -1,6 +1,8 @@
-"""The figures of BENCHMARKS.md's load and API overhead sections: many askers at once through the
-page and the API (`python -m bench load`, bench/load/askers.py) and the OpenAI-compatible
-endpoint against `POST /api/ask` (`python -m bench openai`, bench/serving/openai_overhead.py)."""
+"""The figures of BENCHMARKS.md's load, API overhead and large-body sections: many askers at once
+through the page and the API (`python -m bench load`, bench/load/askers.py), the
+OpenAI-compatible endpoint against `POST /api/ask` (`python -m bench openai`,
+bench/serving/openai_overhead.py) and another user's requests while large bodies are posted
+(bench/load/body_flood.py)."""
 
 from __future__ import annotations
 
@@ -56,3 +58,19 @@ def api_overhead(rec: Recorded) -> dict[str, str]:
         "questions": str(first["questions"]), "loads": f"{min(loads):.1f}–{max(loads):.1f}",
         "stalls": ", ".join(slow) or "none", "run": rec.run_line("openai"),
     }
+
+
+def bodies(rec: Recorded) -> dict[str, str]:
+    ours = rec.report("body_flood")
+    attacks = ours["attacks"]
+
+    def cells(found: dict[str, Any]) -> str:
+        return " | ".join([*(f"{found[f'{kind}_worst_ms'] / 1000:.2f} s" for kind in attacks),
+                           f"{max(found[f'{kind}_worst_quiet_ms'] for kind in attacks):.0f} ms"])
+
+    return {"now": cells(ours), "before": cells(ours["before"]),
+            "runs": str(len(ours["runs"]) // len(attacks)),
+            "messages": str(attacks["messages"]["bodies"]),
+            "messages_size": f"{attacks['messages']['size']:,}",
+            "numbers_size": f"{attacks['numbers']['size']:,}",
+            "load": f"{ours['host']['load_average'][0]:.0f}", "run": rec.run_line("body_flood")}
