@@ -289,7 +289,7 @@ def record_start(services: Services, demo: bool | None) -> None:
 
 # How long a thread running Python keeps the GIL while another waits for it (Python's default:
 # 5 ms). A page's request takes the GIL back many times (each ledger read lets it go); behind a
-# login flood's threads it waited up to the interval each time (issue 26, bench.login_flood).
+# login flood's threads it waited up to the interval each time (issue 26, bench.load.login_flood).
 SWITCH_INTERVAL_S = 0.001
 
 
