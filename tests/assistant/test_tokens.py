@@ -141,6 +141,7 @@ def test_a_block_is_counted_once_per_passage_it_has_not_seen() -> None:
     assert len(counter._passages) == len(split_at_passages(block)) + 1
 
 
+@pytest.mark.slow  # 300 long texts through the model's tokenizer, twice each
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=LONG_TEXT)
 def test_a_long_text_counts_as_tokenizing_it_whole(counter: LocalTokenCounter, text: str) -> None:
