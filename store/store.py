@@ -80,7 +80,7 @@ class Store:
         """Hold the store's write lock (`store/write_lock.py`) for the block: every write to the
         ledger's documents and chunks or to Chroma happens inside one; readers never wait.
         `what` names the writer in the message another writer gets. A block that ends well
-        brings the multilingual space up to the live chunks (`CrosslangSpace.follow`)."""
+        brings the crosslang space up to the live chunks (`CrosslangSpace.follow`)."""
         with self._lock.hold(what):
             try:
                 yield

@@ -45,7 +45,7 @@ def _groups(value: str | None) -> list[str] | None:
 
 @contextmanager
 def _progress_bar(enabled: bool, store: Store) -> Iterator[Progress | None]:
-    """A bar of the files, and one of the passages the multilingual space embeds at the end of
+    """A bar of the files, and one of the passages the crosslang space embeds at the end of
     the write (store/crosslang_space.py: minutes for a store built before it was on)."""
     if not enabled:
         yield None

@@ -43,7 +43,7 @@ FETCH = 1000
 
 @dataclass
 class SpaceMatch:
-    """What the cross-language side found for one question."""
+    """What the space found for one question."""
 
     hits: Hits = field(default_factory=list)  # other-language passages, best first; [] if not fired
     fired: bool = False  # the gate let them in
@@ -54,7 +54,7 @@ class SpaceMatch:
 
 @dataclass
 class _Space:
-    """One snapshot's passages in the multilingual space."""
+    """One snapshot's passages in the crosslang space."""
 
     generation: int
     matrix: npt.NDArray[np.float32]  # row i: snapshot row i's vector (zeros when absent)
@@ -76,7 +76,7 @@ Pending = Future[_Asked]
 
 
 class SpaceSearch:
-    """One retriever's cross-language side: its worker threads and the space's vectors of the
+    """One retriever's space side: its worker threads and the space's vectors of the
     current snapshot."""
 
     def __init__(self, store: Store) -> None:
