@@ -3,6 +3,7 @@ read them."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,6 +174,12 @@ def _echo_packed(question: str, line: dict[str, Any]) -> None:
     default=None,
     help="With --llm: only questions in this language.",
 )
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report as this record (bench/eval_*.json), keeping its note and command.",
+)
 @with_settings
 def eval_command(
     settings: Settings,
@@ -182,6 +189,7 @@ def eval_command(
     llm: bool,
     llm_lang: str | None,
     docs: Path | None,
+    record: Path | None,
 ) -> None:
     """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter. Items
     with `history` are follow-ups, searched for as read with their earlier questions.
@@ -190,8 +198,10 @@ def eval_command(
     kb eval ../shared/eval/public
     kb eval ../shared/eval/followup --docs ../shared/eval/public2/docs
     kb eval ../shared/eval/crosslang --docs ../shared/eval/public2/docs
+    kb eval ../shared/eval/public --no-baseline --record bench/eval_public.json
     """
     from assistant.evaluation.evaluate import run_eval
+    from assistant.evaluation.record import dumps, rerecorded
     from ui.wiring import open_services
 
     report = run_eval(
@@ -203,8 +213,12 @@ def eval_command(
         llm_lang=llm_lang,
         docs=docs,
     )
+    if record is not None:
+        old = json.loads(record.read_text("utf-8")) if record.is_file() else {}
+        today = datetime.date.today().isoformat()
+        record.write_text(dumps(rerecorded(old, report, today)) + "\n", encoding="utf-8")
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        click.echo(dumps(report))
     else:
         _echo_report(report)
 
