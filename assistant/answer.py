@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from assistant.answerable import load_model
+from assistant.answerable import AnswerableModel, load_model
 from assistant.approved.answers import ApprovedAnswers, Draft
 from assistant.cite import Verified, attribute, verify
 from assistant.exits import abstained, fallback, retrieval_only
@@ -64,6 +64,7 @@ class _Asking:
     lang: Lang
     started: float  # time.perf_counter() when it was asked
     timings: dict[str, float]  # milliseconds per step, so far
+    unsure: bool = False  # weak evidence (`is_unsure`): quoted answers say nothing answers it
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,20 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
     documents answer it below its threshold."""
     if not retrieval.passages:
         return True
+    return _answerable(settings).refuses(retrieval.evidence, retrieval.lang)
+
+
+def is_unsure(retrieval: Retrieval, settings: Settings) -> bool:
+    """Weak evidence, short of a refusal: the answerability model's chance that the documents
+    answer the question is below answer.unsure_below. A quoted answer then quotes nothing and
+    says so (assistant/exits.py)."""
+    chance = _answerable(settings).probability(retrieval.evidence, retrieval.lang)
+    return chance < settings.answer.unsure_below
+
+
+def _answerable(settings: Settings) -> AnswerableModel:
     path = settings.retrieve.answerable_model
-    model = load_model(str(settings.base_dir / path) if path else "")
-    return model.refuses(retrieval.evidence, retrieval.lang)
+    return load_model(str(settings.base_dir / path) if path else "")
 
 
 class Assistant:
@@ -225,6 +237,7 @@ class Assistant:
         if should_abstain(retrieval, self.settings):
             yield from self._finish(abstained(lang, retrieval.passages), asking)
             return
+        asking.unsure = is_unsure(retrieval, self.settings)
         yield from self._generate(asking, history, retrieval.passages, neighbours)
 
     def _approved_first(
@@ -274,7 +287,8 @@ class Assistant:
         # its first sentences are cited: the best passages are quoted instead
         if looped or (self.settings.answer.fallback_unverified and (notice or not verified)):
             why = LOOPED[asking.lang] if looped else notice or UNSUPPORTED[asking.lang]
-            answer = fallback(asking.searched_for, asking.lang, packed, why, streamed.raw)
+            answer = fallback(asking.searched_for, asking.lang, packed, why, streamed.raw,
+                              asking.unsure)
         else:
             answer = Answer(
                 checked.text + (("\n" + notice) if notice else ""),
@@ -344,8 +358,8 @@ class Assistant:
     ) -> Iterator[str | Answer]:
         """The model is unavailable (`reason`): the best passages quoted instead."""
         logger.warning("retrieval-only answer: %s", reason)
-        yield from self._finish(
-            retrieval_only(asking.searched_for, asking.lang, passages, reason), asking)
+        yield from self._finish(retrieval_only(
+            asking.searched_for, asking.lang, passages, reason, asking.unsure), asking)
 
     def _finish(self, answer: Answer, asking: _Asking) -> Iterator[str | Answer]:
         """The answer timed and recorded; yields the text the model did not stream (a

@@ -329,4 +329,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         UPDATE users SET disabled = 0 WHERE password_hash LIKE 'directory$%-off'
         """,
     ),
+    # --- 017_question_unsure: a question answered on weak evidence (Answer.unsure), which
+    # the admin view counts as a knowledge gap like a refusal.
+    (
+        "017_question_unsure",
+        """
+        ALTER TABLE questions ADD COLUMN unsure INTEGER NOT NULL DEFAULT 0
+        """,
+    ),
 ]
