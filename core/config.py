@@ -198,7 +198,7 @@ class AnswerSettings:
         default=True, metadata=doc("show passages, not an answer with no verified citation")
     )
     unsure_below: float = field(
-        default=0.8, metadata=tuning("answerable probability below which a quoted answer says "
+        default=0.75, metadata=tuning("answerable probability below which a quoted answer says "
                                      "nothing answers it (a knowledge gap)")
     )
 

@@ -11,8 +11,8 @@ from assistant.prompt import (
     build_messages,
     crosses,
     defuse,
-    render_chat,
     quoted_text,
+    render_chat,
     source_label,
 )
 from core.types import Passage
