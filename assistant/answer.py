@@ -120,6 +120,8 @@ class Assistant:
         self.retriever = Retriever(self.settings, store, reranker, self._count_ahead, today)
         self.approved = ApprovedAnswers(store)
         self._lock = threading.Lock()
+        # why the model was last unavailable: warned once, not on every question after it
+        self._unavailable = ""
         if self.settings.answer.rewrite not in REWRITES:
             raise ConfigError(
                 f"answer.rewrite = {self.settings.answer.rewrite!r}: use one of "
@@ -280,6 +282,7 @@ class Assistant:
         except GenerationError as exc:  # before the first piece
             yield from self._retrieval_only(asking, packed, str(exc))
             return
+        self._unavailable = ""  # the model answered: a later failure is warned again
         checked = self._verify(streamed.raw, packed, asking.lang)
         verified = any(c.supported for c in checked.citations)
         notice, looped = streamed.notice, streamed.looped
@@ -356,8 +359,13 @@ class Assistant:
     def _retrieval_only(
         self, asking: _Asking, passages: Sequence[Passage], reason: str
     ) -> Iterator[str | Answer]:
-        """The model is unavailable (`reason`): the best passages quoted instead."""
-        logger.warning("retrieval-only answer: %s", reason)
+        """The model is unavailable (`reason`): the best passages quoted instead. The reason is
+        logged as a warning once, until the model answers again or the reason changes."""
+        if reason != self._unavailable:
+            logger.warning("retrieval-only answers until the model answers: %s", reason)
+        else:
+            logger.debug("retrieval-only answer: %s", reason)
+        self._unavailable = reason
         yield from self._finish(retrieval_only(
             asking.searched_for, asking.lang, passages, reason, asking.unsure), asking)
 

@@ -23,7 +23,7 @@ from assistant.approved.answers import Draft, Ref
 from core.errors import KbError
 from core.types import ApprovedAnswer, User
 from ui.admin import insights
-from ui.handlers import Handlers
+from ui.handlers import Handlers, UserError
 from ui.i18n import t
 
 APPROVED_HEADERS = ["id", "status", "reason", "question", "also asked", "groups", "approved by",
@@ -72,7 +72,7 @@ class ApprovedHandlers(Handlers):
         text = str(answer_id or "").strip()
         found = self.store.ledger.approved_answer(int(text)) if text.isdigit() else None
         if found is None or not self.sees_answer(user, found):
-            raise gr.Error(f"no approved answer {text!r} in your groups")
+            raise UserError(f"no approved answer {text!r} in your groups")
         return found
 
     def approved_table(self, request: gr.Request) -> tuple[Any, ...]:
@@ -129,7 +129,7 @@ class ApprovedHandlers(Handlers):
         ones already ticked stay."""
         user = self.admin(request)
         if not (question or "").strip():
-            raise gr.Error("write the question first")
+            raise UserError("write the question first")
         kept = list(cited or [])
         passages = self.assistant.retrieve(question, user.groups)[:OFFERED]
         choices = [(f"{p.file}" + (f" p.{p.page}" if p.page else "") + f": {p.text[:160]}",
@@ -146,7 +146,7 @@ class ApprovedHandlers(Handlers):
         kind, _, ref = (origin or "scratch:").partition(":")
         chosen = list(groups or []) or ["all"]
         if not user.see_all and not set(chosen) <= set(user.groups):
-            raise gr.Error(t("groups_outside", groups=", ".join(user.groups)))
+            raise UserError(t("groups_outside", groups=", ".join(user.groups)))
         draft = Draft(question or "", text or "", [Ref(c) for c in cited or []], chosen,
                       (variants or "").splitlines(), kind or "scratch", ref,
                       int(answer_id) if (answer_id or "").strip().isdigit() else 0)
@@ -156,7 +156,7 @@ class ApprovedHandlers(Handlers):
             saved = self.assistant.save_approved(draft, user.name,
                                                  None if user.see_all else user.groups)
         except KbError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise UserError(str(exc)) from exc
         self.audit.record("answer.edit" if draft.id else "answer.add", user.name,
                           object=str(saved.id), address=self.address(request),
                           question=saved.question, groups=list(saved.groups),

@@ -31,7 +31,7 @@ from ingest.reindex import reindex
 from ui.admin import figures, insights, policy_dates, uploads
 from ui.admin.audit import AUDIT_HEADERS, SHOWN, audit_rows
 from ui.audit import export_lines, parse_when, run_details, run_outcome
-from ui.handlers import Handlers
+from ui.handlers import Handlers, UserError
 from ui.i18n import t
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class AdminHandlers(Handlers):
         dates = policy_dates.upload_dates(effective, review_by, expires)
         chosen = parse_groups(groups or []) or self.settings.ingest.default_groups
         if not user.see_all and not set(chosen) <= set(user.groups):
-            raise gr.Error(t("groups_outside", groups=", ".join(user.groups)))
+            raise UserError(t("groups_outside", groups=", ".join(user.groups)))
         pairs = []
         for f in files or []:
             temp = Path(f if isinstance(f, str) else getattr(f, "name", str(f)))
@@ -89,7 +89,7 @@ class AdminHandlers(Handlers):
         ref = (ref or "").strip()
         found = [r for r in list_documents(self.store) if ref in (r.meta.id, r.meta.path)]
         if not found or not all(self.sees(user, r.meta.groups) for r in found):
-            raise gr.Error(f"no document {ref!r} in your groups")
+            raise UserError(f"no document {ref!r} in your groups")
         record = delete_document(self.store, ref)
         self.audit.record("document.delete", user.name, object=record.meta.path,
                           address=self.address(request), doc_id=record.meta.id,
@@ -189,7 +189,7 @@ class AdminHandlers(Handlers):
         try:
             start = parse_when(since or "")
         except KbError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise UserError(str(exc)) from exc
         event, actor = (event or "").strip(), (actor or "").strip()
         ledger = self.store.ledger
         rows = audit_rows(ledger.audit_records(start, None, event, actor, SHOWN, True),
