@@ -59,7 +59,8 @@ class ChatHandlers(Handlers):
                            self.gate.depth)
             raise UserError(t("busy", lang))
         try:
-            yield from self._answer(question, lang, conv, user)
+            # the answer's labels (badge, sources, pages) in the language it was asked in
+            yield from self._answer(question, detect_lang(question), conv, user)
         finally:
             self.gate.leave()
 
@@ -217,17 +218,6 @@ class ChatHandlers(Handlers):
     def thumbs_down(self, comment: str, lang: str, conv: Conversation | None,
                     request: gr.Request) -> str:
         return self.feedback(-1, comment, lang, conv, request)
-
-    def on_like(self, lang: str, conv: Conversation | None, data: gr.LikeData,
-                request: gr.Request) -> str:
-        user = self.who(request)
-        index = data.index if isinstance(data.index, int) else data.index[0]
-        owned = self.mine(conv, user)
-        qid = owned.qids.get(index, 0) if owned else 0
-        if not qid:
-            return t("no_answer_yet", lang)
-        self.users.record_feedback(qid, user.name, 1 if data.liked else -1)
-        return t("feedback_saved", lang)
 
     # --- the sidebar: stored conversations (ui/conversations.py) --------------------------
     def _keep_turn(self, user: User, conv: Conversation, question: str, answer: Answer) -> None:
