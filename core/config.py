@@ -216,6 +216,10 @@ class UiSettings:
         metadata=doc("largest request body (uploads: upload_max_mb per file); more: 413"))
     host: str = field(default="127.0.0.1", metadata=doc("where `kb serve` listens"))
     port: int = field(default=7860, metadata=doc("port of `kb serve`"))
+    public_url: str = field(
+        default="", metadata=doc("the app's address as people reach it (https://kb.example."
+                                 "com/): /v1 answers link their sources under it; empty: the "
+                                 "address a request came to"))
     demo: bool = field(default=False, metadata=doc("demo mode: a sample user, no login"))
     upload_max_mb: float = field(default=50.0, metadata=doc("largest upload"))
     session_hours: float = field(default=12.0, metadata=doc("a login lasts this long"))

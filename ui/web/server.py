@@ -144,7 +144,7 @@ def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
     asking = Asking(services.assistant, services.users, services.metrics, kb_app.gate,
                     services.settings.ui.busy_retry_after_s)
     server.include_router(api_router(asking, services.conversations))
-    server.include_router(openai_router(asking))
+    server.include_router(openai_router(asking, services.settings.ui.public_url))
     watch_sources(services.metrics, services.store, services.settings.sources)
     server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)
