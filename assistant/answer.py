@@ -38,7 +38,7 @@ from assistant.cite import Verified, attribute, verify
 from assistant.exits import abstained, fallback, retrieval_only
 from assistant.followup import REWRITES, Reading, read_question
 from assistant.llm.loopguard import LoopGuard
-from assistant.prompt import LOOPED, MIDWAY_FAILURE, UNSUPPORTED
+from assistant.prompt import LOOPED, MIDWAY_FAILURE, OTHER_LANGUAGE, UNSUPPORTED
 from assistant.retrieve.crosslang.translate import TRANSLATES, translated
 from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
@@ -199,7 +199,10 @@ class Assistant:
         KbError names what is wrong."""
         with self._lock:
             snap = self.retriever.snapshot()
-        return self.approved.save(draft, author, snap, visible)
+        # the embedder's similarity counts as support where it reads the answer's language
+        reads = detect_lang(draft.answer) in self.settings.embed.languages
+        return self.approved.save(draft, author, snap, visible,
+                                  self._similarity if reads else None)
 
     # --- answering ------------------------------------------------------------------------
     def ask(
@@ -256,7 +259,10 @@ class Assistant:
         asking.timings = {"approved": (time.perf_counter() - t_match) * 1000}
         logger.info("approved answer %d served (lexical %.2f, dense %.2f)", served.answer.id,
                     served.lexical, served.dense)
-        return served.as_answer()
+        answer = served.as_answer()
+        if detect_lang(served.answer.answer) != asking.lang:  # written in the other language
+            answer.answer = OTHER_LANGUAGE[asking.lang] + "\n" + answer.answer
+        return answer
 
     def _generate(
         self,

@@ -205,6 +205,12 @@ def source_label(p: Passage) -> str:
     return label
 
 
+# Said before an approved answer written in the other language than the question's.
+OTHER_LANGUAGE = {
+    "zh": "（以下经审核的回答以英文写成。）",
+    "en": "(This approved answer is written in Chinese.)",
+}
+
 # What an answer says when the model's text cannot stand as it is (assistant/answer.py).
 MIDWAY_FAILURE = {
     "zh": "（回答生成中断：模型服务出错，以上内容可能不完整。）",

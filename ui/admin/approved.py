@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -97,7 +98,8 @@ class ApprovedHandlers(Handlers):
 
     def approved_start(self, start: str | None, request: gr.Request) -> tuple[Any, ...]:
         """A blank form, or one holding the picked gap's question, or a thumbs-down's or logged
-        question's with its answer (a thumbs-down's) and the passages it cited, ticked."""
+        question's with its answer (a thumbs-down's) and the passages it cited offered, none
+        ticked: the admin ticks what the approved answer cites ("Find passages" offers more)."""
         user = self.admin(request)
         kind, _, ref = (start or "scratch:").partition(":")
         question, text, cited = "", "", []
@@ -110,8 +112,25 @@ class ApprovedHandlers(Handlers):
         elif kind == "log":
             cited = next((list(r.chunk_ids) for r in self.users.question_records(viewer=user)
                           if str(r.id) == ref), [])
-        return ("", question, text, gr.update(choices=[(c, c) for c in cited], value=cited), "",
+        return ("", question, text, gr.update(choices=self._labelled(cited), value=[]), "",
                 f"{kind}:{ref}")
+
+    def _labelled(self, chunk_ids: list[str]) -> list[tuple[str, str]]:
+        """Passages to tick, each labelled by its file, page and first words (a chunk id no
+        longer live by its id)."""
+        snap = self.assistant.retriever.snapshot()
+        out = []
+        for chunk_id in chunk_ids:
+            row = snap.row_of.get(chunk_id)
+            if row is None:
+                out.append((chunk_id, chunk_id))
+                continue
+            record = snap.docs[snap.doc_ids[row]]
+            page = snap.pages[row][0]
+            label = (Path(record.meta.path).name + (f" p.{page}" if page else "")
+                     + f": {snap.texts[row][:160]}")
+            out.append((label, chunk_id))
+        return out
 
     def approved_load(self, answer_id: str | None, request: gr.Request) -> tuple[Any, ...]:
         """An approved answer in the form, its cited passages ticked, to edit."""

@@ -4,6 +4,8 @@
                    gate, answers on worker threads, each one recorded and counted
     kb_api.py      `POST /api/ask`: kb's own JSON API (docs/api.md)
     openai_api.py  `/v1`: OpenAI-compatible chat completions for Open WebUI and the openai client
+    client_tasks.py chat front ends' own tasks (Open WebUI's title, tags, follow-ups), answered
+                   without retrieval
 
 It imports the ui hall, identity/ (users and tokens) and page/ (links to a cited source). The
 next interfaces go here, each asking through `Asking` like the two above: an MCP server as
