@@ -25,7 +25,7 @@ from core.config import Settings
 from core.errors import ConfigError
 from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
-from store.embed.embedder import CachedEmbedder, open_embedder
+from store.embed.embedder import E5_NAME, CachedEmbedder, export_root, open_embedder
 from store.embed.multilingual import MultilingualEmbedder, open_multilingual
 from store.embed.question_numpy import open_question_encoder
 from store.lazy_vectors import LazyVectorIndex
@@ -213,6 +213,10 @@ def open_store(settings: Settings, *, lazy_vectors: bool = False) -> Store:
 
 
 def _multilingual(settings: Settings) -> MultilingualEmbedder:
+    if settings.embed.multilingual_model == E5_NAME:  # on OpenVINO, shared with embed.model's
+        from store.embed.e5_openvino import open_e5
+
+        return open_e5(export_root(settings.embed), settings.embed.batch_size)
     embedder = open_multilingual(settings.embed)
     if embedder is None:  # not reached: the space is made only when the model is named
         raise ConfigError("embed.multilingual_model is empty")

