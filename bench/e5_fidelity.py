@@ -12,7 +12,7 @@ the earlier questions of each) and crosslang.
 - threads: our vectors on one thread, on two (one batch), and on the throughput streams,
   compared (the largest difference of any component).
 
-    .venv/bin/python -m bench.e5_fidelity [--out bench/results/e5-fidelity.json]
+    .venv/bin/python -m bench.e5_fidelity [--out FILE]
 """
 
 from __future__ import annotations
