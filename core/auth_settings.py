@@ -17,14 +17,17 @@ class AuthSettings:
 
     password_login: bool = field(
         default=True, metadata=doc("local passwords sign in; false: only the directory, the "
-                                    "trusted header and the break_glass account"))
+                                    "trusted header and the break_glass account (local "
+                                    "sessions and tokens refused too)"))
     break_glass: str = field(
         default="", metadata=doc("a local account that signs in with its password even when "
                                   "password_login is false or the directory is down"))
     group_map: dict[str, tuple[str, ...]] = field(
-        default_factory=dict, metadata=doc("directory group (CN or DN) -> access groups"))
+        default_factory=dict, metadata=doc("group -> access groups: LDAP by CN or DN, OpenID and "
+                                           "header groups by exact name"))
     admin_groups: tuple[str, ...] = field(
-        default=(), metadata=doc("directory groups (CN or DN) whose members are admins"))
+        default=(), metadata=doc("groups whose members are admins (LDAP: CN or DN; OpenID, "
+                                  "header: exact name)"))
     base_groups: tuple[str, ...] = field(
         default=("all",), metadata=doc("access groups of every directory user"))
     group_refresh_s: float = field(
@@ -71,7 +74,7 @@ class AuthSettings:
         default="groups", metadata=doc("the claim listing the user's directory groups"))
     oidc_redirect_url: str = field(
         default="", metadata=doc("the callback as the provider knows it, https://HOST/login/"
-                                  "oidc/callback; empty: this request's address"))
+                                  "oidc/callback; empty: from each request's Host header"))
     trusted_proxies: tuple[str, ...] = field(
         default=(), metadata=doc("proxies (addresses, CIDRs) whose user and groups headers "
                                   "are believed"))

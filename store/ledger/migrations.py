@@ -316,4 +316,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         )
         """,
     ),
+    # --- 016_account_subjects: the provider's own id of an OpenID user (issuer and subject),
+    # bound at the first sign-in and held by one account only; `disabled` is an admin's choice
+    # alone (a record the directory turned off says so in its password field, `-off`), so the
+    # directory finding someone again no longer lifts an admin's disable. Records turned off
+    # before keep the old rule: the directory lifts it.
+    (
+        "016_account_subjects",
+        """
+        ALTER TABLE users ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+        CREATE UNIQUE INDEX users_subject ON users (subject) WHERE subject != '';
+        UPDATE users SET disabled = 0 WHERE password_hash LIKE 'directory$%-off'
+        """,
+    ),
 ]

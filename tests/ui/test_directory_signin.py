@@ -26,7 +26,7 @@ from devtools.system_deps import skip_or_fail
 from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from tests.ui.test_audit_web import waiting_for
-from ui.security.auth import DIRECTORY_DOWN
+from ui.security.auth import DIRECTORY_DOWN, SessionTable, shared_cookie_id
 from ui.signin.ldap import Ldap
 from ui.wiring import LDAP_PASSWORD_ENV, users_for
 
@@ -91,6 +91,8 @@ def no_lockouts(sample_store: Store) -> Iterator[None]:
     with users_for(sample_store.settings) as users:
         users.ledger.clear_login_failures()
     yield
+    with users_for(sample_store.settings) as users:
+        users.ledger.clear_login_failures()
 
 
 def sign_in(app: Running, name: str, password: str) -> tuple[int, httpx.Client]:
@@ -245,14 +247,21 @@ def test_a_slow_directory_stalls_no_other_request(
 
     monkeypatch.setattr(Ldap, "lookup", slow)
     time.sleep(REFRESH_S + 0.2)
-    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=search_app.url) as probe:
+    waited = wait_beside_a_due_page(search_app, client)
+    assert waited < 0.5, waited
+
+
+def wait_beside_a_due_page(app: Running, client: httpx.Client) -> float:
+    """Seconds another request waits while `client`'s page is loaded with its session due to
+    be read again (the reading made slow by the test)."""
+    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=app.url) as probe:
         page = pool.submit(client.get, "")  # Gradio's page route: its session looked up
         time.sleep(0.2)
         started = time.perf_counter()
         assert probe.get("gradio_api/login_check").status_code == 401
         waited = time.perf_counter() - started
         assert page.result().status_code == 200
-    assert waited < 0.5, waited
+    return waited
 
 
 def test_password_login_off_refuses_local_passwords_but_break_glass(search_app: Running) -> None:
@@ -336,3 +345,122 @@ def test_trusted_header_from_the_proxy_only(search_app: Running,
     assert takeover.get("config").status_code == 401
     bob, source = user(search_app, "bob")
     assert source == "local" and bob.groups == ("all",)
+
+
+def as_proxy(app: Running, **headers: str) -> httpx.Client:
+    """A client at the trusted proxy's address, sending `headers` (no cookie jar of its own)."""
+    return httpx.Client(base_url=app.url, timeout=30, headers=headers, cookies=None,
+                        transport=httpx.HTTPTransport(local_address=PROXY))
+
+
+def who(client: httpx.Client) -> Any:
+    client.cookies.clear()
+    return client.get("gradio_api/user").json()
+
+
+def test_the_proxys_user_wins_over_a_session_cookie(search_app: Running) -> None:
+    """alice signed in with her password in a browser behind the proxy; later the proxy names
+    dave for that browser: every request is dave's, although alice's cookies still come."""
+    login = as_proxy(search_app).post("login", data={"username": "alice",
+                                                      "password": PASSWORDS["alice"]})
+    assert login.status_code == 200
+    alices = "; ".join(c.split(";")[0] for c in login.headers.get_list("set-cookie"))
+    assert alices.count("access-token") == 2, alices
+    proxy = as_proxy(search_app, **{"X-Forwarded-User": "dave", "X-Forwarded-Groups": "finance",
+                                    "Cookie": alices})
+    reply = proxy.get("gradio_api/user")
+    assert reply.json() == "dave"
+    set_cookies = reply.headers.get_list("set-cookie")
+    assert any(c.startswith("access-token-unsecure-") and "Max-Age=0" not in c
+               for c in set_cookies), set_cookies
+    assert any(c.startswith("access-token-") and not c.startswith("access-token-unsecure-")
+               and "Max-Age=0" in c for c in set_cookies), set_cookies
+    assert [who(proxy) for _ in range(3)] == ["dave"] * 3
+    # a user the proxy names who may not sign in here (local bob): the request is nobody's
+    bob = as_proxy(search_app, **{"X-Forwarded-User": "bob", "Cookie": alices})
+    assert who(bob) is None and bob.get("config").status_code == 401
+
+
+def test_an_admins_disable_is_not_undone_by_another_way_in(search_app: Running,
+                                                           ldap_directory: RunningLdap) -> None:
+    """rhea signs in through the directory, an admin disables her; the proxy naming her does
+    not bring the account or its API token back."""
+    ldap_directory.add_person("rhea", "rhea-password", ["finance"])
+    assert sign_in(search_app, "rhea", "rhea-password")[0] == 200
+    token = new_token(search_app, "rhea")
+    with users_for(search_app.settings) as users:
+        users.disable("rhea")
+    assert not token_works(search_app, token)
+    proxy = as_proxy(search_app, **{"X-Forwarded-User": "rhea", "X-Forwarded-Groups": "hr"})
+    assert proxy.get("config").status_code == 401
+    assert not token_works(search_app, token)
+    found, source = user(search_app, "rhea")
+    assert found.disabled and source == "ldap" and found.groups == ("all", "finance")
+
+
+def test_a_control_character_password_is_a_wrong_password(
+        search_app: Running, caplog: pytest.LogCaptureFixture) -> None:
+    """A tab (or a character SASLprep prohibits) in the password is refused as a wrong password
+    for a person the directory knows and for a name it does not: no 503, no ERROR line, no
+    "unavailable" record that would tell the two apart."""
+    caplog.set_level(logging.INFO)
+    since = time.time()
+    for name, password in [("hanna", "\t"), ("hanna", "hanna-password\n"), ("hanna", "\ue000"),
+                           ("nobody", "\t")]:
+        assert sign_in(search_app, name, password)[0] == 400, (name, password)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    outcomes = {r.outcome for r in waiting_for(search_app, since,
+                                               lambda r: r.actor == "nobody")
+                if r.event == "signin"}
+    assert outcomes == {"failed"}, outcomes
+
+
+def test_directory_changes_are_in_the_audit_trail(search_app: Running,
+                                                  ldap_directory: RunningLdap) -> None:
+    """otto is made by the directory as an admin, loses kb-admins there, and is removed: each
+    change is recorded with the directory as its actor."""
+    ldap_directory.add_person("otto", "otto-password", ["kb-admins"])
+    since = time.time()
+    assert sign_in(search_app, "otto", "otto-password")[0] == 200
+    token = new_token(search_app, "otto")
+    ldap_directory.move("otto", "kb-admins", "finance")
+    time.sleep(REFRESH_S + 0.2)
+    assert token_works(search_app, token)
+    ldap_directory.remove_person("otto")
+    time.sleep(REFRESH_S + 0.2)
+    assert not token_works(search_app, token)
+    changes = [(r.event, r.actor, r.object) for r in
+               search_app.app.store.ledger.audit_records(since=since, event="user.")]
+    assert changes == [("user.adopt", "ldap", "otto"), ("user.groups", "ldap", "otto"),
+                       ("user.turn_off", "ldap", "otto")], changes
+
+
+def test_untrusted_user_headers_stop_at_the_address_limit(search_app: Running) -> None:
+    """Each X-Forwarded-User from an address that is no trusted proxy is an audit record until
+    the address reaches `ui.login_max_failures_per_address`; past it, none."""
+    limit = search_app.settings.ui.login_max_failures_per_address
+    since = time.time()
+    stranger = httpx.Client(base_url=search_app.url, timeout=30,
+                            headers={"X-Forwarded-User": "mallory"})
+    for _ in range(limit + 10):
+        assert stranger.get("gradio_api/login_check").status_code == 401
+    time.sleep(0.5)  # the trail's writer thread
+    refused = [r for r in waiting_for(search_app, since, lambda r: r.actor == "mallory")
+               if r.actor == "mallory"]
+    assert len(refused) == limit
+
+
+def test_password_login_off_ends_local_sessions_and_tokens_but_break_glass(
+        search_app: Running, sample_store: Store) -> None:
+    """Sessions and tokens local users had before `auth.password_login = false` stop working
+    while it is off; the break-glass account's keep working."""
+    with users_for(search_app.settings) as users:
+        sessions = SessionTable(users, 3600)
+        for name in ("alice", "bob"):
+            sessions[f"{name}-browser"] = name
+        cookie = f"access-token-unsecure-{shared_cookie_id(users)}"
+    bob = httpx.Client(base_url=search_app.url, timeout=30, cookies={cookie: "bob-browser"})
+    alice = httpx.Client(base_url=search_app.url, timeout=30, cookies={cookie: "alice-browser"})
+    assert not signed_in(bob) and signed_in(alice)
+    assert not token_works(search_app, sample_store.tokens["bob"])
+    assert token_works(search_app, sample_store.tokens["alice"])

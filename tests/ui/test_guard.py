@@ -11,6 +11,8 @@ import json
 import os
 import secrets
 import stat
+import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +22,7 @@ import httpx
 import pytest
 from gradio.utils import get_upload_folder
 
+from devtools.chromium import Page
 from tests.ui.conftest import PASSWORDS
 from tests.ui.test_app import HR_FILES, ask, message_text
 from ui.security.guard import SessionOwners
@@ -164,6 +167,55 @@ def test_gradio_routes_the_app_does_not_use_are_refused(login_server: Any) -> No
                          headers={"Authorization": f"Bearer {login_server.tokens['bob']}"})
     assert api.status_code == 200, api.text
     assert bob.get("config").status_code == 200
+
+
+def test_no_session_token_for_page_scripts_and_no_sign_out_from_another_site(
+        login_server: Any) -> None:
+    """`/gradio_api/token` handed any script on the page the HttpOnly session cookie's value;
+    `GET /logout` ended every session of the user from a link on any site, Gradio's cookie being
+    `SameSite=None`. Now: 404; a sign-out only from the app's own page (or typed in); Lax."""
+    bob = login(login_server.url, "bob")
+    assert refused(bob.get("gradio_api/token")) and refused(bob.get("gradio_api/token/"))
+    signed = httpx.post(login_server.url + "login", timeout=30,
+                        data={"username": "bob", "password": PASSWORDS["bob"]})
+    cookies = signed.headers.get_list("set-cookie")
+    assert len(cookies) == 2 and all("samesite=lax" in c.lower() for c in cookies), cookies
+    for site in ("cross-site", "same-site"):
+        away = bob.get("logout", headers={"Sec-Fetch-Site": site})
+        assert away.status_code == 403 and bob.get("config").status_code == 200
+    own = bob.get("logout", headers={"Sec-Fetch-Site": "same-origin"})
+    assert own.status_code == 302 and bob.get("config").status_code == 401
+
+
+def test_the_pages_log_out_works_in_chromium_and_another_sites_link_does_not(
+        login_server: Any, browser: Page) -> None:
+    """In a real browser: a link to /logout on another page (here a data: URL, an origin of its
+    own) is refused and bob stays signed in; the page's own Log out button signs him out."""
+    browser.send("Page.enable")
+    browser.send("Page.navigate", url=login_server.url)
+    browser.wait_for("document.querySelectorAll('input').length >= 2")
+    browser.eval(f"""(() => {{
+        const [user, password] = document.querySelectorAll('input');
+        for (const [box, value] of [[user, 'bob'], [password, '{PASSWORDS["bob"]}']]) {{
+            box.value = value; box.dispatchEvent(new Event('input', {{bubbles: true}})); }}
+        return true; }})()""")
+    time.sleep(0.3)
+    browser.eval("[...document.querySelectorAll('button')].find(b => /login/i.test("
+                 "b.innerText)).click()")
+    browser.wait_for("!!document.querySelector('#kb-question textarea')", timeout=30)
+    elsewhere = f'<a id="away" href="{login_server.url}logout">sign out</a>'
+    browser.send("Page.navigate", url="data:text/html," + urllib.parse.quote(elsewhere))
+    browser.wait_for("!!document.getElementById('away')")
+    browser.eval("document.getElementById('away').click()")
+    shown = browser.wait_for("document.body && document.body.innerText.includes('own page') "
+                             "&& document.body.innerText", timeout=30)
+    assert "sign out from the app's own page" in shown
+    browser.send("Page.navigate", url=login_server.url)
+    browser.wait_for("!!document.querySelector('#kb-question textarea')", timeout=30)
+    browser.eval("[...document.querySelectorAll('button, a')].find(b => /log out/i.test("
+                 "b.innerText)).click()")
+    browser.wait_for("document.querySelectorAll('input').length >= 2 && "
+                     "!document.querySelector('#kb-question textarea')", timeout=30)
 
 
 @pytest.mark.slow

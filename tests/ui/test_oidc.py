@@ -184,3 +184,31 @@ def test_the_pending_sign_in_cookie_cannot_be_edited() -> None:
 def test_the_provider_is_a_real_process(provider: RunningProvider) -> None:
     found = httpx.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=5).json()
     assert found["issuer"] == provider.issuer and found["jwks_uri"]
+
+
+def test_a_token_not_valid_yet_is_refused(provider: RunningProvider) -> None:
+    """An ID token whose `nbf` lies past the minute of leeway is refused, as one issued in the
+    future is (RFC 7519 4.1.5); the provider signs whatever claims it holds for the user."""
+    provider.set_user("nora-sub", {"preferred_username": "nora", "nbf": int(time.time()) + 3600})
+    client = OidcClient(provider.issuer, "kb", SECRET)
+    pending, back = sign_in(client, provider, "nora-sub")
+    id_token = exchange(client, pending, back)["id_token"]
+    with pytest.raises(OidcError, match="not valid yet") as refused:
+        client.verify(id_token, pending.nonce)
+    assert refused.value.reason == "expired"
+    provider.set_user("nora-sub", {"preferred_username": "nora", "nbf": int(time.time()) + 30})
+    pending, back = sign_in(client, provider, "nora-sub")  # within the leeway: accepted
+    assert client.verify(exchange(client, pending, back)["id_token"], pending.nonce)
+
+
+def test_the_callbacks_error_text_cannot_forge_a_log_line(provider: RunningProvider) -> None:
+    """`error` and `error_description` come from whoever sent the browser to the callback: their
+    line breaks and other control characters never reach the message that is logged."""
+    client = OidcClient(provider.issuer, "kb", SECRET)
+    _, pending = client.start(CALLBACK)
+    forged = "x\r\n2026-12-06 02:00:00,000 INFO ui.security.auth: login of alice from 10.0.0.1"
+    with pytest.raises(OidcError) as refused:
+        client.finish(pending, {"error": "access_denied\n", "error_description": forged,
+                                "state": pending.state}, CALLBACK)
+    text = str(refused.value)
+    assert text.isprintable() and "login of alice" in text, text

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -24,6 +25,8 @@ from devtools.system_deps import skip_or_fail
 from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from tests.ui.test_audit_web import waiting_for
+from tests.ui.test_directory_signin import wait_beside_a_due_page
+from ui.security.oidc import OidcClient
 from ui.signin.oidc_web import PENDING_COOKIE
 from ui.wiring import OIDC_SECRET_ENV, users_for
 
@@ -43,7 +46,7 @@ def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningProvid
 def _app(store: Store, issuer: str) -> Iterator[Running]:
     auth = AuthSettings(oidc_issuer=issuer, oidc_client_id="kb",
                         group_map={"hr-staff": ("hr",), "finance-staff": ("finance",)},
-                        group_refresh_s=REFRESH_S)
+                        admin_groups=("kb-admins",), group_refresh_s=REFRESH_S)
     settings = dataclasses.replace(_login_settings(store), auth=auth)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(OIDC_SECRET_ENV, SECRET)
@@ -198,3 +201,129 @@ def test_the_sign_in_page_links_to_the_provider_in_chromium(
         page.wait_for("!!document.querySelector('#kb-question textarea')")
         url: Any = page.eval("location.href")
     assert url.startswith(oidc_app.url)
+
+
+def provider_signins(app: Running, since: float, count: int) -> list[Any]:
+    """The OpenID sign-in records after `since`, once `count` are written (or 10 s passed)."""
+    ledger = app.app.store.ledger
+    deadline = time.monotonic() + 10
+    while True:
+        found = [r for r in ledger.audit_records(since=since, event="signin")
+                 if json.loads(r.details).get("method") == "oidc"]
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def clean_throttle(oidc_app: Running) -> Iterator[None]:
+    oidc_app.app.store.ledger.clear_login_failures()
+    yield
+    oidc_app.app.store.ledger.clear_login_failures()
+
+
+def test_the_account_is_bound_to_the_providers_subject(
+    oidc_app: Running, provider: RunningProvider, clean_throttle: None,
+) -> None:
+    """Another subject with the same preferred_username does not get nina's account, nor
+    does nina's subject arriving under another name; the trail records each subject."""
+    provider.set_user("nina-sub", {"preferred_username": "nina.o", "groups": ["hr-staff"]})
+    provider.set_user("mallory-sub", {"preferred_username": "nina.o", "groups": []})
+    since = time.time()
+    nina, _ = sign_in(oidc_app, provider, "nina-sub")
+    assert signed_in(nina)
+    mallory, at_provider = start(oidc_app)
+    refused = mallory.get(provider.authorize(at_provider, "mallory-sub"))
+    assert refused.status_code == 403 and "ask an administrator" in refused.text
+    assert not signed_in(mallory)
+    with users_for(oidc_app.settings) as users:
+        assert users.require("nina.o").groups == ("all", "hr")
+    provider.set_user("nina-sub", {"preferred_username": "nina.renamed", "groups": []})
+    renamed, at_provider = start(oidc_app)
+    assert renamed.get(provider.authorize(at_provider, "nina-sub")).status_code == 403
+    with users_for(oidc_app.settings) as users:
+        assert users.get("nina.renamed") is None
+    found = provider_signins(oidc_app, since, 3)
+    seen = [(r.actor, r.outcome, json.loads(r.details).get("sub"),
+             json.loads(r.details).get("reason")) for r in found]
+    assert seen == [("nina.o", "ok", "nina-sub", None),
+                    ("nina.o", "refused", "mallory-sub", "subject"),
+                    ("nina.renamed", "refused", "nina-sub", "subject")], seen
+
+
+def test_group_claims_spelt_as_dns_grant_nothing(
+    oidc_app: Running, provider: RunningProvider,
+) -> None:
+    """`auth.admin_groups = ["kb-admins"]`: a provider group named `x=kb-admins` (or the like,
+    a name anyone may give a group at some providers) is not kb-admins."""
+    provider.set_user("ozzy-sub", {"preferred_username": "ozzy", "groups": [
+        "x=kb-admins", "kb-admins,ou=anything", "CN=KB-Admins,OU=Self-Service,DC=evil"]})
+    sign_in(oidc_app, provider, "ozzy-sub")
+    with users_for(oidc_app.settings) as users:
+        ozzy = users.require("ozzy")
+    assert not ozzy.is_admin and ozzy.groups == ("all",)
+    provider.set_user("kara-sub", {"preferred_username": "kara", "groups": ["kb-admins"]})
+    sign_in(oidc_app, provider, "kara-sub")
+    with users_for(oidc_app.settings) as users:
+        assert users.require("kara").is_admin
+
+
+def test_a_slow_provider_stalls_no_other_request(
+    oidc_app: Running, provider: RunningProvider, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A due OpenID session is read again (refresh token, userinfo) in a worker thread: while
+    the provider takes 1.5 s, another request is answered at once."""
+    provider.set_user("ivy-sub", {"preferred_username": "ivy.o", "groups": ["finance-staff"]})
+    client, _ = sign_in(oidc_app, provider, "ivy-sub")
+    refresh = OidcClient.refresh
+
+    def slow(self: OidcClient, identity: Any) -> Any:
+        time.sleep(1.5)
+        return refresh(self, identity)
+
+    monkeypatch.setattr(OidcClient, "refresh", slow)
+    time.sleep(REFRESH_S + 0.2)
+    waited = wait_beside_a_due_page(oidc_app, client)
+    assert waited < 0.5, waited
+
+
+def test_forged_callbacks_from_one_address_stop_at_its_limit(
+    oidc_app: Running, provider: RunningProvider, clean_throttle: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each forged callback (the state of a sign-in the sender began, a made-up code) costs a
+    token request to the provider and an audit record, until the address reaches
+    `ui.login_max_failures_per_address` (30 here): then 429, with neither."""
+    limit = oidc_app.settings.ui.login_max_failures_per_address
+    asked: list[int] = []
+    tokens = OidcClient._tokens
+
+    def counted(self: OidcClient, form: dict[str, str]) -> Any:
+        asked.append(1)
+        return tokens(self, form)
+
+    monkeypatch.setattr(OidcClient, "_tokens", counted)
+    since = time.time()
+    codes = []
+    for _ in range(limit + 5):
+        client, at_provider = start(oidc_app)
+        state = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(at_provider).query))["state"]
+        query = urllib.parse.urlencode({"code": "made-up", "state": state})
+        codes.append(client.get(f"login/oidc/callback?{query}").status_code)
+    assert codes == [502] * limit + [429] * 5, codes
+    assert len(asked) == limit
+    time.sleep(0.5)  # the trail's writer thread
+    assert len(provider_signins(oidc_app, since, limit)) == limit
+
+
+def test_the_callbacks_error_text_reaches_the_log_as_one_line(
+    oidc_app: Running, caplog: pytest.LogCaptureFixture, clean_throttle: None,
+) -> None:
+    caplog.set_level(logging.INFO)
+    client, _ = start(oidc_app)
+    forged = "x\n2026-12-06 02:00:00,000 INFO ui.security.auth: login of alice from 10.0.0.1"
+    query = urllib.parse.urlencode({"error": "access_denied", "error_description": forged})
+    reply = client.get(f"login/oidc/callback?{query}")
+    assert reply.status_code == 502
+    lines = [r.getMessage() for r in caplog.records if "login of alice" in r.getMessage()]
+    assert lines and all("\n" not in line for line in lines), lines

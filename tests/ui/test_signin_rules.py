@@ -11,7 +11,7 @@ from core.auth_settings import AuthSettings
 from core.errors import ConfigError
 from ui.signin.directory import check_auth
 from ui.signin.groups import group_names, map_groups
-from ui.signin.header import split_groups
+from ui.signin.header import session_cookies, split_groups, with_session
 from ui.signin.ldap import dn_value, fill, filter_value, in_chain_filter
 
 
@@ -40,19 +40,48 @@ def test_dn_values_and_templates() -> None:
 
 
 def test_group_map_by_cn_or_dn_case_aside() -> None:
+    """A directory's groups (DNs) answer to their DN or their CN, case aside."""
     assert group_names("cn=HR,ou=groups,dc=x") == {"cn=hr,ou=groups,dc=x", "hr"}
+    assert group_names("ou=kb-admins,dc=x") == {"ou=kb-admins,dc=x"}  # a CN only
     groups, admin = map_groups(["cn=HR,ou=groups,dc=x", "cn=kb-admins,ou=groups,dc=x"],
                                {"hr": ("hr",), "cn=finance,ou=groups,dc=x": ("finance",)},
-                               ("KB-Admins",), ("all",))
+                               ("KB-Admins",), ("all",), dns=True)
     assert groups == ("all", "hr") and admin
     assert map_groups(["cn=finance,ou=groups,dc=x"], {"cn=finance,ou=groups,dc=x": ("fin",)},
-                      (), ("all",)) == (("all", "fin"), False)
-    assert map_groups(["cn=sales,dc=x"], {"hr": ("hr",)}, (), AuthSettings().base_groups) \
+                      (), ("all",), dns=True) == (("all", "fin"), False)
+    assert map_groups(["cn=sales,dc=x"], {"hr": ("hr",)}, (), AuthSettings().base_groups,
+                      dns=True) == (("all",), False)
+
+
+@pytest.mark.parametrize("claimed", ["x=kb-admins", "kb-admins,ou=anything",
+                                     "CN=KB-Admins,OU=Self-Service,DC=evil", "KB-Admins",
+                                     " cn=kb-admins"])
+def test_provider_and_header_groups_are_names_not_dns(claimed: str) -> None:
+    """Groups an OpenID provider or a proxy's header lists are matched by their exact name:
+    one spelt as a DN (a group anyone may create or name at the provider) grants nothing."""
+    assert map_groups([claimed], {"kb-admins": ("hr",)}, ("kb-admins",), ("all",)) \
         == (("all",), False)
+    assert map_groups(["kb-admins"], {"kb-admins": ("hr",)}, ("kb-admins",), ("all",)) \
+        == (("all", "hr"), True)
 
 
 def test_header_groups_by_commas_or_spaces() -> None:
     assert split_groups("hr, finance staff") == ["hr", "finance", "staff"]
+
+
+def test_a_believed_header_replaces_the_requests_session_cookies() -> None:
+    """Every session cookie the request sent, in one cookie header or several, gives way to the
+    named user's session; other cookies stay."""
+    names = ["access-token-k", "access-token-unsecure-k"]
+    sent = [(b"cookie", b"access-token-k=alice; theme=dark"), (b"accept", b"*/*"),
+            (b"cookie", b"access-token-unsecure-k=alice")]
+    assert session_cookies(sent, names) == {"access-token-k": "alice",
+                                            "access-token-unsecure-k": "alice"}
+    assert with_session(sent, names, "dave") == [
+        (b"accept", b"*/*"),
+        (b"cookie", b"theme=dark; access-token-k=dave; access-token-unsecure-k=dave")]
+    assert with_session(sent, names, "") == [(b"accept", b"*/*"), (b"cookie", b"theme=dark")]
+    assert with_session([(b"cookie", b"access-token-k=alice")], names, "") == []
 
 
 def test_the_ad_in_chain_filter_escapes_the_dn() -> None:

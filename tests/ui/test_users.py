@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,8 @@ from core.access import parse_groups
 from core.errors import KbError
 from core.types import Answer, Citation
 from store.ledger import Ledger
-from ui.users import Users, hash_password, verify_password
+from ui.security.auth import SessionTable
+from ui.users import AccountRefused, Users, hash_password, verify_password
 
 
 @pytest.fixture
@@ -123,3 +125,76 @@ def test_directory_records_have_no_password_and_follow_their_source(users: Users
     assert users.adopt("carol", ["all"], False, "ldap").disabled
     with pytest.raises(KbError, match="does not fit"):
         users.adopt("o'brien", ["all"], False, "ldap")
+
+
+def test_an_admins_disable_outlasts_the_directory_and_other_ways_in(users: Users) -> None:
+    """`kb users disable` stays until `kb users enable`: the directory turning the record off
+    and finding it again does not lift it, nor does a sign-in another way (the OpenID provider,
+    the trusted header), which may not take the record at all; the old token stays refused."""
+    users.adopt("ravi", ["all"], False, "ldap")
+    token = users.new_token("ravi")
+    users.disable("ravi")
+    assert users.by_token(token) is None
+    users.turn_off("ravi", "ldap")
+    assert users.adopt("ravi", ["all"], False, "ldap").disabled  # found again: still disabled
+    for source in ("oidc", "header"):
+        with pytest.raises(AccountRefused) as refused:
+            users.adopt("ravi", ["all"], False, source)
+        assert refused.value.reason == "source"
+    assert users.source("ravi") == "ldap" and users.by_token(token) is None
+    users.disable("ravi", False)
+    assert users.by_token(token) is not None
+
+
+def test_an_oidc_record_is_bound_to_the_providers_subject(users: Users) -> None:
+    """The first sign-in binds (issuer, subject); another subject under that name is refused,
+    and so is the subject under another name. A record made before subjects were kept is bound
+    at its next sign-in."""
+    users.adopt("hanna.o", ["all", "hr"], False, "oidc", subject="https://idp#hanna-sub")
+    with pytest.raises(AccountRefused) as other:
+        users.adopt("hanna.o", ["all"], False, "oidc", subject="https://idp#mallory-sub")
+    assert other.value.reason == "subject"
+    assert users.require("hanna.o").groups == ("all", "hr")
+    with pytest.raises(AccountRefused) as renamed:
+        users.adopt("hanna.new", ["all"], False, "oidc", subject="https://idp#hanna-sub")
+    assert renamed.value.reason == "subject" and users.get("hanna.new") is None
+    assert users.ledger.add_user("old.o", "directory$oidc", ["all"], False)
+    users.adopt("old.o", ["all"], False, "oidc", subject="https://idp#old-sub")
+    assert users.ledger.subject("old.o") == "https://idp#old-sub"
+    with pytest.raises(AccountRefused):
+        users.adopt("old.o", ["all"], False, "oidc", subject="https://idp#someone-else")
+
+
+def test_directory_changes_are_audited_with_the_source_as_actor(users: Users) -> None:
+    users.adopt("otto", ["all"], True, "ldap")
+    users.adopt("otto", ["all"], True, "ldap")  # nothing changed: nothing recorded
+    users.adopt("otto", ["all", "hr"], False, "ldap")
+    users.turn_off("otto", "ldap")
+    users.adopt("otto", ["all", "hr"], False, "ldap")
+    users.ledger.add_user("ivy", "directory$oidc", ["all"], False)
+    users.adopt("ivy", ["all"], False, "oidc", subject="https://idp#ivy-sub")
+    found = [(r.event, r.actor, r.object, json.loads(r.details))
+             for r in users.ledger.audit_records()]
+    assert found == [
+        ("user.adopt", "ldap", "otto", {"groups": ["all"], "admin": True}),
+        ("user.groups", "ldap", "otto", {"groups": ["all", "hr"], "admin": False,
+                                         "was_groups": ["all"], "was_admin": True}),
+        ("user.turn_off", "ldap", "otto", {}),
+        ("user.turn_on", "ldap", "otto", {}),
+        ("user.subject", "oidc", "ivy", {"subject": "https://idp#ivy-sub"}),
+    ]
+
+
+def test_a_deleted_account_takes_its_sessions_and_conversations(users: Users) -> None:
+    """`kb users delete carol` then `kb users add carol`: the old carol's browser session and
+    conversations are not the new carol's."""
+    users.add("carol", "carol-password", ["all", "hr"])
+    sessions = SessionTable(users, 3600)
+    sessions["old-browser"] = "carol"
+    users.ledger.create_conversation("c1", "carol", "merit increase budget?")
+    assert sessions.get("old-browser") == "carol"
+    users.delete("carol")
+    users.add("carol", "carol-password", ["all"])
+    assert sessions.get("old-browser") is None
+    assert users.ledger.conversations("carol") == []
+    assert users.ledger.sessions() == []

@@ -3,6 +3,7 @@ read them."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import click
 from core.access import parse_groups
 from core.config import Settings
 from core.types import Answer
-from ui.cli.common import with_settings
+from ui.cli.common import shown, with_settings
 
 
 def _groups(value: str | None, settings: Settings) -> list[str]:
@@ -55,7 +56,8 @@ def ask_command(settings: Settings, question: str, groups: str | None, as_json: 
         click.echo("")
     for c in final.citations:
         where = _place(c.page, c.section, c.page_label)
-        click.echo(f"[{c.n}] {c.file} {where}" + ("" if c.supported else " (unsupported)"))
+        click.echo(f"[{c.n}] {shown(c.file)} {shown(where)}"
+                   + ("" if c.supported else " (unsupported)"))
     t = final.timings_ms
     click.echo(f"({final.mode}; " + ", ".join(f"{k} {v:.0f} ms" for k, v in t.items()) + ")")
 
@@ -141,7 +143,7 @@ def retrieve_command(
                 click.echo(f"  searched for: {searched_for}")
             for p in passages:
                 where = _place(p["page"], p["section"], p["page_label"])
-                click.echo(f"  {p['rank']}. {p['file']} {where}  {p['score']:.4f}")
+                click.echo(f"  {p['rank']}. {shown(p['file'])} {shown(where)}  {p['score']:.4f}")
                 click.echo(f"     {p['text'][:160]!r}")
 
 
@@ -163,6 +165,12 @@ def retrieve_command(
     default=None,
     help="With --llm: only questions in this language.",
 )
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report as this record (bench/eval_*.json), keeping its note and command.",
+)
 @with_settings
 def eval_command(
     settings: Settings,
@@ -172,6 +180,7 @@ def eval_command(
     llm: bool,
     llm_lang: str | None,
     docs: Path | None,
+    record: Path | None,
 ) -> None:
     """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter. Items
     with `history` are follow-ups, searched for as read with their earlier questions.
@@ -180,8 +189,10 @@ def eval_command(
     kb eval ../shared/eval/public
     kb eval ../shared/eval/followup --docs ../shared/eval/public2/docs
     kb eval ../shared/eval/crosslang --docs ../shared/eval/public2/docs
+    kb eval ../shared/eval/public --no-baseline --record bench/eval_public.json
     """
     from assistant.evaluation.evaluate import METRICS, run_eval
+    from assistant.evaluation.record import dumps, rerecorded
     from ui.wiring import open_services
 
     report = run_eval(
@@ -193,8 +204,12 @@ def eval_command(
         llm_lang=llm_lang,
         docs=docs,
     )
+    if record is not None:
+        old = json.loads(record.read_text("utf-8")) if record.is_file() else {}
+        today = datetime.date.today().isoformat()
+        record.write_text(dumps(rerecorded(old, report, today)) + "\n", encoding="utf-8")
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        click.echo(dumps(report))
         return
     # ours_alone: a follow-up set's questions searched for without their history (the control)
     for system in ("ours", "ours_alone", "llamaindex_starter"):

@@ -85,8 +85,17 @@ class LoginGuard:
 
     def reserve(self, name: str, address: str) -> Turn:
         """A turn for `name` from `address`: its attempt id, or the seconds left to wait."""
+        return self._reserve({"u:" + name: self.max_user, "a:" + address: self.max_address})
+
+    def reserve_address(self, address: str) -> Turn:
+        """A turn for a sign-in that names nobody yet, from `address` (an OpenID callback, a
+        user header from an untrusted peer): counted under the address's limit alone, as a
+        failure until `succeeded`. A flood of refusals from one address stops there, before
+        it costs an audit record or a request to the provider."""
+        return self._reserve({"a:" + address: self.max_address})
+
+    def _reserve(self, limits: dict[str, int]) -> Turn:
         now = self.clock()
-        limits = {"u:" + name: self.max_user, "a:" + address: self.max_address}
         attempt = secrets.token_hex(16)
         full = self.ledger.reserve_login(limits, attempt, now, now - self.lockout_s)
         if not full:

@@ -6,12 +6,18 @@ whole page written to a file for anyone to open (`deep_link`). In front of Gradi
 
     route (under /gradio_api/)                       who passes
     deep_link, ?deep_link= on a page, call/, run/,   nobody (404): the app does not use them;
-      api/, stream/, component_server,                 its API is `POST /api/ask`
-      process_recording, startup-events
+      api/, stream/, component_server,                 its API is `POST /api/ask` (`token`
+      process_recording, startup-events, token         would hand page scripts the HttpOnly
+                                                       session cookie's value)
     queue/join, queue/data, heartbeat/, cancel       a signed-in user (else 401) whose session
                                                        hash it is: bound to the first user who
                                                        sends it, anyone else gets 404
     upload, upload_progress, file=, file/            admins (else 403)
+    /logout (not under /gradio_api/)                 a request from the app's own pages or
+                                                       typed in (403 from another site's link)
+
+Gradio's session cookies are sent `SameSite=Lax` (Gradio asks for None: another site's requests
+would carry them).
 
     owners = SessionOwners(capacity=40_000, known=gradio.known)
     owners.claim("k3x", "alice") -> True; then owners.claim("k3x", "bob") -> False
@@ -42,7 +48,10 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "/gradio_api/"
 REFUSED = frozenset({"deep_link", "call", "run", "api", "stream", "component_server",
-                     "process_recording", "startup-events"})
+                     "process_recording", "startup-events", "token"})
+# Sec-Fetch-Site values of a request a browser made for the app's own page, or that a person
+# typed or bookmarked; an absent header is a client that is no browser.
+OWN_SITE = frozenset({"same-origin", "none", ""})
 SESSION = frozenset({"queue/join", "queue/data", "heartbeat", "cancel"})
 ADMIN_ONLY = frozenset({"upload", "upload_progress", "file"})
 MAX_HASH_CHARS = 128  # Gradio's own are 11 (the page) or 36 (gradio_client) characters
@@ -152,6 +161,13 @@ class GuardGradio:
             await self.app(scope, receive, send)
             return
         client_address.set(self.settle_client(scope))
+        path = re.sub("/+", "/", scope.get("path", ""))
+        if path.rstrip("/") == "/logout" and header(scope, b"sec-fetch-site") not in OWN_SITE:
+            logger.warning("/logout from another site refused")
+            await refuse(403, "sign out from the app's own page", scope, receive, send)
+            return
+        if path.rstrip("/") == "/login":
+            send = lax_cookies(send)
         route, rest = gradio_route(scope.get("path", ""))
         query = urllib.parse.parse_qsl(scope.get("query_string", b"").decode("latin-1"),
                                        keep_blank_values=True)
@@ -226,6 +242,25 @@ class GuardGradio:
             await refuse(404, "no such session", scope, receive, send)
             return None
         return receive
+
+
+def header(scope: Scope, name: bytes) -> str:
+    """The request's header `name` (lower case), "" when absent."""
+    return next((v.decode("latin-1").strip().lower() for k, v in scope.get("headers", [])
+                 if k == name), "")
+
+
+def lax_cookies(send: Send) -> Send:
+    """`send` with the response's cookies `SameSite=Lax` where they say None."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = dict(message, headers=[
+                (k, re.sub(rb"(?i)samesite=none", b"SameSite=Lax", v) if k == b"set-cookie"
+                 else v) for k, v in message.get("headers", [])])
+        await send(message)
+
+    return sending
 
 
 async def refuse(status: int, error: str, scope: Scope, receive: Receive, send: Send) -> None:

@@ -2,7 +2,8 @@
 flow with PKCE, state and nonce, the provider found by discovery, and its ID token checked
 before anyone is signed in: signed by one of the provider's published keys, by the provider
 discovery named (`iss`), for this client (`aud`, and `azp` where several audiences), not
-expired, and carrying the nonce this sign-in sent.
+expired nor issued or valid only from later (`iat`, `nbf`), and carrying the nonce this sign-in
+sent.
 
     client = OidcClient("https://sso.example.com/realms/acme", "kb", secret)
     url, pending = client.start("https://kb.example.com/login/oidc/callback")
@@ -13,7 +14,8 @@ expired, and carrying the nonce this sign-in sent.
 
 Each refusal is an OidcError whose `reason` names the check that failed (state, provider,
 signature, issuer, audience, expired, nonce), for the log and the audit trail, and whose text is
-one line an administrator can act on.
+one line an administrator can act on (what the provider or the browser sent is quoted with its
+control characters made plain, so it cannot forge log lines).
 """
 
 from __future__ import annotations
@@ -94,6 +96,15 @@ def unseal(text: str, key: bytes) -> Pending:
         return Pending(**json.loads(base64.urlsafe_b64decode(body)))
     except (ValueError, TypeError) as exc:
         raise OidcError("state", "sign-in cookie unreadable: start the sign-in again") from exc
+
+
+def plain(text: object, limit: int = 200) -> str:
+    """Text another party sent, fit for one log line: control and line-break characters as
+    "?", at most `limit` characters.
+
+        plain("denied\n2026-12-06 INFO login of alice") -> "denied?2026-12-06 INFO login of alice"
+    """
+    return "".join(c if c.isprintable() else "?" for c in str(text)[:limit])
 
 
 def _mac(body: str, key: bytes) -> str:
@@ -193,8 +204,9 @@ class OidcClient:
         """The identity of a sign-in the provider sent back (`params`: its query), once every
         check passed; OidcError naming the one that failed."""
         if params.get("error"):
-            raise OidcError("provider", f"the provider refused the sign-in: {params['error']} "
-                                        f"{params.get('error_description', '')}".strip())
+            raise OidcError("provider", f"the provider refused the sign-in: "
+                                        f"{plain(params['error'], 64)} "
+                                        f"{plain(params.get('error_description', ''))}".strip())
         state = params.get("state", "")
         if not hmac.compare_digest(state, pending.state):
             raise OidcError("state", "the sign-in came back with another state: start again")
@@ -259,7 +271,8 @@ class OidcClient:
             raise OidcError("provider", f"the provider's token endpoint failed ({exc}): check "
                                         "that the provider is up") from exc
         if reply.status_code != 200 or not isinstance(found, dict):
-            detail = found.get("error", reply.status_code) if isinstance(found, dict) else ""
+            detail = plain(found.get("error", reply.status_code), 64) \
+                if isinstance(found, dict) else ""
             raise OidcError("provider", f"the provider refused the token request ({detail}): "
                                         "check auth.oidc_client_id, KB_OIDC_CLIENT_SECRET and the "
                                         "redirect URI")
@@ -294,6 +307,8 @@ class OidcClient:
             raise OidcError("expired", "the ID token has expired: check this machine's clock")
         if isinstance(claims.get("iat"), int | float) and claims["iat"] > now + LEEWAY_S:
             raise OidcError("expired", "the ID token was issued in the future: check clocks")
+        if isinstance(claims.get("nbf"), int | float) and claims["nbf"] > now + LEEWAY_S:
+            raise OidcError("expired", "the ID token is not valid yet (nbf): check clocks")
         if not hmac.compare_digest(str(claims.get("nonce", "")), nonce):
             raise OidcError("nonce", "the ID token carries another nonce: start again")
         if not claims.get("sub"):

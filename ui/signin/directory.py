@@ -9,6 +9,8 @@ token of a directory user is read again from the directory once `auth.group_refr
 passed since the last read (a user moved between groups sees the other documents; one removed
 or disabled there loses sessions and token). Without a service account the directory cannot be
 read without the user's password, so such a user's session then ends and a token is refused.
+While `auth.password_login` is false, local accounts' sessions and tokens are refused too, but
+the break-glass account's. An OpenID user's record is bound to the provider's (issuer, subject).
 
     signin = SignIn(users, settings.auth, Ldap(settings.auth, password))
     users.follow = signin.follow
@@ -29,7 +31,7 @@ from core.types import User
 from ui.security.oidc import Identity, OidcClient, OidcError
 from ui.signin.groups import map_groups
 from ui.signin.ldap import Ldap, Person
-from ui.users import Users
+from ui.users import AccountRefused, Users
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +84,7 @@ class SignIn:
     def authenticate(self, name: str, password: str) -> User | None:
         """The user when the name and password are right, else None; DirectoryUnavailable when
         the directory is needed and down (the local break-glass account never needs it)."""
-        local = self.auth.password_login or (self.auth.break_glass and
-                                             name == self.auth.break_glass)
+        local = self._password_ok(name)
         source = self.users.source(name)
         if local and source in (None, "local"):
             user = self.users.authenticate(name, password)
@@ -101,27 +102,34 @@ class SignIn:
 
     def adopt_header(self, name: str, groups: Sequence[str]) -> User | None:
         """The record of a user a trusted proxy signed in, with the groups it names."""
-        return self._take(name, groups, "header")
+        return self._quietly(name, groups, "header")
 
-    def adopt_oidc(self, identity: Identity) -> User | None:
+    def adopt_oidc(self, identity: Identity) -> User:
         """The record of someone the OpenID provider signed in, with the groups its token
-        names; None when that name is a local account's or disabled here."""
-        user = self._take(identity.name, identity.groups, "oidc")
-        if user is not None:
-            with self._lock:
-                self._identities[user.name] = identity
+        names, bound to their (issuer, subject); AccountRefused when that name is a local
+        account's or another way's, bound to another subject, or disabled here."""
+        subject = f"{self.oidc.issuer if self.oidc else ''}#{identity.subject}"
+        user = self._take(identity.name, identity.groups, "oidc", subject)
+        with self._lock:
+            self._identities[user.name] = identity
         return user
 
-    def follow(self, user: User) -> User | None:
-        """`user` as the directory (or the OpenID provider) has them now, when they were read
-        longer than `auth.group_refresh_s` ago (else `user` as is); None when it no longer
-        finds them or cannot be read."""
+    def follow(self, user: User, source: str) -> User | None:
+        """`user` (whose record is `source`'s) as the directory or the OpenID provider has them
+        now, when they were read longer than `auth.group_refresh_s` ago (else `user` as is);
+        None when it no longer finds them or cannot be read, and for a local account while
+        `auth.password_login` is false (but the break-glass account)."""
+        if source == "local":
+            if self._password_ok(user.name):
+                return user
+            logger.info("session or token of local user %s refused: auth.password_login is "
+                        "false", user.name)
+            return None
         now = self.clock()
         with self._lock:
             due = now - self._read_at.get(user.name, -1e18) >= self.auth.group_refresh_s
         if not due:  # the common case: no ledger read on a session's every request
             return user
-        source = self.users.source(user.name)
         if source == "oidc":
             return self._follow_oidc(user)
         if source != "ldap":
@@ -153,35 +161,44 @@ class SignIn:
                         self.auth.group_refresh_s)
             return None
         try:
-            fresh = self.oidc.refresh(identity)
-        except OidcError as exc:
+            return self.adopt_oidc(self.oidc.refresh(identity))
+        except (OidcError, AccountRefused) as exc:
             logger.warning("OIDC user %s refused for now (%s): %s", user.name, exc.reason, exc)
             with self._lock:
                 self._identities.pop(user.name, None)
             return None
-        return self.adopt_oidc(fresh)
 
     def _adopt(self, person: Person, typed: str) -> User | None:
         if person.name != typed:
             logger.warning("LDAP sign-in as %r refused: the directory names them %r (sign in "
                            "with that name)", typed[:64], person.name[:64])
             return None
-        return self._take(person.name, person.groups, "ldap")
+        return self._quietly(person.name, person.groups, "ldap")
 
-    def _take(self, name: str, groups: Sequence[str], source: str) -> User | None:
-        """The record of `name` as `source` (ldap, oidc, header) vouches for them now, with the
-        access groups of `groups`; None when the name is a local account's (or fits none) or
-        the record is disabled here."""
-        access, is_admin = self._map(groups)
+    def _quietly(self, name: str, groups: Sequence[str], source: str) -> User | None:
+        """`_take`, with a refusal logged and answered None."""
         try:
-            user = self.users.adopt(name, access, is_admin, source)
-        except KbError as exc:
+            return self._take(name, groups, source)
+        except AccountRefused as exc:
             logger.warning("%s sign-in refused: %s", source, exc)
             return None
+
+    def _take(self, name: str, groups: Sequence[str], source: str, subject: str = "") -> User:
+        """The record of `name` as `source` (ldap, oidc, header) vouches for them now, with the
+        access groups of `groups`; AccountRefused when the record may not be theirs
+        (`Users.adopt`) or is disabled here."""
+        access, is_admin = map_groups(groups, self.auth.group_map, self.auth.admin_groups,
+                                      self.auth.base_groups, dns=source == "ldap")
+        user = self.users.adopt(name, access, is_admin, source, subject)
         with self._lock:
             self._read_at[user.name] = self.clock()
-        return None if user.disabled else user
+        if user.disabled:
+            raise AccountRefused("disabled", f"{name}: this account is disabled here; ask an "
+                                             "administrator")
+        return user
 
-    def _map(self, groups: Sequence[str]) -> tuple[tuple[str, ...], bool]:
-        return map_groups(groups, self.auth.group_map, self.auth.admin_groups,
-                          self.auth.base_groups)
+    def _password_ok(self, name: str) -> bool:
+        """Whether a local account's password may sign `name` in (and its sessions and token
+        count): `auth.password_login`, or the break-glass account."""
+        return self.auth.password_login or bool(self.auth.break_glass and
+                                                name == self.auth.break_glass)

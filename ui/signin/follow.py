@@ -1,10 +1,11 @@
-"""Directory users read again off the event loop: Gradio looks up a request's session inside
-its async routes (`app.tokens.get`, on the event loop), and a due directory user's session is
-read again from the directory there (`SignIn.follow`), which may take up to
-`auth.ldap_timeout_s` when the directory is slow or down. This middleware looks the session up
-first, in a worker thread, so the directory is asked there and Gradio finds the user fresh.
+"""Directory and OpenID users read again off the event loop: Gradio looks up a request's session
+inside its async routes (`app.tokens.get`, on the event loop), and a due user's session is read
+again from the directory or the OpenID provider there (`SignIn.follow`), which may take up to
+`auth.ldap_timeout_s` (each of the provider's two calls) when it is slow or down. This
+middleware looks the session up first, in a worker thread, so the directory is asked there and
+Gradio finds the user fresh.
 
-    app.add_middleware(FollowFirst, session_user=session_user)   # with auth.ldap_url only
+    app.add_middleware(FollowFirst, session_user=session_user)   # whenever users.follow is set
 """
 
 from __future__ import annotations

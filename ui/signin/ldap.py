@@ -4,8 +4,10 @@ Two ways in, as `auth.ldap_bind_template` says: bind as the user (`{user}@corp.e
 template), or search for the user with the service account (`auth.ldap_bind_dn`, its password
 from KB_LDAP_BIND_PASSWORD) and bind as the entry found. Groups come from the entry's `memberOf`,
 a group search whose nesting is followed level by level (OpenLDAP), or AD's in-chain rule. Every
-name put into a filter or a DN is escaped first; an empty password is refused without asking
-(LDAP takes it as an anonymous bind that succeeds).
+name put into a filter or a DN is escaped first; an empty password, or a name or password with a
+control character, is refused without asking (LDAP takes an empty one as an anonymous bind that
+succeeds); a password ldap3 itself refuses to send (SASLprep) is a wrong password too, never "the
+directory is down".
 
     ldap = Ldap(settings.auth, os.environ.get("KB_LDAP_BIND_PASSWORD", ""))
     ldap.sign_in("carol", "pw") -> Person(name="carol", dn="uid=carol,...", groups=("cn=hr,...",))
@@ -21,6 +23,7 @@ import logging
 import math
 import ssl
 import time
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -102,7 +105,7 @@ class Ldap:
 
     def sign_in(self, name: str, password: str) -> Person | None:
         """The person when `name` and `password` are right, else None."""
-        if not password or not name or len(name) > MAX_NAME or "\x00" in password:
+        if not password or not name or len(name) > MAX_NAME or _controls(name + password):
             return None
         started = time.perf_counter()
         if self.auth.ldap_bind_template:
@@ -124,7 +127,7 @@ class Ldap:
                     if conn is None:
                         return None
                 person = self._with_groups(service, person)
-        logger.info("LDAP sign-in of %s at %s: %s in %.0f ms", name[:64], self.auth.ldap_url,
+        logger.info("LDAP sign-in of %r at %s: %s in %.0f ms", name[:64], self.auth.ldap_url,
                     "ok" if person else "not found", 1000 * (time.perf_counter() - started))
         return person
 
@@ -216,7 +219,7 @@ class Ldap:
             conn.open()
             if auth.ldap_starttls and not auth.ldap_url.lower().startswith("ldaps"):
                 conn.start_tls()
-            ok = conn.bind() if dn else True
+            ok = _bind(conn, auth.ldap_url, service) if dn else True
         except LDAPStartTLSError as exc:
             raise DirectoryUnavailable(
                 f"LDAP at {auth.ldap_url}: TLS failed ({exc}); check auth.ldap_ca_file and the "
@@ -231,7 +234,9 @@ class Ldap:
                 f"({type(exc).__name__}); check auth.ldap_url and that the directory is up"
             ) from exc
         try:
-            if not ok:
+            if ok is None:  # a password ldap3 would not send: wrong, whoever it is for
+                yield None
+            elif not ok:
                 code = (conn.result or {}).get("result")
                 if service or code != INVALID_CREDENTIALS:
                     what = "the service account auth.ldap_bind_dn (check KB_LDAP_BIND_PASSWORD)" \
@@ -252,6 +257,30 @@ class Ldap:
         tls = ldap3.Tls(ca_certs_file=auth.ldap_ca_file or None, validate=ssl.CERT_REQUIRED)
         return ldap3.Server(auth.ldap_url, use_ssl=auth.ldap_url.lower().startswith("ldaps"),
                             tls=tls, connect_timeout=auth.ldap_timeout_s, get_info=ldap3.NONE)
+
+
+def _controls(text: str) -> bool:
+    """Whether `text` holds a control character (NUL, tab, line breaks, ...), which no name or
+    password a directory takes does.
+
+        _controls("pass\tword") -> True
+    """
+    return any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def _bind(conn: Any, url: str, service: bool) -> bool | None:
+    """`conn.bind()`; None when ldap3 refuses the password before sending it (SASLprep
+    prohibits one of its characters), which for the service account is a setting to fix."""
+    from ldap3.core.exceptions import LDAPPasswordIsMandatoryError, LDAPSASLPrepError
+
+    try:
+        return bool(conn.bind())
+    except (LDAPSASLPrepError, LDAPPasswordIsMandatoryError) as exc:
+        if service:
+            raise DirectoryUnavailable(
+                f"LDAP at {url}: the service account's password cannot be sent ({exc}); check "
+                "KB_LDAP_BIND_PASSWORD") from exc
+        return None
 
 
 def _first(value: Any) -> str:

@@ -94,7 +94,7 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     if signin.oidc is not None and not demo:  # before the page's mount at /: it takes all
         server.include_router(oidc_router(
             signin.oidc, signin, sessions, cookies,
-            users.ledger.meta_default("oidc_state_key", secrets.token_hex(32)).encode(),
+            users.ledger.meta_default("oidc_state_key", secrets.token_hex(32)).encode(), guard,
             auth.oidc_redirect_url))
     mounted = _mount_page(server, blocks, services, signin, guard, demo)
     gradio_app: Any = next(r.app for r in mounted.routes if isinstance(r, Mount))
@@ -105,12 +105,12 @@ def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     _guard_gradio(mounted, gradio_app, blocks, session_user, proxies, max_body)
     if not demo:  # a line on the sign-in page for a 429 or a 503 (Gradio's form shows none)
         mounted.add_middleware(LoginNotice)
-    if auth.ldap_url and not demo:  # the directory asked in a worker thread, not on the loop
-        mounted.add_middleware(FollowFirst, session_user=session_user)
+    if users.follow is not None and not demo:  # the directory or the provider asked in a
+        mounted.add_middleware(FollowFirst, session_user=session_user)  # thread, not the loop
     if auth.user_header and not demo:  # outermost: the headers settled before anything reads
         mounted.add_middleware(
             TrustedHeader, signin=signin,
-            sessions=sessions, cookies=cookies,
+            sessions=sessions, cookies=cookies, guard=guard,
             proxies=TrustedProxies.parse(auth.trusted_proxies, "auth.trusted_proxies"),
             user_header=auth.user_header, groups_header=auth.groups_header)
     _follow_the_ledger(services)
@@ -193,12 +193,15 @@ def _guard_gradio(mounted: FastAPI, gradio_app: Any, blocks: gr.Blocks,
 
 def _follow_the_ledger(services: Services) -> None:
     """See what other processes ingest (issue 13), and show in /metrics which ledger
-    generation this process answers from."""
+    generation this process answers from and the audit trail's head."""
     settings, assistant = services.settings, services.assistant
     if settings.retrieve.refresh_s > 0:
         services.on_close.append(assistant.retriever.refresh_every(settings.retrieve.refresh_s))
     services.metrics.snapshot_generation.set_function(lambda: assistant.retriever.generation)
     services.metrics.ledger_generation.set_function(services.store.ledger.generation)
+    ledger = services.store.ledger
+    services.metrics.audit_head_seq.set_function(lambda: ledger.audit_head()[0])
+    services.metrics.audit_head_hash.set_function(lambda: int(ledger.audit_head()[1][:12], 16))
 
 
 def metrics_route(metrics: Metrics, access: MetricsAccess) -> Any:
@@ -286,7 +289,7 @@ def record_start(services: Services, demo: bool | None) -> None:
 
 # How long a thread running Python keeps the GIL while another waits for it (Python's default:
 # 5 ms). A page's request takes the GIL back many times (each ledger read lets it go); behind a
-# login flood's threads it waited up to the interval each time (issue 26, bench.login_flood).
+# login flood's threads it waited up to the interval each time (issue 26, bench.load.login_flood).
 SWITCH_INTERVAL_S = 0.001
 
 
