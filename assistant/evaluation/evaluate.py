@@ -365,7 +365,7 @@ def run_eval(
             readings: dict[str, dict[str, float]] = {}
             outcomes = evaluate_ours(
                 parts, folder, questions, lambda qid, r: readings.__setitem__(
-                    qid, {**r.crossing, **{f"space_{k}": v for k, v in r.crosslang.items()}})
+                    qid, {**r.bridge_gate, **{f"space_{k}": v for k, v in r.space_gate.items()}})
             )
             ours = score(questions, outcomes)
             kept["ours"] = question_outcomes(questions, outcomes)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-import store.multilingual as multilingual_module
+import store.crosslang_space as space_module
 import store.store as store_module
 from assistant.evaluation.evaluate import eval_settings, load_questions
 from bench.common import EVAL, REPO, Host
@@ -91,7 +91,7 @@ def main() -> None:
         sys.exit(f"bench: {DOCS} not found: it needs ../shared/eval")
     host = Host()
     store_module.QUESTION_VECTORS = 0  # every question embedded as a new one is
-    multilingual_module.QUESTION_VECTORS = 0
+    space_module.QUESTION_VECTORS = 0
     settings = configs()
     for config in settings.values():
         ensure_store(config)

@@ -1,6 +1,6 @@
 """The multilingual embedder: a second embedder that puts Chinese and English in one space, so a
-question in one language finds a passage in the other (issue 29). Questions and passages are
-embedded apart: e5-class models read a "query: " or "passage: " prefix.
+question in one language finds a passage in the other (docs/crosslang.md: the space). Questions and
+passages are embedded apart: e5-class models read a "query: " or "passage: " prefix.
 
     embedder = open_multilingual(settings.embed)      # None when embed.multilingual_model = ""
     embedder.query("How many days of annual leave?") @ embedder.passages(["年休假5天"])[0]

@@ -134,8 +134,8 @@ def test_the_space_of_the_same_encoder_embeds_no_passage_twice(  # type: ignore[
     try:
         ingest_paths(store, [REPO / "data" / "samples" / "docs" / "Code-of-Conduct.docx"])
         live = store.ledger.chunk_count()
-        assert live > 0 and store.multilingual is not None
-        assert store.multilingual.ready(store.ledger.generation())
+        assert live > 0 and store.space is not None
+        assert store.space.ready(store.ledger.generation())
         assert len(embedded) == live  # not twice
     finally:
         store.close()
