@@ -43,24 +43,25 @@ def questions(limit: int | None = None) -> list[str]:
     return out[:limit] if limit else out
 
 
-def sample_settings() -> Settings:
-    settings = load_settings(REPO / "config.toml").with_store(SAMPLE_STORE)
-    cache = SAMPLE_STORE.parent / "kb-bench-samples-cache"
+def sample_settings(store: Path = SAMPLE_STORE) -> Settings:
+    settings = load_settings(REPO / "config.toml").with_store(store)
+    cache = store.parent / f"{store.name}-cache"
     return replace(settings, embed=replace(settings.embed, cache=str(cache)))
 
 
-def ensure_sample_store() -> Settings:
-    """The sample documents ingested into SAMPLE_STORE (once)."""
+def ensure_sample_store(store: Path = SAMPLE_STORE) -> Settings:
+    """The sample documents ingested into `store` (once; another folder than SAMPLE_STORE for
+    a configuration the other benchmarks' store was not made with)."""
     from ingest.pipeline import ingest_paths
     from store.store import open_store
 
-    settings = sample_settings()
-    marker = SAMPLE_STORE / "ingested"
+    settings = sample_settings(store)
+    marker = store / "ingested"
     if not marker.is_file():
-        shutil.rmtree(SAMPLE_STORE, ignore_errors=True)
-        store = open_store(settings)
-        ingest_paths(store, [REPO / "data" / "samples" / "docs"])
-        store.close()
+        shutil.rmtree(store, ignore_errors=True)
+        opened = open_store(settings)
+        ingest_paths(opened, [REPO / "data" / "samples" / "docs"])
+        opened.close()
         marker.write_text("ok")
     return settings
 

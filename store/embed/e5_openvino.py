@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from core.ports import Vectors
-from store.embed.e5_weights import F32, NAME, E5Tokenizer, Packed, packed_path
+from store.embed.e5_weights import F32, NAME, E5Tokenizer, Packed, packed_path, passage_name
 from store.embed.openvino import compile_cached
 
 logger = logging.getLogger(__name__)
@@ -305,7 +305,7 @@ class E5Passages:
 
     def __init__(self, e5: E5OpenVino) -> None:
         self.e5 = e5
-        self.name = f"{e5.name} (passage)"
+        self.name = passage_name(e5.name)
         self.dim = e5.dim
         self.max_tokens = e5.max_tokens
 

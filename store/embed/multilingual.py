@@ -25,6 +25,7 @@ import numpy as np
 from core.config import EmbedSettings
 from core.errors import ConfigError
 from core.ports import Vectors
+from store.embed.e5_weights import passage_name
 from store.embed.embedder import torch_device
 
 logger = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ class PassageEmbedder:
 
     def __init__(self, inner: MultilingualEmbedder) -> None:
         self.inner = inner
-        self.name = f"{inner.name} (passage)"
+        self.name = passage_name(inner.name)
         self.dim = inner.dim
         self.max_tokens = 512
 
