@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from core.config import Settings
@@ -79,6 +79,11 @@ class CrosslangSpace:
             if self._embedder is None:
                 self._embedder = self._source()
             return self._embedder
+
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed passages into the cache before they are live (the ingest's waves, beside the
+        parsing): `follow` then finds them there and only writes them to the collection."""
+        self._passage_embedder().embed_batch(texts)
 
     def _passage_embedder(self) -> Embedder:
         if self._passages is None:

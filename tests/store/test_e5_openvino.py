@@ -139,3 +139,41 @@ def test_the_space_of_the_same_encoder_embeds_no_passage_twice(  # type: ignore[
         assert len(embedded) == live  # not twice
     finally:
         store.close()
+
+
+@pytest.mark.slow
+def test_the_space_is_embedded_in_the_ingests_waves(  # type: ignore[no-untyped-def]
+    make_settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the space on as config.toml ships it, its passages are embedded beside the main
+    embedder's, in the waves: the end of the write (`CrosslangSpace.follow`) embeds none."""
+    from ingest.pipeline import ingest_paths
+    from store.crosslang_space import CrosslangSpace
+    from store.store import open_store
+
+    following: list[bool] = []
+    in_follow: list[str] = []
+    encode, follow = E5OpenVino.encode, CrosslangSpace.follow
+
+    def counted(self: E5OpenVino, texts: list[str], prefix: str, use: str = "") -> object:
+        in_follow.extend(texts if following and prefix == PASSAGE else [])
+        return encode(self, texts, prefix, use)
+
+    def watched(self: CrosslangSpace) -> tuple[int, int]:
+        following.append(True)
+        try:
+            return follow(self)
+        finally:
+            following.clear()
+
+    monkeypatch.setattr(E5OpenVino, "encode", counted)
+    monkeypatch.setattr(CrosslangSpace, "follow", watched)
+    settings = make_settings(embed={"cache": str(tmp_path / "cache.sqlite")})
+    assert settings.embed.multilingual_model == NAME
+    store = open_store(settings)
+    try:
+        ingest_paths(store, [REPO / "data" / "samples" / "docs" / "Code-of-Conduct.docx"])
+        assert store.space is not None and store.space.ready(store.ledger.generation())
+        assert store.ledger.chunk_count() > 0 and in_follow == []
+    finally:
+        store.close()
