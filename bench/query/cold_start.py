@@ -116,7 +116,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             walls[name].append(run(tree, envs[name], ask)[0])
             staged_out = run(tree, envs[name], staged)[1]
             stages[name].append(json.loads(staged_out.strip().splitlines()[-1]))
-    report: dict[str, object] = {"rounds": rounds, "base": args.base, "question": args.question,
+    base = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.base],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    report: dict[str, object] = {"rounds": rounds, "base": base, "question": args.question,
                                  "stores": {n: str(s) for n, (_, s) in trees.items()}}
     for name in trees:
         report[name] = {

@@ -53,6 +53,23 @@ COMPILE = {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE":
 SINGLE_THREAD_UP_TO = 2  # a question or two runs on one thread (see store/embed/embedder.py)
 
 
+def four_bit_matrix(packed: Packed, name: str, columns: int) -> Any:
+    """A matrix of `packed` as (nibble - 8) * scale: the 4-bit constant and its decompression
+    as OpenVINO's CPU recognises them (it then multiplies without unpacking the matrix)."""
+    import openvino as ov
+    import openvino.opset13 as op
+
+    nibbles, scales = packed.nibbles(name, columns)
+    four_bit, zero = ov.Tensor(ov.Type.u4, list(nibbles.shape)), ov.Tensor(ov.Type.u4, [1])
+    flat = nibbles.reshape(-1)
+    four_bit.data[:] = flat[0::2] | (flat[1::2] << 4)  # two a byte, the first in the low half
+    zero.data[:] = 8
+    centred = op.subtract(op.convert(op.constant(four_bit), ov.Type.f32),
+                          op.convert(op.constant(zero), ov.Type.f32))
+    scaled = op.multiply(centred, op.convert(op.constant(scales), ov.Type.f32))
+    return op.reshape(scaled, op.constant(np.array([len(nibbles), columns])), False)
+
+
 def build_model(packed: Packed, dequantized: bool = False) -> Any:
     """The encoder as an OpenVINO model: inputs "embeds" (word + position + type embeddings,
     [batch, tokens, hidden]) and "mask" ([batch, tokens], 1 for a token, 0 for padding);
@@ -69,19 +86,9 @@ def build_model(packed: Packed, dequantized: bool = False) -> Any:
         return op.constant(np.ascontiguousarray(values, dtype=np.float32))
 
     def matrix(name: str, columns: int) -> Any:
-        """(nibble - 8) * scale, the 4-bit constant and its decompression as OpenVINO's CPU
-        recognises them (it then multiplies without unpacking the matrix)."""
         if dequantized:
             return const(packed.matrix(name, columns))
-        nibbles, scales = packed.nibbles(name, columns)
-        four_bit, zero = ov.Tensor(ov.Type.u4, list(nibbles.shape)), ov.Tensor(ov.Type.u4, [1])
-        flat = nibbles.reshape(-1)
-        four_bit.data[:] = flat[0::2] | (flat[1::2] << 4)  # two a byte, the first in the low half
-        zero.data[:] = 8
-        centred = op.subtract(op.convert(op.constant(four_bit), ov.Type.f32),
-                              op.convert(op.constant(zero), ov.Type.f32))
-        scaled = op.multiply(centred, op.convert(op.constant(scales), ov.Type.f32))
-        return op.reshape(scaled, op.constant(np.array([len(nibbles), columns])), False)
+        return four_bit_matrix(packed, name, columns)
 
     def linear(x: Any, name: str, columns: int) -> Any:
         weight = op.matmul(x, matrix(f"{name}.w", columns), False, True)
@@ -97,10 +104,9 @@ def build_model(packed: Packed, dequantized: bool = False) -> Any:
         shaped = op.reshape(x, op.constant(np.array([0, 0, heads, hidden // heads])), True)
         return op.transpose(shaped, op.constant(np.array([0, 2, 1, 3])))
 
-    # padding keys get -1e9 before the softmax: [B, 1, 1, T]
     blocked = op.multiply(op.subtract(const(np.ones(1, np.float32)), mask),
                           const(np.full(1, -1e9, np.float32)))
-    blocked = op.unsqueeze(blocked, op.constant(np.array([1, 2])))
+    blocked = op.unsqueeze(blocked, op.constant(np.array([1, 2])))  # padding keys: [B, 1, 1, T]
     scale = const(np.full(1, 1.0 / np.sqrt(hidden // heads), np.float32))
     x = norm(embeds, "emb.ln")
     for layer in range(packed.layers):
@@ -113,11 +119,17 @@ def build_model(packed: Packed, dequantized: bool = False) -> Any:
         x = norm(op.add(x, linear(context, f"{at}.ao", hidden)), f"{at}.aln")
         inner = op.gelu(linear(x, f"{at}.fi", hidden), "erf")
         x = norm(op.add(x, linear(inner, f"{at}.fo", packed.ffn)), f"{at}.oln")
+    return ov.Model([_mean(x, mask)], [embeds, mask], "multilingual-e5-small")
+
+
+def _mean(x: Any, mask: Any) -> Any:
+    """The states' mean over the tokens the mask keeps (at least one counted)."""
+    import openvino.opset13 as op
+
     kept = op.unsqueeze(mask, op.constant(np.array([2])))
     total = op.reduce_sum(op.multiply(x, kept), op.constant(np.array([1])), False)
     count = op.reduce_sum(mask, op.constant(np.array([1])), True)
-    pooled = op.divide(total, op.maximum(count, const(np.ones(1, np.float32))))
-    return ov.Model([pooled], [embeds, mask], "multilingual-e5-small")
+    return op.divide(total, op.maximum(count, op.constant(np.ones(1, np.float32))))
 
 
 def export_dir(root: Path, packed: Path, dequantized: bool = False) -> Path:

@@ -61,7 +61,8 @@ def test_question_ids_and_vectors_are_the_openvino_encoders(encoders: tuple) -> 
 
     numpy_side, openvino_side = encoders
     for question in QUESTIONS:
-        assert numpy_side.ids(QUERY + question) == openvino_side.tokenizer.ids([QUERY + question])[0]
+        asked = QUERY + question
+        assert numpy_side.ids(asked) == openvino_side.tokenizer.ids([asked])[0]
         cosine = float(numpy_side.query(question) @ openvino_side.query(question))
         assert cosine > 0.9998, (question, cosine)
     long = "年假 annual leave " * 300  # past 512 positions: windows, as the encoder's

@@ -301,10 +301,7 @@ class Bridge:
         held = _held_share(question, index, own_rows)
         shut = self._shut(lang, held, gap)
         if shut and not cfg.bilingual_weight_closed:  # it would weigh nothing: not carried
-            shut_gate = {"held": round(held, 3), "open": 0.0, "weight": 0.0}
-            if gap is not None:
-                shut_gate["gap"] = round(gap, 3)
-            return BridgeRanking([], 0.0, shut_gate, [])
+            return _shut_ranking(held, gap)
         carried = carry(question, lang, self.glossary, Dictionary.load(), self.synonyms)
         if carried is None:
             return None
@@ -338,6 +335,15 @@ class Bridge:
             margin = cfg.bilingual_dense_margin_en if lang == "en" else cfg.bilingual_dense_margin
             return gap < margin
         return held >= cfg.bilingual_held
+
+
+def _shut_ranking(held: float, gap: float | None) -> BridgeRanking:
+    """The bridge of a question its gate shuts before anything is carried: nothing ranked,
+    weighing nothing, the gate's readings so far."""
+    gate = {"held": round(held, 3), "open": 0.0, "weight": 0.0}
+    if gap is not None:
+        gate["gap"] = round(gap, 3)
+    return BridgeRanking([], 0.0, gate, [])
 
 
 # The top passages of each side in which the gate looks for the question's words.
