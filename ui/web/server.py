@@ -1,6 +1,7 @@
-"""The web server: FastAPI with `POST /api/ask`, the OpenAI-compatible `/v1/` routes,
-`GET /metrics`, the cited page and section routes, and the page (`ui/web/page.py`) mounted at
-`/` behind the login, its routes guarded.
+"""The web server: FastAPI with `POST /api/ask`, the OpenAI-compatible `/v1/` routes, the
+chat platforms' callbacks (`/channels/<platform>/events`, ui/channels/), `GET /metrics`, the
+cited page and section routes, and the page (`ui/web/page.py`) mounted at `/` behind the
+login, its routes guarded.
 
     app = create_server(services)   # FastAPI: the routes + the page behind a login
     serve(settings)                 # opens the services, uvicorn on ui.host:port
@@ -30,6 +31,7 @@ from core.config import Settings
 from core.errors import AccessDenied
 from core.types import User
 from ui.audit import cli_actor, settings_digest
+from ui.channels.hub import open_channels
 from ui.security.auth import (
     LoginGuard,
     SessionTable,
@@ -144,6 +146,9 @@ def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
                     services.settings.ui.busy_retry_after_s)
     server.include_router(api_router(asking, services.conversations))
     server.include_router(openai_router(asking))
+    channels = open_channels(services, asking)  # the chat platforms (ui/channels/)
+    if channels is not None:
+        server.include_router(channels.router())
     watch_sources(services.metrics, services.store, services.settings.sources)
     server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)

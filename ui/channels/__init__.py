@@ -1,0 +1,23 @@
+"""The chat platforms kb answers in (docs/channels.md): employees ask where they already talk,
+and get the answer in the thread, its sources as the platform's cards.
+
+    base.py       the interface a platform implements (`Platform`: receive, person, members,
+                  post, close) and the plain types crossing it (`Callback`, `Inbound`,
+                  `Received`, `Reply`, `Source`, `Refused`)
+    hub.py        the way of every message: the callback route, once per event id, rate limits,
+                  who asks, the thread's history, the gate, the Assistant, the record, the
+                  audit, the reply; `PLATFORMS`, the registry
+    identity.py   platform users to kb users (user_map, the directory), a group chat's groups
+    limits.py     questions per person and per chat a minute
+    reply.py      an Answer as a card's content, the notices, in the asker's language
+    crypto.py     the AES-256-CBC schemes and signatures of Feishu/Lark and WeCom
+    slack.py      Slack: signing secret, Events API, Block Kit
+    feishu.py     Feishu/Lark: Encrypt Key and Verification Token, interactive cards
+    wecom.py      WeCom: msg_signature and AES-encrypted XML, markdown and template cards
+
+A platform is one module: a `Platform` subclass (its callback checks, its API calls, its cards)
+and one line in `hub.PLATFORMS`, with its `[channels.<name>]` table in
+core/channels_settings.py. This room may import `core/`, `assistant/` (public functions
+only), the shared parts of `ui/` (`ui/web/asking.py`, the i18n labels, `ui/users.py`,
+`ui/signin/`); nothing in `ui/` imports it but the server's wiring and `kb channels`.
+"""

@@ -1,0 +1,84 @@
+"""`kb channels status`: each chat platform kb answers in, whether it is set up, and what it
+did in the last day (docs/channels.md).
+
+    kb channels status            # enabled, callback URL, secrets set, events, answers, refusals
+    kb channels status --json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import click
+
+from core.channels_settings import SECRETS
+from core.config import Settings
+from core.errors import ConfigError
+from ui.channels.hub import PLATFORMS
+from ui.cli.common import with_settings
+from ui.wiring import ledger_for
+
+DAY_S = 86400.0
+
+
+@click.group("channels")
+def channels_group() -> None:
+    """The chat platforms kb answers in (Slack, Feishu/Lark, WeCom)."""
+
+
+def platform_status(settings: Settings, name: str, done: dict[str, Any],
+                    refused: int) -> dict[str, Any]:
+    """One platform's settings (never a secret's value) and its last day."""
+    table = getattr(settings.channels, name)
+    secrets = {k: os.environ.get(k, "") for k in SECRETS[name]}
+    problem = ""
+    if table.enabled:
+        try:
+            PLATFORMS[name].open(settings.channels, secrets)
+        except ConfigError as exc:
+            problem = str(exc)
+    path = f"/channels/{name}/events"
+    return {"platform": name, "enabled": table.enabled, "problem": problem,
+            "callback": settings.ui.public_url.rstrip("/") + path if settings.ui.public_url
+            else path,
+            "secrets_missing": [k for k, v in secrets.items() if not v],
+            "mapped_users": len(table.user_map), "events_24h": done.get("events", 0),
+            "answers_24h": done.get("answers", 0), "refused_24h": refused,
+            "last_answer": time.strftime("%Y-%m-%d %H:%M", time.localtime(done["last"]))
+            if done.get("last") else ""}
+
+
+@channels_group.command("status")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per platform.")
+@with_settings
+def channels_status(settings: Settings, as_json: bool) -> None:
+    """Each platform: enabled, its callback URL, missing secrets, the last day's events,
+    answers and refused callbacks.
+
+    \b
+    kb channels status
+    """
+    since = time.time() - DAY_S
+    with ledger_for(settings) as ledger:
+        counts = ledger.channel_counts(since)
+        refused: dict[str, int] = {}
+        for record in ledger.audit_records(since, event="channel.refused"):
+            refused[record.actor] = refused.get(record.actor, 0) + 1
+    rows = [platform_status(settings, name, counts.get(name, {}), refused.get(name, 0))
+            for name in PLATFORMS]
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row, ensure_ascii=False))
+        return
+    for row in rows:
+        state = "enabled" if row["enabled"] else "off"
+        click.echo(f"{row['platform']:<7} {state:<8} {row['callback']}")
+        if row["problem"]:
+            click.echo(f"        NOT READY: {row['problem']}")
+        elif row["enabled"] or row["events_24h"]:
+            click.echo(f"        last 24 h: {row['events_24h']} events, {row['answers_24h']} "
+                       f"answers, {row['refused_24h']} refused callbacks; last answer "
+                       f"{row['last_answer'] or 'none'}; {row['mapped_users']} mapped users")
