@@ -15,7 +15,7 @@ import difflib
 from pathlib import Path
 
 from bench.recorded import Recorded
-from bench.report_bodies import body_floods
+from bench.report_bodies import body_floods, channel_callbacks
 from bench.report_crosslang import crosslang
 from bench.report_goals import goals_section
 from bench.report_owners import owners
@@ -43,7 +43,8 @@ def render(root: Path = REPO) -> str:
     rec = Recorded(root)
     parts = (head(rec), goals_section(rec), quality(rec), followups(rec), ingest(rec),
              latency(rec), gpu(rec), load(rec), api_overhead(rec), signin(rec),
-             audit_and_logins(rec), body_floods(rec), owners(rec), crosslang(rec), reproduce())
+             audit_and_logins(rec), body_floods(rec), channel_callbacks(rec), owners(rec),
+             crosslang(rec), reproduce())
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 
 

@@ -1,4 +1,5 @@
-"""BENCHMARKS.md's large-body table (issue 36), from bench/body_flood.py."""
+"""BENCHMARKS.md's tables of what reaches `kb serve` from outside: large API bodies (issue 36,
+bench/body_flood.py) and chat platforms' callbacks (issue 42, bench/channels_ack.py)."""
 
 from __future__ import annotations
 
@@ -32,4 +33,25 @@ def body_floods(rec: Recorded) -> list[str]:
         *table(["code", "slowest request, messages", "slowest request, numbers",
                 "slowest request, no attack"], [row("now", ours), row("before", before)]),
         rec.run_line("body_flood"), "",
+    ]
+
+
+def channel_callbacks(rec: Recorded) -> list[str]:
+    ours = rec.report("channels_ack")
+    load = ours["host"]["load_average"][0]
+    return [
+        "## Chat platforms' callbacks", "",
+        *para(f"Signed Slack events to `kb serve` (the model unreachable: retrieval-only "
+              f"answers), one alone, then {ours['concurrent']} at once from as many threads, "
+              f"{ours['rounds']} rounds, on the same 2 cores as the client, shared with other "
+              f"jobs (load average {load:.0f} as it ended); each timed from send to its 200 "
+              "(the answers follow it):"),
+        *table(["events at once", "slowest acknowledgement", "median", "p95",
+                "all answered"],
+               [["1", f"{max(ours['alone_ms']):.0f} ms", f"{sorted(ours['alone_ms'])[1]:.0f} ms",
+                 "", ""],
+                [str(ours["concurrent"]), f"{ours['concurrent_max_ms']:.0f} ms",
+                 f"{ours['concurrent_median_ms']:.0f} ms", f"{ours['concurrent_p95_ms']:.0f} ms",
+                 f"within {max(ours['all_answered_s']):.1f} s"]]),
+        rec.run_line("channels_ack"), "",
     ]

@@ -1,7 +1,7 @@
 """The way of a chat message, the same for every platform: the callback route
 (`/channels/<platform>/events`) checks it the platform's way and acknowledges it at once; each
-event is handled once (its id kept in the ledger: a platform's retry is dropped), after the
-acknowledgement, as a task of the event loop:
+event is then handled as a task of the event loop, once (its id kept in the ledger: a
+platform's retry is dropped, by this process or another sharing the ledger):
 
     question  -> rate limits -> who asks (ui/channels/identity.py) -> the groups of the chat's
                  audience -> the thread's earlier turns -> a place at the gate the page and the
@@ -114,12 +114,8 @@ class Channels:
             self.audit.soon("channel.refused", platform.name, object=request.url.path,
                             outcome="refused", address=address, reason=exc.reason)
             return JSONResponse({"error": f"refused: {exc.reason}"}, status_code=401)
-        for event in received.events:
-            if await run_in_threadpool(self.ledger.channel_event_first, platform.name,
-                                       event.event_id):
-                self._start(self.handle(platform, event))
-            else:
-                logger.info("%s event %s seen before: dropped", platform.name, event.event_id)
+        for event in received.events:  # after the answer: nothing here waits for the ledger
+            self._start(self.handle(platform, event))
         return Response(received.body, received.status, media_type=received.media_type)
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
@@ -128,9 +124,13 @@ class Channels:
         task.add_done_callback(self._tasks.discard)
 
     async def handle(self, platform: Platform, event: Inbound) -> None:
-        """A question answered or a rating kept; a failure logged, never raised."""
+        """A question answered or a rating kept, the first time its event id comes; a
+        failure logged, never raised."""
         try:
-            if event.rating:
+            if not await run_in_threadpool(self.ledger.channel_event_first, platform.name,
+                                           event.event_id):
+                logger.info("%s event %s seen before: dropped", platform.name, event.event_id)
+            elif event.rating:
                 await self.feedback(platform, event)
             else:
                 await self.question(platform, event)

@@ -1,6 +1,6 @@
 """One real app (uvicorn on loopback, the sample store, the model unreachable: retrieval-only
 answers) with Slack, Feishu and WeCom enabled, each platform's reply API a loopback stand-in
-(tests/support/chat_platforms.py). alice (all, hr) and bob (all) are mapped on each platform;
+(devtools/chat_platforms.py). alice (all, hr) and bob (all) are mapped on each platform;
 the chats: alice's and bob's one-to-one chats, and a group chat with both and a bot."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from core.channels_settings import ChannelsSettings, FeishuSettings, SlackSettings, WecomSettings
-from tests.support.chat_platforms import (
+from devtools.chat_platforms import (
     StandIn,
     feishu_routes,
     slack_routes,

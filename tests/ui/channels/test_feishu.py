@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.types import Turn
-from tests.support.chat_platforms import check_feishu_card, feishu_request
+from devtools.chat_platforms import check_feishu_card, feishu_request
 from tests.ui.channels.conftest import (
     FEISHU_KEY,
     FEISHU_TOKEN,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.types import Turn
-from tests.support.chat_platforms import check_block_kit, slack_request
+from devtools.chat_platforms import check_block_kit, slack_request
 from tests.ui.channels.conftest import (
     FOLLOW_UP,
     HR_FILES,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.types import Turn
-from tests.support.chat_platforms import (
+from devtools.chat_platforms import (
     check_wecom_message,
     wecom_click,
     wecom_echo,

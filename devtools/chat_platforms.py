@@ -1,9 +1,10 @@
-"""The chat platforms as kb's tests meet them: each platform's callbacks built and signed by its
-official SDK (`slack_sdk`'s SignatureVerifier; Feishu events encrypted as the Feishu console
-does and accepted by `lark-oapi`'s own EventDispatcherHandler before they are sent; WeCom's
-published scheme by `wechatpy`'s WeChatCrypto), and a loopback stand-in of each platform's reply
-API (a real HTTP server in a thread) that records what kb posts, with structure checks of Block
-Kit (by `slack_sdk`'s block models), Feishu's interactive card and WeCom's messages.
+"""The chat platforms as kb's tests (tests/ui/channels/) and bench/channels_ack.py meet them:
+each platform's callbacks built and signed by its official SDK (`slack_sdk`'s
+SignatureVerifier; Feishu events encrypted as the Feishu console does and accepted by
+`lark-oapi`'s own EventDispatcherHandler before they are sent; WeCom's published scheme by
+`wechatpy`'s WeChatCrypto), and a loopback stand-in of each platform's reply API (a real HTTP
+server in a thread) that records what kb posts, with structure checks of Block Kit (by
+`slack_sdk`'s block models), Feishu's interactive card and WeCom's messages.
 
     with StandIn(slack_routes(people, members)) as slack_api:
         ...  # kb's [channels.slack] api_url = slack_api.url
@@ -89,6 +90,12 @@ class StandIn:
             time.sleep(0.1)
         raise AssertionError(f"{len(self.posts)} posts, not {count}, after {timeout_s} s: "
                              f"{self.posts}")
+
+    def clear(self) -> None:
+        with self.lock:
+            self.posts.clear()
+            self.replies.clear()
+            self.requests.clear()
 
     def reply_to(self, post: dict[str, Any]) -> dict[str, Any]:
         """What the stand-in answered `post` (the id the message got)."""

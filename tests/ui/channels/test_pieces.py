@@ -1,0 +1,110 @@
+"""The pure parts of the chat platforms, on fakes and the platforms' own SDKs as references:
+the crypto schemes, the rate limits, the cards' limits, the `[channels]` settings."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from core.channels_settings import ChannelsSettings, SlackSettings
+from core.config import load_settings
+from core.errors import ConfigError
+from core.types import Citation
+from devtools.chat_platforms import check_block_kit, feishu_request, wecom_request
+from ui.channels.base import Refused, Reply, Source
+from ui.channels.crypto import (
+    feishu_decrypt,
+    wecom_decrypt,
+    wecom_key,
+    wecom_signature,
+)
+from ui.channels.limits import RateLimits
+from ui.channels.reply import label
+from ui.channels.slack import blocks
+from ui.channels.wecom import markdown
+
+REPO = Path(__file__).resolve().parents[3]
+AES = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpbXF1eX2A"
+
+
+def test_feishu_events_decrypt_as_lark_oapi_decrypts_them() -> None:
+    from lark_oapi.core.utils import AESCipher
+
+    _, body = feishu_request("k3y", "tok", "im.message.receive_v1", {"x": "年假"}, "e1")
+    encrypted = json.loads(body)["encrypt"]
+    assert feishu_decrypt("k3y", encrypted) == AESCipher("k3y").decrypt_str(encrypted).encode()
+    with pytest.raises(Refused, match="does not decrypt"):
+        feishu_decrypt("another key", encrypted)
+
+
+def test_wecom_messages_open_as_wechatpy_seals_them() -> None:
+    query, body = wecom_request("tok", AES, "corp1", "<xml>年假</xml>")
+    encrypted = re.search(rb"CDATA\[([^\]]+)\]\]></Encrypt>", body).group(1).decode()  # type: ignore[union-attr]
+    assert wecom_signature("tok", query["timestamp"], query["nonce"], encrypted) == \
+        query["msg_signature"]
+    assert wecom_decrypt(wecom_key(AES), encrypted, "corp1") == "<xml>年假</xml>"
+    with pytest.raises(Refused, match="corp_id"):
+        wecom_decrypt(wecom_key(AES), encrypted, "corp2")
+    with pytest.raises(ValueError, match="43-character"):
+        wecom_key(base64.b64encode(b"short").decode())
+
+
+def test_rate_limits_per_person_and_per_chat() -> None:
+    limits = RateLimits(per_user=2, per_chat=3)
+    assert [limits.allow("u1", "c1", now=t) for t in (0, 1, 2)] == [True, True, False]
+    assert limits.allow("u2", "c1", now=3) is True
+    assert limits.allow("u3", "c1", now=4) is False  # the chat's fourth in a minute
+    assert limits.allow("u1", "c1", now=61) is True  # a minute on
+
+
+def test_cards_keep_within_the_platforms_limits() -> None:
+    long = Reply("a < b & " + "年假" * 3000, "zh", (Source(1, "leave.pdf p.3", "https://x/p"),),
+                 "note", 7)
+    check_block_kit({"channel": "C1", "text": "t", "blocks": blocks(long)})
+    assert "&lt; b &amp;" in blocks(long)[0]["text"]["text"]
+    text = markdown(long)
+    assert len(text.encode()) <= 2048 and text.endswith("> note")
+    assert "[1] [leave.pdf p.3](https://x/p)" in text
+    assert label(Citation(1, "h.docx", None, "Leave › Carry-over", "q")) == \
+        "h.docx § Leave › Carry-over"
+
+
+def test_every_channels_key_is_in_config_with_one_comment_line() -> None:
+    lines = (REPO / "config.toml").read_text(encoding="utf-8").splitlines()
+    tables = {"channels": ChannelsSettings(), **{f"channels.{n}": getattr(ChannelsSettings(), n)
+                                                 for n in ("slack", "feishu", "wecom")}}
+    for table, settings in tables.items():
+        start = lines.index(f"[{table}]")
+        for key in vars(settings):
+            if key in ("slack", "feishu", "wecom"):
+                continue
+            if key == "user_map":
+                at = lines.index(f"[{table}.user_map]")
+            else:
+                at = next(i for i in range(start + 1, len(lines))
+                          if re.match(rf"{key}\s*=", lines[i]))
+            assert lines[at - 1].startswith("# ") and not lines[at - 2].startswith("#"), \
+                f"{table}.{key}"
+
+
+def test_a_platforms_keys_come_from_a_kb_variable_too(tmp_path: Path) -> None:
+    config = tmp_path / "kb.toml"
+    config.write_text('[channels.slack]\napi_url = "http://x"\n[channels.slack.user_map]\n'
+                      '"a@x" = "alice"\n')
+    settings = load_settings(config, environ={"KB_CHANNELS_SLACK_ENABLED": "true"})
+    assert settings.channels.slack == SlackSettings(True, "http://x", {"a@x": "alice"})
+    config.write_text("[channels.slack]\nenabeld = true\n")
+    with pytest.raises(ConfigError, match="enabeld"):
+        load_settings(config, environ={})
+
+
+def test_an_enabled_platform_without_its_secrets_names_them() -> None:
+    from ui.channels.slack import Slack
+
+    with pytest.raises(ConfigError, match="KB_SLACK_SIGNING_SECRET"):
+        Slack.open(ChannelsSettings(), {"KB_SLACK_SIGNING_SECRET": "",
+                                        "KB_SLACK_BOT_TOKEN": "xoxb"})
