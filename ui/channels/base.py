@@ -15,16 +15,17 @@ and who is in a chat (`person`, `members`), and posts a `Reply` in the thread it
 from __future__ import annotations
 
 import abc
+import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import httpx
 
 from core.channels_settings import ChannelsSettings
-from core.errors import KbError
+from core.errors import ConfigError, KbError
 
 logger = logging.getLogger(__name__)
 
@@ -184,3 +185,30 @@ async def call_api(client: httpx.AsyncClient, method: str, url: str, what: str,
     if response.status_code >= 400 or not isinstance(data, dict):
         raise PlatformError(f"{what} answered HTTP {response.status_code}: {str(data)[:200]}")
     return data
+
+
+def require(secrets: dict[str, str], platform: str, doc: str, **keys: object) -> None:
+    """ConfigError naming the secrets not set and the `[channels.<platform>]` keys empty, for
+    an enabled platform (`doc`: its section of docs/channels.md)."""
+    missing = [name for name, value in secrets.items() if not value]
+    missing += [f"channels.{platform}.{key}" for key, value in keys.items() if not value]
+    if missing:
+        raise ConfigError(f"channels.{platform} is enabled but {', '.join(missing)} "
+                          f"{'is' if len(missing) == 1 else 'are'} not set (docs/channels.md, "
+                          f"{doc})")
+
+
+class TokenCache:
+    """A platform's access token, asked for again a minute before it expires."""
+
+    def __init__(self) -> None:
+        self._token, self._expires = "", 0.0
+        self._lock = asyncio.Lock()
+
+    async def get(self, fetch: Callable[[], Awaitable[tuple[str, float]]]) -> str:
+        """The token, from `fetch` (the token and its lifetime in seconds) when due."""
+        async with self._lock:
+            if time.monotonic() >= self._expires:
+                self._token, lifetime = await fetch()
+                self._expires = time.monotonic() + lifetime - 60
+            return self._token

@@ -13,16 +13,13 @@ are feedback. The app (App ID, KB_FEISHU_APP_SECRET) needs `im:message`,
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
-import time
 from typing import Any
 
 import httpx
 
 from core.channels_settings import ChannelsSettings
-from core.errors import ConfigError
 from ui.channels.base import (
     API_TIMEOUT_S,
     Callback,
@@ -33,8 +30,10 @@ from ui.channels.base import (
     Received,
     Refused,
     Reply,
+    TokenCache,
     call_api,
     check_time,
+    require,
 )
 from ui.channels.crypto import feishu_decrypt, feishu_signature
 from ui.web.i18n import t
@@ -121,17 +120,11 @@ class Feishu(Platform):
         self.token, self.key, self.window_s = verification_token, encrypt_key, window_s
         self.api = api_url.rstrip("/")
         self.client = httpx.AsyncClient(timeout=API_TIMEOUT_S)
-        self._tenant_token, self._expires = "", 0.0
-        self._token_lock = asyncio.Lock()
+        self.tenant_token = TokenCache()
 
     @classmethod
     def open(cls, channels: ChannelsSettings, secrets: dict[str, str]) -> Feishu:
-        missing = [k for k in ("KB_FEISHU_APP_SECRET", "KB_FEISHU_VERIFICATION_TOKEN",
-                               "KB_FEISHU_ENCRYPT_KEY") if not secrets[k]]
-        if missing or not channels.feishu.app_id:
-            raise ConfigError("channels.feishu is enabled but " + (
-                ", ".join(missing) + " not set" if missing else "channels.feishu.app_id is "
-                "empty") + " (docs/channels.md, Feishu/Lark)")
+        require(secrets, "feishu", "Feishu/Lark", app_id=channels.feishu.app_id)
         return cls(channels.feishu.app_id, secrets["KB_FEISHU_APP_SECRET"],
                    secrets["KB_FEISHU_VERIFICATION_TOKEN"], secrets["KB_FEISHU_ENCRYPT_KEY"],
                    channels.feishu.api_url, channels.replay_window_s)
@@ -194,28 +187,23 @@ class Feishu(Platform):
         return str((data.get("data") or {}).get("message_id", ""))
 
     async def _api(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {await self._tenant()}"}
+        headers = {"Authorization": f"Bearer {await self.tenant_token.get(self._tenant)}"}
         data = await call_api(self.client, method, f"{self.api}/{path}",
                               f"Feishu {path.split('/')[1]}", headers=headers, **kwargs)
         if data.get("code") != 0:
             raise PlatformError(f"Feishu {path} refused: {data.get('code')} {data.get('msg')}")
         return data
 
-    async def _tenant(self) -> str:
-        """The tenant access token, asked for again a minute before it expires."""
-        async with self._token_lock:
-            if time.monotonic() < self._expires:
-                return self._tenant_token
-            data = await call_api(self.client, "POST",
-                                  f"{self.api}/auth/v3/tenant_access_token/internal",
-                                  "Feishu tenant_access_token",
-                                  json={"app_id": self.app_id, "app_secret": self.app_secret})
-            if data.get("code") != 0 or not data.get("tenant_access_token"):
-                raise PlatformError(f"Feishu refused the app's credentials: {data.get('msg')} "
-                                    "(check channels.feishu.app_id and KB_FEISHU_APP_SECRET)")
-            self._tenant_token = str(data["tenant_access_token"])
-            self._expires = time.monotonic() + float(data.get("expire", 7200)) - 60
-            return self._tenant_token
+    async def _tenant(self) -> tuple[str, float]:
+        """A new tenant access token and its lifetime."""
+        data = await call_api(self.client, "POST",
+                              f"{self.api}/auth/v3/tenant_access_token/internal",
+                              "Feishu tenant_access_token",
+                              json={"app_id": self.app_id, "app_secret": self.app_secret})
+        if data.get("code") != 0 or not data.get("tenant_access_token"):
+            raise PlatformError(f"Feishu refused the app's credentials: {data.get('msg')} "
+                                "(check channels.feishu.app_id and KB_FEISHU_APP_SECRET)")
+        return str(data["tenant_access_token"]), float(data.get("expire", 7200))
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -22,7 +22,6 @@ from typing import Any
 import httpx
 
 from core.channels_settings import ChannelsSettings
-from core.errors import ConfigError
 from ui.channels.base import (
     API_TIMEOUT_S,
     Callback,
@@ -35,6 +34,7 @@ from ui.channels.base import (
     Reply,
     call_api,
     check_time,
+    require,
 )
 from ui.web.i18n import t
 
@@ -131,11 +131,9 @@ class Slack(Platform):
 
     @classmethod
     def open(cls, channels: ChannelsSettings, secrets: dict[str, str]) -> Slack:
-        secret, token = secrets["KB_SLACK_SIGNING_SECRET"], secrets["KB_SLACK_BOT_TOKEN"]
-        if not secret or not token:
-            raise ConfigError("channels.slack is enabled but KB_SLACK_SIGNING_SECRET or "
-                              "KB_SLACK_BOT_TOKEN is not set (docs/channels.md, Slack)")
-        return cls(secret, token, channels.slack.api_url, channels.replay_window_s)
+        require(secrets, "slack", "Slack")
+        return cls(secrets["KB_SLACK_SIGNING_SECRET"], secrets["KB_SLACK_BOT_TOKEN"],
+                   channels.slack.api_url, channels.replay_window_s)
 
     def receive(self, call: Callback) -> Received:
         stamp = call.headers.get("x-slack-request-timestamp", "")

@@ -13,9 +13,7 @@ KB_WECOM_SECRET.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
-import time
 from secrets import token_hex
 from typing import Any
 from xml.etree.ElementTree import Element
@@ -36,8 +34,10 @@ from ui.channels.base import (
     Received,
     Refused,
     Reply,
+    TokenCache,
     call_api,
     check_time,
+    require,
 )
 from ui.channels.crypto import wecom_decrypt, wecom_key, wecom_signature
 from ui.channels.reply import notice
@@ -108,18 +108,12 @@ class Wecom(Platform):
         self.token, self.key, self.window_s = token, wecom_key(aes_key), window_s
         self.api = api_url.rstrip("/")
         self.client = httpx.AsyncClient(timeout=API_TIMEOUT_S)
-        self._access, self._expires = "", 0.0
-        self._token_lock = asyncio.Lock()
+        self.access_token = TokenCache()
 
     @classmethod
     def open(cls, channels: ChannelsSettings, secrets: dict[str, str]) -> Wecom:
         wecom = channels.wecom
-        missing = [k for k in ("KB_WECOM_SECRET", "KB_WECOM_TOKEN", "KB_WECOM_AES_KEY")
-                   if not secrets[k]]
-        if missing or not wecom.corp_id or not wecom.agent_id:
-            raise ConfigError("channels.wecom is enabled but " + (
-                ", ".join(missing) + " not set" if missing else "corp_id or agent_id is not "
-                "set") + " (docs/channels.md, WeCom)")
+        require(secrets, "wecom", "WeCom", corp_id=wecom.corp_id, agent_id=wecom.agent_id)
         try:
             return cls(wecom.corp_id, wecom.agent_id, secrets["KB_WECOM_SECRET"],
                        secrets["KB_WECOM_TOKEN"], secrets["KB_WECOM_AES_KEY"], wecom.api_url,
@@ -169,7 +163,8 @@ class Wecom(Platform):
         return task
 
     async def _api(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        params = {**kwargs.pop("params", {}), "access_token": await self._access_token()}
+        token = await self.access_token.get(self._access_token)
+        params = {**kwargs.pop("params", {}), "access_token": token}
         data = await call_api(self.client, method, f"{self.api}/{path}", f"WeCom {path}",
                               params=params, **kwargs)
         if data.get("errcode", 0) != 0:
@@ -177,19 +172,14 @@ class Wecom(Platform):
                                 f"{data.get('errmsg')}")
         return data
 
-    async def _access_token(self) -> str:
-        """The app's access token, asked for again a minute before it expires."""
-        async with self._token_lock:
-            if time.monotonic() < self._expires:
-                return self._access
-            data = await call_api(self.client, "GET", f"{self.api}/gettoken", "WeCom gettoken",
-                                  params={"corpid": self.corp_id, "corpsecret": self.secret})
-            if data.get("errcode", 0) != 0 or not data.get("access_token"):
-                raise PlatformError(f"WeCom refused the app's credentials: {data.get('errmsg')}"
-                                    " (check channels.wecom.corp_id and KB_WECOM_SECRET)")
-            self._access = str(data["access_token"])
-            self._expires = time.monotonic() + float(data.get("expires_in", 7200)) - 60
-            return self._access
+    async def _access_token(self) -> tuple[str, float]:
+        """A new access token of the app and its lifetime."""
+        data = await call_api(self.client, "GET", f"{self.api}/gettoken", "WeCom gettoken",
+                              params={"corpid": self.corp_id, "corpsecret": self.secret})
+        if data.get("errcode", 0) != 0 or not data.get("access_token"):
+            raise PlatformError(f"WeCom refused the app's credentials: {data.get('errmsg')} "
+                                "(check channels.wecom.corp_id and KB_WECOM_SECRET)")
+        return str(data["access_token"]), float(data.get("expires_in", 7200))
 
     async def close(self) -> None:
         await self.client.aclose()
