@@ -8,7 +8,7 @@ baseline), then 20 at once from 20 threads (different users and event ids), timi
 callback from send to its 200; then waits until all 21 are answered in the stand-in (their
 answers run after the acknowledgement).
 
-    .venv/bin/python -m bench.channels_ack --rounds 3 > bench/results/channels-ack.json
+    .venv/bin/python -m bench.channels_ack --rounds 3 > bench/results/issue42-channels-ack.json
 """
 
 from __future__ import annotations
