@@ -96,14 +96,15 @@ def events_of(envelope: dict[str, Any]) -> tuple[Inbound, ...]:
             return ()
         return (Inbound(event_id, user, str(item.get("channel", "")), "", rating=rating,
                         target=str(item.get("ts", ""))),)
-    is_question = kind == "app_mention" or (
+    direct = str(channel).startswith("D")  # a direct message: its `message` event, not a mention
+    is_question = (kind == "app_mention" and not direct) or (
         kind == "message" and event.get("channel_type") == "im" and not event.get("subtype"))
     if not is_question or event.get("bot_id"):
         return ()
     thread = str(event.get("thread_ts") or event.get("ts", ""))
     text = _MENTION.sub("", str(event.get("text", ""))).strip()
     return (Inbound(event_id, user, str(channel), thread, thread, text,
-                    group=not str(channel).startswith("D")),)
+                    group=not direct),)
 
 
 def actions_of(payload: dict[str, Any]) -> tuple[Inbound, ...]:
