@@ -1,5 +1,6 @@
 """The settings of the chat platforms kb answers in (`[channels]`, with one table per platform:
-`[channels.slack]`, `[channels.feishu]`, `[channels.wecom]`); core/config.py reads them with the
+`[channels.slack]`, `[channels.feishu]`, `[channels.wecom]`, `[channels.dingtalk]`,
+`[channels.teams]`); core/config.py reads them with the
 other sections (docs/channels.md). Each platform is off until `enabled = true`; its secrets come
 from the environment only (`SECRETS`), never from a config file.
 
@@ -23,6 +24,8 @@ SECRETS: dict[str, tuple[str, ...]] = {
     "slack": ("KB_SLACK_SIGNING_SECRET", "KB_SLACK_BOT_TOKEN"),
     "feishu": ("KB_FEISHU_APP_SECRET", "KB_FEISHU_VERIFICATION_TOKEN", "KB_FEISHU_ENCRYPT_KEY"),
     "wecom": ("KB_WECOM_SECRET", "KB_WECOM_TOKEN", "KB_WECOM_AES_KEY"),
+    "dingtalk": ("KB_DINGTALK_APP_SECRET",),
+    "teams": ("KB_TEAMS_APP_PASSWORD",),
 }
 
 USER_MAP_DOC = doc("platform user id or e-mail -> kb user name")
@@ -55,6 +58,30 @@ class WecomSettings:
     user_map: dict[str, str] = field(default_factory=dict, metadata=USER_MAP_DOC)
 
 
+@dataclass(frozen=True)
+class DingtalkSettings:
+    enabled: bool = field(default=False, metadata=doc("answer in DingTalk (钉钉)"))
+    app_key: str = field(default="", metadata=doc("the app's AppKey (Client ID)"))
+    api_url: str = field(default="https://oapi.dingtalk.com",
+                         metadata=doc("DingTalk's server API; answers go only to session "
+                                      "webhooks under it"))
+    user_map: dict[str, str] = field(default_factory=dict, metadata=USER_MAP_DOC)
+
+
+@dataclass(frozen=True)
+class TeamsSettings:
+    enabled: bool = field(default=False, metadata=doc("answer in Microsoft Teams"))
+    app_id: str = field(default="", metadata=doc("the bot's Microsoft App ID (the tokens' "
+                                                 "audience)"))
+    openid_url: str = field(
+        default="https://login.botframework.com/v1/.well-known/openidconfiguration",
+        metadata=doc("Bot Framework's OpenID metadata: the issuer and keys of its tokens"))
+    token_url: str = field(
+        default="https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token",
+        metadata=doc("where the bot gets its own token; single-tenant: the tenant's"))
+    user_map: dict[str, str] = field(default_factory=dict, metadata=USER_MAP_DOC)
+
+
 UNMAPPED = ("base", "sign-in")
 GROUP_CHATS = ("members", "asker")
 
@@ -78,3 +105,6 @@ class ChannelsSettings:
     slack: SlackSettings = field(default_factory=SlackSettings, metadata=doc("Slack"))
     feishu: FeishuSettings = field(default_factory=FeishuSettings, metadata=doc("Feishu/Lark"))
     wecom: WecomSettings = field(default_factory=WecomSettings, metadata=doc("WeCom"))
+    dingtalk: DingtalkSettings = field(default_factory=DingtalkSettings,
+                                       metadata=doc("DingTalk"))
+    teams: TeamsSettings = field(default_factory=TeamsSettings, metadata=doc("Microsoft Teams"))

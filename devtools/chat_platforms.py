@@ -25,7 +25,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Route = Callable[[dict[str, Any]], dict[str, Any]]  # the request (path, query, json) -> reply
+Route = Callable[[dict[str, Any]], dict[str, Any]]  # the request (path, query, json, url) -> reply
 
 
 class StandIn:
@@ -43,10 +43,11 @@ class StandIn:
                 parsed = urllib.parse.urlparse(self.path)
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                request = {"path": parsed.path, "method": self.command,
-                           "query": dict(urllib.parse.parse_qsl(parsed.query)),
-                           "json": json.loads(raw) if raw else {},
-                           "auth": self.headers.get("authorization", "")}
+                request: dict[str, Any] = {
+                    "path": parsed.path, "method": self.command,
+                    "query": dict(urllib.parse.parse_qsl(parsed.query)),
+                    "json": _body(raw, self.headers.get("content-type", "")),
+                    "auth": self.headers.get("authorization", ""), "url": stand_in.url}
                 route = next((r for suffix, r in stand_in.routes.items()
                               if re.search(suffix + "$", parsed.path)), None)
                 reply = route(request) if route else {"error": "no such route"}
@@ -101,6 +102,13 @@ class StandIn:
         """What the stand-in answered `post` (the id the message got)."""
         with self.lock:
             return self.replies[next(i for i, p in enumerate(self.posts) if p is post)]
+
+
+def _body(raw: bytes, kind: str) -> dict[str, Any]:
+    """A request's JSON body, or its form's fields."""
+    if kind.startswith("application/x-www-form-urlencoded"):
+        return dict(urllib.parse.parse_qsl(raw.decode()))
+    return json.loads(raw) if raw else {}
 
 
 # --- Slack ------------------------------------------------------------------------------------

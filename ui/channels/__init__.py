@@ -2,8 +2,9 @@
 and get the answer in the thread, its sources as the platform's cards.
 
     base.py       the interface a platform implements (`Platform`: receive, person, members,
-                  post, close) and the plain types crossing it (`Callback`, `Inbound`,
-                  `Received`, `Reply`, `Source`, `Refused`)
+                  post, close; prepare, when receive needs something fetched first) and the
+                  plain types crossing it (`Callback`, `Inbound`, `Received`, `Reply`,
+                  `Source`, `Refused`)
     hub.py        the way of every message: the callback route, once per event id, rate limits,
                   who asks, the thread's history, the gate, the Assistant, the record, the
                   audit, the reply; `PLATFORMS`, the registry
@@ -14,6 +15,8 @@ and get the answer in the thread, its sources as the platform's cards.
     slack.py      Slack: signing secret, Events API, Block Kit
     feishu.py     Feishu/Lark: Encrypt Key and Verification Token, interactive cards
     wecom.py      WeCom: msg_signature and AES-encrypted XML, markdown and template cards
+    dingtalk.py   DingTalk: the robot's HMAC-SHA256 sign, session webhooks, ActionCards
+    teams.py      Microsoft Teams: Bot Framework's JWT, replies at the serviceUrl, Adaptive Cards
 
 A platform is one module: a `Platform` subclass (its callback checks, its API calls, its cards)
 and one line in `hub.PLATFORMS`, with its `[channels.<name>]` table in

@@ -7,6 +7,7 @@ and who is in a chat (`person`, `members`), and posts a `Reply` in the thread it
     class Slack(Platform):
         name = "slack"
         def receive(self, call: Callback) -> Received: ...    # Refused when not the platform's
+        async def prepare(self, call: Callback) -> None: ...  # optional: keys fetched first
         async def person(self, user_id: str) -> Person: ...
         async def members(self, chat: str) -> list[str]: ...
         async def post(self, to: Inbound, reply: Reply) -> str: ...   # the message it became
@@ -129,6 +130,9 @@ class Platform(abc.ABC):
     def open(cls, channels: ChannelsSettings, secrets: dict[str, str]) -> Platform:
         """The platform of `[channels.<name>]` with its secrets (from the environment: the
         names of core/channels_settings.py's SECRETS); ConfigError naming what is missing."""
+
+    async def prepare(self, call: Callback) -> None:  # noqa: B027 (optional: most need none)
+        """What `receive` needs fetched first (Teams: its signing keys); nothing by default."""
 
     @abc.abstractmethod
     def receive(self, call: Callback) -> Received:

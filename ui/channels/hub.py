@@ -36,11 +36,13 @@ from core.errors import ConfigError, KbError
 from core.text import detect_lang
 from core.types import Turn, User
 from ui.channels.base import Callback, Inbound, Platform, PlatformError, Refused, Reply
+from ui.channels.dingtalk import Dingtalk
 from ui.channels.feishu import Feishu
 from ui.channels.identity import Identity
 from ui.channels.limits import RateLimits
 from ui.channels.reply import notice, reply_for
 from ui.channels.slack import Slack
+from ui.channels.teams import Teams
 from ui.channels.wecom import Wecom
 from ui.security.auth import client_address
 from ui.web.asking import Asking
@@ -49,7 +51,8 @@ from ui.wiring import Services
 logger = logging.getLogger(__name__)
 
 # The platforms kb answers in: a new one is a module with a Platform and one line here.
-PLATFORMS: dict[str, type[Platform]] = {"slack": Slack, "feishu": Feishu, "wecom": Wecom}
+PLATFORMS: dict[str, type[Platform]] = {"slack": Slack, "feishu": Feishu, "wecom": Wecom,
+                                         "dingtalk": Dingtalk, "teams": Teams}
 HISTORY_TURNS = 10  # a thread's last turns read back (the assistant keeps answer.history_turns)
 
 
@@ -106,6 +109,7 @@ class Channels:
         call = Callback(request.method, dict(request.query_params),
                         {k.lower(): v for k, v in request.headers.items()}, await request.body())
         try:
+            await platform.prepare(call)
             received = platform.receive(call)
         except Refused as exc:
             address = client_address.get()

@@ -26,7 +26,7 @@ DAY_S = 86400.0
 
 @click.group("channels")
 def channels_group() -> None:
-    """The chat platforms kb answers in (Slack, Feishu/Lark, WeCom)."""
+    """The chat platforms kb answers in (Slack, Feishu/Lark, WeCom, DingTalk, Teams)."""
 
 
 def platform_status(settings: Settings, name: str, done: dict[str, Any],
@@ -75,10 +75,10 @@ def channels_status(settings: Settings, as_json: bool) -> None:
         return
     for row in rows:
         state = "enabled" if row["enabled"] else "off"
-        click.echo(f"{row['platform']:<7} {state:<8} {row['callback']}")
+        click.echo(f"{row['platform']:<8} {state:<8} {row['callback']}")
         if row["problem"]:
-            click.echo(f"        NOT READY: {row['problem']}")
+            click.echo(f"         NOT READY: {row['problem']}")
         elif row["enabled"] or row["events_24h"]:
-            click.echo(f"        last 24 h: {row['events_24h']} events, {row['answers_24h']} "
+            click.echo(f"         last 24 h: {row['events_24h']} events, {row['answers_24h']} "
                        f"answers, {row['refused_24h']} refused callbacks; last answer "
                        f"{row['last_answer'] or 'none'}; {row['mapped_users']} mapped users")

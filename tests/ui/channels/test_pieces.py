@@ -4,6 +4,8 @@ the crypto schemes, the rate limits, the cards' limits, the `[channels]` setting
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import re
 from pathlib import Path
@@ -14,6 +16,7 @@ from core.channels_settings import ChannelsSettings, SlackSettings
 from core.config import load_settings
 from core.errors import ConfigError
 from core.types import Citation
+from devtools.chat_dingtalk_teams import CARD, check_dingtalk_message, check_teams_reply
 from devtools.chat_platforms import check_block_kit, feishu_request, wecom_request
 from ui.channels.base import Refused, Reply, Source
 from ui.channels.crypto import (
@@ -22,9 +25,13 @@ from ui.channels.crypto import (
     wecom_key,
     wecom_signature,
 )
+from ui.channels.dingtalk import message as dingtalk_message
+from ui.channels.dingtalk import signature
+from ui.channels.hub import PLATFORMS
 from ui.channels.limits import RateLimits
 from ui.channels.reply import label
 from ui.channels.slack import blocks
+from ui.channels.teams import card as teams_card
 from ui.channels.wecom import markdown
 
 REPO = Path(__file__).resolve().parents[3]
@@ -73,14 +80,36 @@ def test_cards_keep_within_the_platforms_limits() -> None:
         "h.docx § Leave › Carry-over"
 
 
+def test_dingtalk_and_teams_cards_keep_to_their_schemas() -> None:
+    long = Reply("年假" * 5000, "zh", (Source(1, "leave.pdf p.3", "https://x/p"),
+                                      Source(2, "h.docx § [x]", "")), "note", 7)
+    card = check_teams_reply({"type": "message", "replyToId": "1", "conversation": {"id": "a"},
+                              "attachments": [{"contentType": CARD, "content": teams_card(long)}]})
+    assert "[2] h.docx § ［x］" in json.dumps(card, ensure_ascii=False)
+    sent = dingtalk_message(long)
+    text = check_dingtalk_message(sent)
+    assert sent["actionCard"]["btns"] == [{"title": "[1] leave.pdf p.3", "actionURL": "https://x/p"}]
+    assert "[2] h.docx § [x]" in text and "dtmd://dingtalkclient/sendMessage?content=" in text
+    assert check_dingtalk_message(dingtalk_message(Reply("no sources"))) == "no sources"
+
+
+def test_dingtalk_signs_as_its_documentation_shows() -> None:
+    # the Python example of DingTalk's robot signature, as its documentation gives it
+    stamp, secret = "1700000000000", "this is secret"
+    string_to_sign = f"{stamp}\n{secret}".encode()
+    expected = base64.b64encode(hmac.new(secret.encode("utf-8"), string_to_sign,
+                                         digestmod=hashlib.sha256).digest()).decode()
+    assert signature(stamp, secret) == expected
+
+
 def test_every_channels_key_is_in_config_with_one_comment_line() -> None:
     lines = (REPO / "config.toml").read_text(encoding="utf-8").splitlines()
     tables = {"channels": ChannelsSettings(), **{f"channels.{n}": getattr(ChannelsSettings(), n)
-                                                 for n in ("slack", "feishu", "wecom")}}
+                                                 for n in PLATFORMS}}
     for table, settings in tables.items():
         start = lines.index(f"[{table}]")
         for key in vars(settings):
-            if key in ("slack", "feishu", "wecom"):
+            if key in PLATFORMS:
                 continue
             if key == "user_map":
                 at = lines.index(f"[{table}.user_map]")
@@ -108,3 +137,26 @@ def test_an_enabled_platform_without_its_secrets_names_them() -> None:
     with pytest.raises(ConfigError, match="KB_SLACK_SIGNING_SECRET"):
         Slack.open(ChannelsSettings(), {"KB_SLACK_SIGNING_SECRET": "",
                                         "KB_SLACK_BOT_TOKEN": "xoxb"})
+
+
+def test_channels_status_names_every_platform_and_what_is_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from ui.cli.channels import channels_group
+
+    config = tmp_path / "kb.toml"
+    config.write_text('[ui]\npublic_url = "https://kb.example.com"\n'
+                      "[channels.dingtalk]\nenabled = true\n"
+                      '[channels.teams]\nenabled = true\napp_id = "b07"\n')
+    for name in ("KB_DINGTALK_APP_SECRET", "KB_TEAMS_APP_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KB_DINGTALK_APP_SECRET", "s")
+    result = CliRunner().invoke(channels_group, ["status", "--config", str(config), "--store",
+                                                 str(tmp_path / "store")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split()[0] for line in lines if not line.startswith(" ")] == list(PLATFORMS)
+    assert "dingtalk enabled  https://kb.example.com/channels/dingtalk/events" in lines
+    assert "channels.dingtalk.app_key is not set" in result.output
+    assert "KB_TEAMS_APP_PASSWORD is not set" in result.output
