@@ -1,8 +1,8 @@
 """The settings of the chat platforms kb answers in (`[channels]`, with one table per platform:
 `[channels.slack]`, `[channels.feishu]`, `[channels.wecom]`, `[channels.dingtalk]`,
-`[channels.teams]`); core/config.py reads them with the
-other sections (docs/channels.md). Each platform is off until `enabled = true`; its secrets come
-from the environment only (`SECRETS`), never from a config file.
+`[channels.teams]`); core/config.py reads them with the other sections (docs/channels.md).
+Each platform is off until `enabled = true`; its secrets come from the environment only
+(`SECRETS`), never from a config file.
 
     [channels.slack]
     enabled = true
@@ -98,7 +98,8 @@ class ChannelsSettings:
         default="", metadata=doc("LDAP filter finding a platform user's e-mail, (mail={user}); "
                                  "empty: user_map only"))
     replay_window_s: float = field(
-        default=300.0, metadata=doc("a signed callback older (or newer) than this is refused"))
+        default=300.0, metadata=doc("a signed callback older (or newer) than this is refused "
+                                    "(DingTalk: its documented hour; Teams: its token's expiry)"))
     user_per_minute: int = field(default=10, metadata=doc("questions one person may ask a "
                                                           "minute"))
     chat_per_minute: int = field(default=30, metadata=doc("questions one chat may ask a minute"))

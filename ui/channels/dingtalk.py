@@ -4,13 +4,14 @@ ActionCard, each cited source a button opening the source view.
 
 Every callback is checked DingTalk's way: its `sign` header is base64 HMAC-SHA256 of
 `timestamp + "\\n" + AppSecret` under the AppSecret (KB_DINGTALK_APP_SECRET), its `timestamp`
-(milliseconds) within the hour DingTalk documents. The signature does not cover the body, so a
-signature is taken once (a second body under the same one is refused), and the session webhook
-a body names must be under `channels.dingtalk.api_url`. Questions are messages to the robot
-(one to one, or mentioning it in a group); a conversation's follow-ups are read with the asker's
-recent turns there. DingTalk gives robots no reaction events, and an ActionCard's buttons only
-open links (cards with callbacks need a template built in DingTalk's card platform): feedback is
-a message of 👍 or 👎, which the card's two links send for the asker (DingTalk's dtmd links).
+(milliseconds) within the hour DingTalk documents. The signature does not cover the body, so
+another body under a signature first seen more than two seconds before is refused (messages
+sent in the same millisecond share one), and the session webhook a body names must be under
+`channels.dingtalk.api_url`. Questions are messages to the robot (one to one, or mentioning it
+in a group); a conversation's follow-ups are read with the asker's recent turns there.
+DingTalk gives robots no reaction events, and an ActionCard's buttons only open links (cards
+with callbacks need a template built in DingTalk's card platform): feedback is a message of 👍
+or 👎, which the card's two links send for the asker (DingTalk's dtmd links).
 The app's AppKey and AppSecret read users' e-mail (`topapi/v2/user/get`) and scene groups'
 members (`topapi/im/chat/scenegroup/member/get`).
 """
@@ -50,6 +51,7 @@ THUMBS = {"👍": 1, "👎": -1}
 TEXT_CHARS = 4000  # the answer's part of a card's markdown
 BUTTONS_MAX = 5  # source buttons under a card
 SIGNS_KEPT = 100_000
+SHARED_SIGN_S = 2.0  # messages sent in the same millisecond share a signature; they come at once
 
 
 def signature(stamp: str, secret: str) -> str:
@@ -150,13 +152,14 @@ class Dingtalk(Platform):
         return Received(body='{"msgtype": "empty"}', events=events_of(data))
 
     def _first_use(self, sign: str, msg_id: str, now: float) -> None:
-        """Refused when `sign` came before with another message: the signature covers only
-        the time, so a body swapped under a signature seen once is a replay."""
+        """Refused when `sign` came with another message more than SHARED_SIGN_S before: the
+        signature covers only the time (in milliseconds, which messages sent at once share),
+        so another body under a signature seen earlier is a replay."""
         with self._lock:
             if len(self._signs) > SIGNS_KEPT:
                 self._signs = {k: v for k, v in self._signs.items() if now - v[0] <= WINDOW_S}
-            seen = self._signs.setdefault(sign, (now, msg_id))
-        if seen[1] != msg_id:
+            first, message_id = self._signs.setdefault(sign, (now, msg_id))
+        if message_id != msg_id and now - first > SHARED_SIGN_S:
             raise Refused("replayed", "this signature came before with another message")
 
     async def person(self, user_id: str) -> Person:

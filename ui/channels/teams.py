@@ -17,6 +17,7 @@ and 😢/😠 (sad, angry), and the card's two buttons (Action.Submit), are feed
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import html
 import json
@@ -54,6 +55,7 @@ logger = logging.getLogger(__name__)
 LEEWAY_S = 300.0  # Bot Framework allows five minutes of clock difference
 KEYS_TTL_S = 86400.0  # the keys are read again each day
 KEYS_RETRY_S = 300.0  # an unknown key id fetches the keys again at most this often
+KEYS_FAILED_RETRY_S = 10.0  # keys not read yet: tried again at most this often
 SCOPE = "https://api.botframework.com/.default"
 REACTIONS = {"like": 1, "heart": 1, "sad": -1, "angry": -1}
 BUTTONS = {"up": 1, "down": -1}
@@ -139,7 +141,8 @@ class Teams(Platform):
         self.issuer = ""
         self.keys: KeySet | None = None
         self.endorsements: dict[str, list[str]] = {}
-        self._keys_read = 0.0
+        self._keys_read = -KEYS_TTL_S  # never read
+        self._keys_lock = asyncio.Lock()
         # a chat -> its serviceUrl; a user -> "serviceUrl chat" of where they last spoke
         self._places: OrderedDict[str, str] = OrderedDict()
 
@@ -152,12 +155,17 @@ class Teams(Platform):
 
     async def prepare(self, call: Callback) -> None:
         """Bot Framework's keys read, when a day old or when the token names another key."""
-        stale = time.monotonic() - self._keys_read
         kid = _kid(call.headers.get("authorization", "").removeprefix("Bearer "))
-        if self.keys is not None and stale < KEYS_TTL_S and (
-                kid in self.endorsements or stale < KEYS_RETRY_S):
-            return
-        self._keys_read = time.monotonic()
+        async with self._keys_lock:  # callbacks at once wait for one read
+            stale = time.monotonic() - self._keys_read
+            known = self.keys is not None and kid in self.endorsements
+            if (known and stale < KEYS_TTL_S) or stale < (
+                    KEYS_RETRY_S if self.keys is not None else KEYS_FAILED_RETRY_S):
+                return
+            self._keys_read = time.monotonic()
+            await self._read_keys()
+
+    async def _read_keys(self) -> None:
         try:
             metadata = await call_api(self.client, "GET", self.openid_url,
                                       "Bot Framework OpenID metadata")
