@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -172,6 +173,17 @@ def check_time(sent: str, now: float, window_s: float) -> None:
                              f"than channels.replay_window_s = {window_s:g})")
 
 
+def json_object(body: bytes, what: str) -> dict[str, Any]:
+    """A callback's body as a JSON object; Refused("body") naming `what` it should be."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise Refused("body", f"a body that is not {what}")
+    return data
+
+
 async def call_api(client: httpx.AsyncClient, method: str, url: str, what: str,
                    **kwargs: Any) -> dict[str, Any]:
     """One call of a platform's API, its JSON reply; PlatformError naming `what` (the call, as
@@ -189,6 +201,25 @@ async def call_api(client: httpx.AsyncClient, method: str, url: str, what: str,
     if response.status_code >= 400 or not isinstance(data, dict):
         raise PlatformError(f"{what} answered HTTP {response.status_code}: {str(data)[:200]}")
     return data
+
+
+def errcode_ok(data: dict[str, Any], what: str) -> dict[str, Any]:
+    """`data`, an answer of WeCom's or DingTalk's server API, when its `errcode` is 0 (or
+    absent); PlatformError naming `what` otherwise."""
+    if data.get("errcode", 0) != 0:
+        raise PlatformError(f"{what} refused: {data.get('errcode')} {data.get('errmsg')}")
+    return data
+
+
+async def errcode_token(client: httpx.AsyncClient, url: str, what: str,
+                        params: dict[str, str], check: str) -> tuple[str, float]:
+    """A new access token from WeCom's or DingTalk's `gettoken`, and its lifetime;
+    PlatformError saying what to `check` when the credentials are refused."""
+    data = await call_api(client, "GET", url, what, params=params)
+    if data.get("errcode", 0) != 0 or not data.get("access_token"):
+        raise PlatformError(f"{what} refused the app's credentials: {data.get('errmsg')} "
+                            f"(check {check})")
+    return str(data["access_token"]), float(data.get("expires_in", 7200))
 
 
 def require(secrets: dict[str, str], platform: str, doc: str, **keys: object) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import threading
 import urllib.parse
 from typing import Any
@@ -35,13 +34,15 @@ from ui.channels.base import (
     Inbound,
     Person,
     Platform,
-    PlatformError,
     Received,
     Refused,
     Reply,
     TokenCache,
     call_api,
     check_time,
+    errcode_ok,
+    errcode_token,
+    json_object,
     require,
 )
 from ui.web.i18n import t
@@ -138,12 +139,7 @@ class Dingtalk(Platform):
         check_time(str(int(stamp) / 1000), call.now, WINDOW_S)
         if not hmac.compare_digest(signature(stamp, self.secret), sign):
             raise Refused("signature", "sign does not match the AppSecret")
-        try:
-            data = json.loads(call.body)
-        except ValueError:
-            raise Refused("body", "a signed body that is not DingTalk's JSON") from None
-        if not isinstance(data, dict):
-            raise Refused("body", "a signed body that is not a JSON object")
+        data = json_object(call.body, "a DingTalk robot message")
         self._first_use(sign, str(data.get("msgId", "")), call.now)
         webhook = str(data.get("sessionWebhook", ""))
         if webhook and not webhook.startswith(f"{self.api}/robot/sendBySession?"):
@@ -180,30 +176,20 @@ class Dingtalk(Platform):
                 return found
 
     async def post(self, to: Inbound, reply: Reply) -> str:
-        data = await call_api(self.client, "POST", to.reply_to, "DingTalk sendBySession",
-                              json=message(reply))
-        if data.get("errcode", 0) != 0:
-            raise PlatformError(f"DingTalk sendBySession refused: {data.get('errcode')} "
-                                f"{data.get('errmsg')}")
+        errcode_ok(await call_api(self.client, "POST", to.reply_to, "DingTalk sendBySession",
+                                  json=message(reply)), "DingTalk sendBySession")
         return to.thread  # a 👍/👎 later in this conversation rates the last answer here
 
     async def _api(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         token = await self.access_token.get(self._access_token)
-        data = await call_api(self.client, "POST", f"{self.api}/{path}", f"DingTalk {path}",
-                              params={"access_token": token}, json=body)
-        if data.get("errcode", 0) != 0:
-            raise PlatformError(f"DingTalk {path} refused: {data.get('errcode')} "
-                                f"{data.get('errmsg')}")
-        return data
+        return errcode_ok(await call_api(self.client, "POST", f"{self.api}/{path}",
+                                         f"DingTalk {path}", params={"access_token": token},
+                                         json=body), f"DingTalk {path}")
 
     async def _access_token(self) -> tuple[str, float]:
-        """A new access token of the app and its lifetime."""
-        data = await call_api(self.client, "GET", f"{self.api}/gettoken", "DingTalk gettoken",
-                              params={"appkey": self.app_key, "appsecret": self.secret})
-        if data.get("errcode", 0) != 0 or not data.get("access_token"):
-            raise PlatformError(f"DingTalk refused the app's credentials: {data.get('errmsg')} "
-                                "(check channels.dingtalk.app_key and KB_DINGTALK_APP_SECRET)")
-        return str(data["access_token"]), float(data.get("expires_in", 7200))
+        return await errcode_token(self.client, f"{self.api}/gettoken", "DingTalk gettoken",
+                                   {"appkey": self.app_key, "appsecret": self.secret},
+                                   "channels.dingtalk.app_key and KB_DINGTALK_APP_SECRET")
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -46,6 +46,7 @@ from ui.channels.base import (
     Reply,
     TokenCache,
     call_api,
+    json_object,
     require,
 )
 from ui.web.i18n import t
@@ -183,12 +184,7 @@ class Teams(Platform):
         auth = call.headers.get("authorization", "")
         if call.method != "POST" or not auth.startswith("Bearer "):
             raise Refused("unsigned", "no Authorization: Bearer token")
-        try:
-            activity = json.loads(call.body)
-        except ValueError:
-            raise Refused("body", "a body that is not a Bot Framework activity") from None
-        if not isinstance(activity, dict):
-            raise Refused("body", "a body that is not a Bot Framework activity")
+        activity = json_object(call.body, "a Bot Framework activity")
         self._check(auth.removeprefix("Bearer "), activity, call.now)
         events = events_of(activity)
         service = str(activity.get("serviceUrl", ""))

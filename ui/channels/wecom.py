@@ -30,13 +30,14 @@ from ui.channels.base import (
     Inbound,
     Person,
     Platform,
-    PlatformError,
     Received,
     Refused,
     Reply,
     TokenCache,
     call_api,
     check_time,
+    errcode_ok,
+    errcode_token,
     require,
 )
 from ui.channels.crypto import wecom_decrypt, wecom_key, wecom_signature
@@ -165,21 +166,14 @@ class Wecom(Platform):
     async def _api(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         token = await self.access_token.get(self._access_token)
         params = {**kwargs.pop("params", {}), "access_token": token}
-        data = await call_api(self.client, method, f"{self.api}/{path}", f"WeCom {path}",
-                              params=params, **kwargs)
-        if data.get("errcode", 0) != 0:
-            raise PlatformError(f"WeCom {path} refused: {data.get('errcode')} "
-                                f"{data.get('errmsg')}")
-        return data
+        return errcode_ok(await call_api(self.client, method, f"{self.api}/{path}",
+                                         f"WeCom {path}", params=params, **kwargs),
+                          f"WeCom {path}")
 
     async def _access_token(self) -> tuple[str, float]:
-        """A new access token of the app and its lifetime."""
-        data = await call_api(self.client, "GET", f"{self.api}/gettoken", "WeCom gettoken",
-                              params={"corpid": self.corp_id, "corpsecret": self.secret})
-        if data.get("errcode", 0) != 0 or not data.get("access_token"):
-            raise PlatformError(f"WeCom refused the app's credentials: {data.get('errmsg')} "
-                                "(check channels.wecom.corp_id and KB_WECOM_SECRET)")
-        return str(data["access_token"]), float(data.get("expires_in", 7200))
+        return await errcode_token(self.client, f"{self.api}/gettoken", "WeCom gettoken",
+                                   {"corpid": self.corp_id, "corpsecret": self.secret},
+                                   "channels.wecom.corp_id and KB_WECOM_SECRET")
 
     async def close(self) -> None:
         await self.client.aclose()
