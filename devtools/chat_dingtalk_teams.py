@@ -1,5 +1,5 @@
-"""DingTalk and Microsoft Teams as kb's tests (tests/ui/channels/) and bench/channels_ack.py meet
-them, beside devtools/chat_platforms.py (its `StandIn` serves their APIs on loopback too).
+"""DingTalk and Microsoft Teams as kb's tests (tests/ui/channels/) and bench/load/channels_ack.py
+meet them, beside devtools/chat_platforms.py (its `StandIn` serves their APIs on loopback too).
 
 DingTalk: robot messages shaped and read back by `dingtalk-stream`'s ChatbotMessage (the
 official SDK's model of a robot callback), signed by DingTalk's published scheme (base64

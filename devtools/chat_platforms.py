@@ -1,4 +1,4 @@
-"""The chat platforms as kb's tests (tests/ui/channels/) and bench/channels_ack.py meet them:
+"""The chat platforms as kb's tests (tests/ui/channels/) and bench/load/channels_ack.py meet them:
 each platform's callbacks built and signed by its official SDK (`slack_sdk`'s
 SignatureVerifier; Feishu events encrypted as the Feishu console does and accepted by
 `lark-oapi`'s own EventDispatcherHandler before they are sent; WeCom's published scheme by
