@@ -58,7 +58,7 @@ SHARED_SIGN_S = 2.0  # messages sent in the same millisecond share a signature; 
 def signature(stamp: str, secret: str) -> str:
     """DingTalk's `sign` of a callback sent at `stamp` (milliseconds).
 
-        signature("1700000000000", "secret") -> "8V6h...="
+        signature("1700000000000", "secret") -> "OuzzJR5+xZ4/EYwqtNt6sMYZQMTa/HEGvc9miJe7XzY="
     """
     mac = hmac.new(secret.encode(), f"{stamp}\n{secret}".encode(), hashlib.sha256)
     return base64.b64encode(mac.digest()).decode()
