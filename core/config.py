@@ -9,12 +9,12 @@ where they parse, else taken as strings.
 Two kinds of keys. What an operator sets (paths, URLs, the model and its server, ports, limits
 that protect the machine, access groups, logins) is in `config.toml`, each key with its default
 and a one-line comment. Research knobs (ranking and fusion weights, candidate counts, support
-thresholds, sizes tuned by measurement) are marked `tuning` (core/config_fields.py): their
+thresholds, sizes tuned by measurement) are marked `tuning` (core/settings/fields.py): their
 defaults live here only, `docs/tuning.md` gives the measurement behind each, and a config file
 or a `KB_` variable may still set them. The `[auth]` and `[audit]` sections are in
-core/auth_settings.py, `[retrieve]` in core/retrieve_settings.py, `[sync]` and the `[[sources]]`
-array in core/sources_settings.py, `[channels]` (a table per chat platform, set by
-`KB_CHANNELS_<PLATFORM>_<KEY>`) in core/channels_settings.py.
+core/settings/auth.py, `[retrieve]` in core/settings/retrieve.py, `[sync]` and the `[[sources]]`
+array in core/settings/sources.py, `[channels]` (a table per chat platform, set by
+`KB_CHANNELS_<PLATFORM>_<KEY>`) in core/settings/channels.py.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
 """
@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.auth_settings import AuditSettings, AuthSettings
-from core.channels_settings import ChannelsSettings
-from core.config_fields import doc, tuning
 from core.errors import ConfigError
-from core.retrieve_settings import RetrieveSettings
-from core.sources_settings import SourceSettings, SyncSettings, read_sources
+from core.settings.auth import AuditSettings, AuthSettings
+from core.settings.channels import ChannelsSettings
+from core.settings.fields import doc, tuning
+from core.settings.retrieve import RetrieveSettings
+from core.settings.sources import SourceSettings, SyncSettings, read_sources
 
 logger = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ class Settings:
     audit: AuditSettings = field(default_factory=AuditSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
     channels: ChannelsSettings = field(default_factory=ChannelsSettings)
-    # the folders kept in sync, `[[sources]]` (core/sources_settings.py); not a section of keys
+    # the folders kept in sync, `[[sources]]` (core/settings/sources.py); not a section of keys
     sources: tuple[SourceSettings, ...] = ()
     base_dir: Path = field(default=Path("."), metadata=doc("folder relative paths start from"))
 

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from core.sources_settings import SourceSettings
-from ingest.sync import sync_source
+from core.settings.sources import SourceSettings
+from ingest.sync.folder import sync_source
 from tests.ui.conftest import PASSWORDS, _serve
 from ui.wiring import store_for, users_for
 

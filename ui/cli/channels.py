@@ -14,10 +14,10 @@ from typing import Any
 
 import click
 
-from core.channels_settings import SECRETS
 from core.config import Settings
 from core.errors import ConfigError
-from ui.channels.hub import PLATFORMS
+from core.settings.channels import SECRETS
+from ui.api.channels.hub import PLATFORMS
 from ui.cli.common import with_settings
 from ui.wiring import ledger_for
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.channels_settings import (
+from core.settings.channels import (
     ChannelsSettings,
     DingtalkSettings,
     FeishuSettings,

@@ -25,7 +25,7 @@ from tests.ui.channels.conftest import (
     settle,
 )
 from tests.ui.channels.test_feishu import wait_for
-from ui.channels.dingtalk import SHARED_SIGN_S
+from ui.api.channels.dingtalk import SHARED_SIGN_S
 
 pytestmark = pytest.mark.slow
 EVENTS = "/channels/dingtalk/events"
@@ -51,7 +51,7 @@ def ask(app: ChatApp, data: dict[str, Any]) -> str:
 
 def test_bad_signatures_old_timestamps_and_replays_are_refused(
         chat_app: ChatApp, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="ui.channels.hub")
+    caplog.set_level(logging.WARNING, logger="ui.api.channels.hub")
     data = message(chat_app, "ding_bob", "cid_bob", QUESTION)
     before = len(chat_app.dingtalk.posts)
     forged, body = dingtalk_request("not-the-secret", data)

@@ -58,7 +58,7 @@ def ask(app: ChatApp, event_id: str, event: dict[str, Any]) -> tuple[dict[str, A
 
 def test_bad_signatures_tokens_and_old_timestamps_are_refused(
         chat_app: ChatApp, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="ui.channels.hub")
+    caplog.set_level(logging.WARNING, logger="ui.api.channels.hub")
     event_id, event = message("ou_bob", "oc_bob", QUESTION)
     before = len(chat_app.feishu.posts)
     headers, body = feishu_request(FEISHU_KEY, FEISHU_TOKEN, "im.message.receive_v1", event,

@@ -15,13 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
-from core.channels_settings import ChannelsSettings, SlackSettings
+from core.settings.channels import ChannelsSettings, SlackSettings
 from devtools.chat_platforms import StandIn, check_block_kit, slack_request, slack_routes
 from devtools.ldap_server import READER_DN, READER_PASSWORD, RunningLdap
 from tests.ui.channels.conftest import HR_FILES, HR_QUESTION, PUBLIC_URL, QUESTION, SLACK_SECRET
 from tests.ui.conftest import Running, Store, _login_settings, _serve
 from tests.ui.test_directory_signin import _auth
-from ui.channels.reply import notice
+from ui.api.channels.reply import notice
 from ui.wiring import LDAP_PASSWORD_ENV, users_for
 
 pytestmark = pytest.mark.slow

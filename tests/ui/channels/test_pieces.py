@@ -12,27 +12,27 @@ from pathlib import Path
 
 import pytest
 
-from core.channels_settings import ChannelsSettings, SlackSettings
 from core.config import load_settings
 from core.errors import ConfigError
+from core.settings.channels import ChannelsSettings, SlackSettings
 from core.types import Citation
 from devtools.chat_dingtalk_teams import CARD, check_dingtalk_message, check_teams_reply
 from devtools.chat_platforms import check_block_kit, feishu_request, wecom_request
-from ui.channels.base import Refused, Reply, Source
-from ui.channels.crypto import (
+from ui.api.channels.base import Refused, Reply, Source
+from ui.api.channels.crypto import (
     feishu_decrypt,
     wecom_decrypt,
     wecom_key,
     wecom_signature,
 )
-from ui.channels.dingtalk import message as dingtalk_message
-from ui.channels.dingtalk import signature
-from ui.channels.hub import PLATFORMS
-from ui.channels.limits import RateLimits
-from ui.channels.reply import label
-from ui.channels.slack import blocks
-from ui.channels.teams import card as teams_card
-from ui.channels.wecom import markdown
+from ui.api.channels.dingtalk import message as dingtalk_message
+from ui.api.channels.dingtalk import signature
+from ui.api.channels.hub import PLATFORMS
+from ui.api.channels.limits import RateLimits
+from ui.api.channels.reply import label
+from ui.api.channels.slack import blocks
+from ui.api.channels.teams import card as teams_card
+from ui.api.channels.wecom import markdown
 
 REPO = Path(__file__).resolve().parents[3]
 AES = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVpbXF1eX2A"
@@ -132,7 +132,7 @@ def test_a_platforms_keys_come_from_a_kb_variable_too(tmp_path: Path) -> None:
 
 
 def test_an_enabled_platform_without_its_secrets_names_them() -> None:
-    from ui.channels.slack import Slack
+    from ui.api.channels.slack import Slack
 
     with pytest.raises(ConfigError, match="KB_SLACK_SIGNING_SECRET"):
         Slack.open(ChannelsSettings(), {"KB_SLACK_SIGNING_SECRET": "",

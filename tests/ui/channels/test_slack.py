@@ -53,7 +53,7 @@ def ask(app: ChatApp, payload: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_url_check_is_answered_and_bad_signatures_or_old_timestamps_refused(
         chat_app: ChatApp, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="ui.channels.hub")
+    caplog.set_level(logging.WARNING, logger="ui.api.channels.hub")
     headers, body = slack_request(SLACK_SECRET, {"type": "url_verification", "challenge": "c4"})
     assert chat_app.send(EVENTS, headers, body).json() == {"challenge": "c4"}
 

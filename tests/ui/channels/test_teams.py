@@ -67,7 +67,7 @@ def text_of(post: dict[str, Any]) -> str:
 
 def test_missing_forged_misaddressed_and_expired_tokens_are_refused(
         chat_app: ChatApp, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="ui.channels.hub")
+    caplog.set_level(logging.WARNING, logger="ui.api.channels.hub")
     data = activity(chat_app, "29:bob", "a:bob", QUESTION)
     before = len(chat_app.teams.posts)
     assert send(chat_app, data, keys=BotFrameworkKeys()) == 401  # same key id, another key

@@ -55,7 +55,7 @@ def ask(app: ChatApp, user: str, text: str) -> tuple[dict[str, Any], str]:
 
 def test_the_url_check_is_answered_and_bad_signatures_or_old_timestamps_refused(
         chat_app: ChatApp, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="ui.channels.hub")
+    caplog.set_level(logging.WARNING, logger="ui.api.channels.hub")
     query = wecom_echo(WECOM_TOKEN, WECOM_AES, WECOM_CORP, "echo-4711")
     assert chat_app.send(EVENTS, {}, params=query, method="GET").text == "echo-4711"
     forged = {**query, "msg_signature": "0" * 40}
