@@ -177,17 +177,25 @@ class Retriever:
         return halt
 
     def retrieve(
-        self, question: str, groups: Sequence[str], k: int | None = None, context: str = ""
+        self,
+        question: str,
+        groups: Sequence[str],
+        k: int | None = None,
+        context: str = "",
+        only_lang: str | None = None,
     ) -> Retrieval:
         """The best `k` passages the groups may see, fused and version-aware. `context`: the
         words a follow-up's history supplies (assistant/followup.py), searched for beside the
-        question's own, their BM25 terms weighing retrieve.history_weight."""
+        question's own, their BM25 terms weighing retrieve.history_weight. `only_lang` ("en",
+        "zh"): passages in that language only."""
         cfg = self.settings.retrieve
         k = k or cfg.top_k
         t0 = time.perf_counter()
         snap = self.snapshot()
         day = self.today()
         allowed = snap.allowed(groups, day)
+        if only_lang:
+            allowed = allowed & self.crosslang.own_language(snap, only_lang)
         lang = detect_lang(question)
         text = f"{question} {context}" if context else question
         weights = self._weights(lang)

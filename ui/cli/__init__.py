@@ -1,8 +1,8 @@
 """`kb`: the command line of kb-assistant. One group, short commands; each command calls the
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
-`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`) and is
-imported only when it runs.
+`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`, `mcp.py`)
+and is imported only when it runs.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"
@@ -12,6 +12,7 @@ imported only when it runs.
     kb audit verify
     kb sync --once
     kb answers list --suspended
+    KB_TOKEN=kb_... kb mcp
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ COMMAND_MODULES = {
     "ui.cli.audit": ("audit_group",),
     "ui.cli.sync": ("sync_command",),
     "ui.cli.answers": ("answers_group",),
+    "ui.cli.mcp": ("mcp_command",),
 }
 COMMAND_HOMES = {
     **dict.fromkeys(("ingest", "reindex", "delete", "status", "worker"), "ui.cli.ingest"),
@@ -49,6 +51,7 @@ COMMAND_HOMES = {
     "audit": "ui.cli.audit",
     "sync": "ui.cli.sync",
     "answers": "ui.cli.answers",
+    "mcp": "ui.cli.mcp",
 }
 
 
