@@ -85,6 +85,9 @@ BENCHES: dict[str, Bench] = {
     "openai": Bench("openai_overhead", "--rounds 300", "--rounds 100", False,
                     "the OpenAI-compatible endpoint vs POST /api/ask, same questions in turn "
                     "(retrieval-only)"),
+    "mcp": Bench("mcp_overhead", "--rounds 300", "--rounds 100", False,
+                 "the MCP server's ask tool (official client, both revisions) vs POST /api/ask, "
+                 "same questions in turn (retrieval-only)"),
     "login-flood": Bench("login_flood", "--runs 10", "--runs 3", False,
                          "40 parallel wrong sign-ins: the slowest page request of each run"),
     "refresh": Bench("refresh_delay", "--rounds 5", "--rounds 2", False,

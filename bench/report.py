@@ -17,6 +17,7 @@ from pathlib import Path
 from bench.recorded import Recorded
 from bench.report_crosslang import crosslang
 from bench.report_goals import goals_section
+from bench.report_mcp import mcp_overhead
 from bench.report_owners import owners
 from bench.report_sections import (
     api_overhead,
@@ -41,7 +42,7 @@ def render(root: Path = REPO) -> str:
     """BENCHMARKS.md as the reports of the checkout at `root` produce it."""
     rec = Recorded(root)
     parts = (head(rec), goals_section(rec), quality(rec), followups(rec), ingest(rec),
-             latency(rec), gpu(rec), load(rec), api_overhead(rec), signin(rec),
+             latency(rec), gpu(rec), load(rec), api_overhead(rec), mcp_overhead(rec), signin(rec),
              audit_and_logins(rec), owners(rec), crosslang(rec), reproduce())
     return "\n".join(line for part in parts for line in part).rstrip("\n") + "\n"
 

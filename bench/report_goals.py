@@ -38,6 +38,7 @@ class Goal:
 def goals(rec: Recorded) -> list[Goal]:
     return [*quality_goals(rec), *followup_goals(rec), ldap_signin(rec), ingest_pace(rec),
             reindex(rec), *latency_goals(rec), gpu_serving(rec), api_overhead_goal(rec),
+            mcp_goal(rec),
             *audit_goals(rec), *owner_goals(rec), *crosslang_goals(rec),
             Goal("50 askers at once without an error", "", True,
                  "0 in 100 questions: the history's last run, not checked here")]
@@ -157,6 +158,18 @@ def api_overhead_goal(rec: Recorded) -> Goal:
                 max(worst.values()) <= bound,
                 f"p95 of `/v1` minus `/api/ask` at worst {worst['plain']:+.2f} ms plain, "
                 f"{worst['streamed']:+.2f} ms streamed, over {len(reports)} runs")
+
+
+def mcp_goal(rec: Recorded) -> Goal:
+    """Judged on the p95 of a tool call at the current revision in every run."""
+    reports = [entry["report"] for entry in rec.reports("mcp")]
+    bound = reports[0]["goal_ms"]
+    worst = max(r["mcp_vs_api"]["p95_diff_ms"] for r in reports)
+    session = max(r["mcp_legacy_vs_api"]["p95_diff_ms"] for r in reports)
+    return Goal(f"an MCP tool call adds ≤ {bound:g} ms p95 over `POST /api/ask`", "issue 41",
+                worst <= bound,
+                f"p95 of the `ask` tool minus `/api/ask` at worst {worst:+.2f} ms "
+                f"({session:+.2f} ms in a session), over {len(reports)} runs")
 
 
 def gpu_serving(rec: Recorded) -> Goal:

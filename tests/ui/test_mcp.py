@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from devtools.mcp_clients import http_client, stdio_client
 from devtools.ports import free_port
 from tests.ui.conftest import Store
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
+from tests.ui.test_busy import api_ask, busy_server, metric, stalled  # noqa: F401 (fixtures)
 from ui.wiring import ledger_for, users_for
 
 pytestmark = pytest.mark.slow
@@ -106,6 +109,8 @@ def check_tour(done: dict[str, Any]) -> None:
     assert done["open"]["before"] or done["open"]["after"]
     answered = done["ask"]
     assert answered["mode"] == "retrieval_only" and answered["says"].startswith("Retrieval only")
+    # the model server's address and error go to the log, not to the agent
+    assert answered["notice"] and "127.0.0.1" not in answered["notice"], answered["notice"]
     assert answered["citations"] and answered["question_id"] > 0
     cited = answered["citations"][0]
     assert cited["file"] and cited["quote"] and cited["link"].startswith("http://127.0.0.1:")
@@ -270,6 +275,37 @@ def test_every_call_is_audited_with_its_digest_and_documents(served: Served) -> 
     assert len(details["args"]) == 64 and LEAVE not in records[0].details
     assert details["documents"] and details["via"] == "http" and details["returned"] >= 1
     assert records[0].address == "127.0.0.1"
+
+
+def test_past_the_queue_depth_a_question_or_search_is_refused_at_once(
+    busy_server: Any, stalled: socket.socket,
+) -> None:
+    """As /v1 answers 429: with ui.queue_depth 1 held by a question the model never answers,
+    `ask` and `search_policies` say busy at once, with the wait; a look-up still answers."""
+    held: list[httpx.Response] = []
+    first = threading.Thread(target=lambda: held.append(api_ask(busy_server, "bob", LEAVE)))
+    first.start()
+    deadline = time.monotonic() + 30
+    while busy_server.app.gate.admitted < 1:
+        assert time.monotonic() < deadline, "the first question never reached the gate"
+        time.sleep(0.05)
+
+    async def body() -> list[Any]:
+        async with http_client(busy_server.url + "mcp", busy_server.tokens["alice"]) as client:
+            return [await client.call_tool("ask", {"question": LEAVE}),
+                    await client.call_tool("search_policies", {"query": LEAVE}),
+                    await client.call_tool("list_documents", {})]
+
+    asked, found, listed = run(body)
+    for refused in (asked, found):
+        assert refused.is_error and "busy" in refused.content[0].text
+        assert "try again in 7 s" in refused.content[0].text
+    assert structured(listed)["total"] > 0
+    assert metric(busy_server, 'kb_busy_total{via="mcp"}') == 2
+    assert not held
+    stalled.close()  # the held question gets the passages, and the place is free again
+    first.join(timeout=60)
+    assert held and held[0].status_code == 200
 
 
 # --- over stdio --------------------------------------------------------------------------------

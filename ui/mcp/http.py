@@ -131,7 +131,9 @@ def mount_mcp(server: FastAPI, services: Services, asking: Asking) -> None:
     bearers = Bearers(services.users, services.signin, resource)
     tools = KbTools(asking, services.assistant, services.store, services.users.audit, base)
     mcp = build_server(tools, http_caller)
-    mcp.streamable_http_app(transport_security=OPEN_HOSTS)  # makes mcp.session_manager
+    # JSON replies, not an SSE stream per call: the tools send no notifications, and the SDK
+    # then answers in the request's own task (no task beside it, no SSE framing)
+    mcp.streamable_http_app(transport_security=OPEN_HOSTS, json_response=True)
     manager = mcp.session_manager
     gate = BearerGate(StreamableHTTPASGIApp(manager), bearers, metadata_url(base))
     server.router.routes.append(Route(PATH, endpoint=gate))

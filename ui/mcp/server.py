@@ -10,6 +10,7 @@ checked again on every call.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypeVar
@@ -97,8 +98,7 @@ Caller = Callable[[Context], Awaitable[Who]]
 def build_server(tools: KbTools, caller: Caller) -> MCPServer:
     """The MCP server of one process: each tool and the resource ask `caller` who calls (a
     refusal is the tool's error, one line) and run as them."""
-    server: MCPServer = MCPServer(NAME, title="kb-assistant: company policies",
-                                  instructions=INSTRUCTIONS)
+    server = _sdk_server()
 
     async def search_policies(
         query: Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS,
@@ -154,6 +154,18 @@ def build_server(tools: KbTools, caller: Caller) -> MCPServer:
                     description="A policy document the caller may read: its dates, then its "
                                 "passages in order, each under its page or section.")(document)
     return server
+
+
+def _sdk_server() -> MCPServer:
+    """The SDK's server, kept from configuring this process's logging: it calls
+    `logging.basicConfig` (a rich console handler, level INFO), which acts when the root logger
+    has no handler yet; handlers are the CLI's and the app's to set."""
+    root, held = logging.getLogger(), logging.NullHandler()
+    root.addHandler(held)
+    try:
+        return MCPServer(NAME, title="kb-assistant: company policies", instructions=INSTRUCTIONS)
+    finally:
+        root.removeHandler(held)
 
 
 async def _who(caller: Caller, ctx: Context) -> Who:
