@@ -85,7 +85,7 @@ BENCHES: dict[str, Bench] = {
     "openai": Bench("openai_overhead", "--rounds 300", "--rounds 100", False,
                     "the OpenAI-compatible endpoint vs POST /api/ask, same questions in turn "
                     "(retrieval-only)"),
-    "mcp": Bench("mcp_overhead", "--rounds 300", "--rounds 100", False,
+    "mcp": Bench("mcp_overhead", "--rounds 1000", "--rounds 100", False,
                  "the MCP server's ask tool (official client, both revisions) vs POST /api/ask, "
                  "same questions in turn (retrieval-only)"),
     "login-flood": Bench("login_flood", "--runs 10", "--runs 3", False,

@@ -1,13 +1,14 @@
 """What an MCP tool call costs over `POST /api/ask`: the same question asked through both, in turn,
-of one `kb serve` process on loopback, for a few hundred rounds.
+of one `kb serve` process on loopback, for a thousand rounds.
 
 The app serves a copy of the sample store (bench/common.py's) with the model server unreachable
-(connection refused at once): every answer is retrieval-only, so what is compared is the two
-ways' own work, not the model's. Each round asks one question four ways, in a shuffled order
+(connection refused at once): every answer is retrieval-only, so what is compared is the
+ways' own work, not the model's. Each round asks one question five ways, in a shuffled order
 (seeded): `POST /api/ask`; `POST /v1/chat/completions` (plain); the `ask` tool through the
 official `mcp` client over streamable HTTP at the current revision (2026-07-28: each call one
-self-contained request); and the same at the earlier revision (2025-11-25: the initialize
-handshake once, then calls in a session). Every
+self-contained request); the same at the earlier revision (2025-11-25: the initialize
+handshake once, then calls in a session); and the current revision's call posted by hand, its
+JSON read (`mcp_raw`: the server's part of a call, without the client SDK's own work). Every
 way runs on one event loop in a thread of this process (anyio's blocking portal), over httpx2,
 the client library the `mcp` SDK uses, each with one keep-alive connection; the app runs in its
 own process. Times are the client's, from sending the call to having its parsed result
@@ -19,7 +20,7 @@ user's (two more ledger writes), which `/v1` and the tool leave to their client;
 record the question, and the tool call is also audited (one event handed to the audit trail's
 writer thread). `/v1` is the baseline doing the tool's work without the conversation.
 
-    .venv/bin/python -m bench.mcp_overhead                # 300 rounds
+    .venv/bin/python -m bench.mcp_overhead                # 1000 rounds
     .venv/bin/python -m bench.mcp_overhead --rounds 100
 """
 
@@ -49,7 +50,20 @@ from devtools.mcp_clients import http_client
 from devtools.ports import free_port
 
 GOAL_MS = 5.0  # a tool call adds at most this much at p95 over /api/ask
-VARIANTS = ("api", "v1", "mcp", "mcp_legacy")
+VARIANTS = ("api", "v1", "mcp", "mcp_legacy", "mcp_raw")
+REVISION = "2026-07-28"
+# What the official client sends with a call at the current revision (bench.mcp_raw asks so)
+CALL_HEADERS = {"Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": REVISION, "Mcp-Method": "tools/call", "Mcp-Name": "ask"}
+
+
+def call_body(question: str) -> dict[str, Any]:
+    """The JSON-RPC request of one `ask` call at the current revision, as the client sends it."""
+    meta = {"io.modelcontextprotocol/protocolVersion": REVISION,
+            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ask", "arguments": {"question": question}, "_meta": meta}}
 
 
 @contextmanager
@@ -85,7 +99,13 @@ def askers(portal: BlockingPortal, url: str, token: str) -> Iterator[dict[str, C
 
             return ask
 
-        ways = {"api": api, "v1": v1, **{way: tool(client) for way, client in clients.items()}}
+        async def raw(question: str) -> str:  # the tool call without the SDK's client
+            reply = await http.post("mcp", json=call_body(question), headers=CALL_HEADERS)
+            reply.raise_for_status()
+            return str(reply.json()["result"]["structuredContent"]["mode"])
+
+        ways = {"api": api, "v1": v1, "mcp_raw": raw,
+                **{way: tool(client) for way, client in clients.items()}}
 
         def blocking(fn: Callable[[str], Any]) -> Callable[[str], str]:
             return lambda question: str(portal.call(fn, question))
@@ -95,7 +115,7 @@ def askers(portal: BlockingPortal, url: str, token: str) -> Iterator[dict[str, C
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=300, help="questions asked each way")
+    parser.add_argument("--rounds", type=int, default=1000, help="questions asked each way")
     parser.add_argument("--warm", type=int, default=20,
                         help="rounds first, not timed (more until none is slow)")
     args = parser.parse_args(argv)
@@ -144,6 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "mcp_vs_api": compare(times, "mcp", "api"),
         "mcp_legacy_vs_api": compare(times, "mcp_legacy", "api"),
         "mcp_vs_v1": compare(times, "mcp", "v1"),
+        "mcp_raw_vs_api": compare(times, "mcp_raw", "api"),
         "host": host.report(),
     }
     print(json.dumps(report, indent=1))

@@ -166,10 +166,12 @@ def mcp_goal(rec: Recorded) -> Goal:
     bound = reports[0]["goal_ms"]
     worst = max(r["mcp_vs_api"]["p95_diff_ms"] for r in reports)
     session = max(r["mcp_legacy_vs_api"]["p95_diff_ms"] for r in reports)
+    server = max(r["mcp_raw_vs_api"]["p95_diff_ms"] for r in reports)
     return Goal(f"an MCP tool call adds ≤ {bound:g} ms p95 over `POST /api/ask`", "issue 41",
                 worst <= bound,
-                f"p95 of the `ask` tool minus `/api/ask` at worst {worst:+.2f} ms "
-                f"({session:+.2f} ms in a session), over {len(reports)} runs")
+                f"p95 of the `ask` tool through the official client minus `/api/ask` at worst "
+                f"{worst:+.2f} ms ({session:+.2f} ms in a session), over {len(reports)} runs; "
+                f"the server's part (the call posted by hand) {server:+.2f} ms")
 
 
 def gpu_serving(rec: Recorded) -> Goal:

@@ -39,6 +39,8 @@ def test_each_tool_has_a_description_and_both_schemas() -> None:
     assert set(tools["ask"].input_schema["properties"]) == {"question", "history"}
     assert tools["ask"].output_schema["properties"]["mode"]["enum"] == [
         "generated", "retrieval_only", "fallback", "abstained", "approved"]
+    passage = tools["search_policies"].output_schema["$defs"]["PassageItem"]["properties"]
+    assert passage["link"]["type"] == ["string", "null"] and "anyOf" not in passage["link"]
     assert tools["ask"].annotations.read_only_hint is False  # it records the question
     assert tools["list_documents"].annotations.read_only_hint is True
 
