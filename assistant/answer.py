@@ -55,11 +55,12 @@ from assistant.tokens import special_tokens
 from assistant.translate import TRANSLATES, translated
 from assistant.window import Neighbours, fill_budget, snapshot_neighbours
 from core.config import Settings
-from core.errors import AccessDenied, ConfigError, GenerationError, KbError
+from core.errors import AccessDenied, ConfigError, GenerationError, KbError, SymbolicLink
 from core.policy_dates import Today
 from core.ports import Generator, Reranker, TokenCounter
 from core.text import Lang, detect_lang
 from core.types import Answer, ApprovedAnswer, Message, Passage, Turn
+from ingest.discover import open_beneath
 from store.store import Store
 
 logger = logging.getLogger(__name__)
@@ -175,11 +176,19 @@ class Assistant:
             return section_passages(self.retriever.snapshot(), chunk_id, groups)
 
     def document_path(self, doc_id: str, groups: Sequence[str]) -> Path:
-        """The original file of a document; AccessDenied when unknown or outside `groups`."""
+        """The original file of a document; AccessDenied when unknown or outside `groups`, or
+        when a symbolic link now stands where it was (never followed: ingest/discover.py)."""
         record = self.store.ledger.document(doc_id)
         if record is None or record.status != "ok" or not set(groups) & set(record.meta.groups):
             raise AccessDenied(f"document {doc_id}: not found or not visible to your groups")
-        return Path(record.meta.root) / record.meta.path
+        path = Path(record.meta.root) / record.meta.path
+        try:
+            open_beneath(Path(record.meta.root), path).close()
+        except SymbolicLink as exc:
+            raise AccessDenied(f"document {doc_id}: {exc}") from exc
+        except OSError:
+            pass  # a file gone is the page renderer's to report
+        return path
 
     def save_approved(
         self, draft: Draft, author: str, visible: Sequence[str] | None = None

@@ -277,7 +277,7 @@ def pack(passages: Sequence[Passage], budget_tokens: int, count: Count) -> list[
     ordered = sorted(merge_adjacent(dedupe(passages)), key=lambda p: -p.score)
     kept: list[Passage] = []
     # Counting the whole block after every passage re-tokenizes it again and again (most of the
-    # pipeline's time before the request: bench/overhead.py). While the sum of each passage's
+    # pipeline's time before the request: bench/query/overhead.py). While the sum of each passage's
     # own count (plus its seam) stays within the budget, the block does too, so it is counted
     # only near the budget; the end checks the block exactly and, should the sum have been no
     # bound, packs again counting every step, as before.

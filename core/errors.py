@@ -12,7 +12,8 @@ KbError
 │   ├── OverMemory           its parser needed more than ingest.parse_memory_mb
 │   ├── TooManyBlocks        more blocks than ingest.max_blocks
 │   ├── TooManyChunks        more passages than ingest.max_chunks
-│   └── ParseTimeout         parsing took longer than ingest.file_timeout_s
+│   ├── ParseTimeout         parsing took longer than ingest.file_timeout_s
+│   └── SymbolicLink         a symbolic link, not followed (recorded as skipped)
 ├── AccessDenied             a user asked for something outside their groups
 ├── DirectoryUnavailable     the sign-in directory (LDAP) is down or misconfigured
 └── GenerationError          the model server failed
@@ -76,6 +77,13 @@ class TooManyChunks(IngestError):
 
 class ParseTimeout(IngestError):
     status = "timeout"
+
+
+class SymbolicLink(IngestError):
+    """A symbolic link where a file was looked for: never followed, since a link in a shared
+    folder can reach any file the service can read, other groups' too."""
+
+    status = "skipped"
 
 
 class AccessDenied(KbError):

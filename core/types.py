@@ -36,13 +36,15 @@ class Block:
 @dataclass(frozen=True)
 class ParsedDoc:
     """What a parser returns: the blocks, a title and, for PDFs, page count and labels, and
-    the pages (1-based) whose text was read by OCR."""
+    the pages (1-based) whose text was read by OCR; `sha256`, the hash of the very bytes
+    parsed (a parse worker's private copy, ingest/parse/), or "" when not known."""
 
     blocks: list[Block]
     title: str = ""
     pages: int | None = None
     page_labels: list[str] | None = None
     ocr_pages: tuple[int, ...] = ()
+    sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,8 @@ class Turn:
 
 @dataclass(frozen=True)
 class FileOutcome:
-    """What a run did with one file: ingested, updated, unchanged, removed or failed."""
+    """What a run did with one file: ingested, updated, unchanged, removed, failed, or
+    skipped (a symbolic link, never followed)."""
 
     path: str
     outcome: str
@@ -300,7 +303,8 @@ class IngestReport:
     def counts(self) -> dict[str, int]:
         counts = Counter(o.outcome for o in self.outcomes)
         return {
-            k: counts.get(k, 0) for k in ("ingested", "updated", "unchanged", "removed", "failed")
+            k: counts.get(k, 0)
+            for k in ("ingested", "updated", "unchanged", "removed", "failed", "skipped")
         }
 
 

@@ -27,13 +27,19 @@ TIMEOUT_S = 120.0
 @asynccontextmanager
 async def http_client(url: str, token: str, mode: str = "auto") -> AsyncIterator[Client]:
     """A client of the MCP server at `url` sending `token` as its bearer token; `mode`: "auto"
-    (the current revision, 2026-07-28) or "legacy" (the initialize handshake and a session).
-    `client.http` is the HTTP client (its headers can be changed mid-session)."""
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                  timeout=TIMEOUT_S) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-            client.http = http  # type: ignore[attr-defined]
-            yield client
+    (the current revision, 2026-07-28) or "legacy" (the initialize handshake and a session)."""
+    async with bearer_http(token) as http, over(url, http, mode) as client:
+        yield client
+
+
+def bearer_http(token: str) -> httpx2.AsyncClient:
+    """The HTTP client an MCP client sends `token` with (its headers may change meanwhile)."""
+    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT_S)
+
+
+def over(url: str, http: httpx2.AsyncClient, mode: str = "auto") -> Client:
+    """An MCP client of `url` over `http`."""
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
 
 
 @asynccontextmanager

@@ -23,8 +23,9 @@ Parallel ingestion keeps this one writer: `workers=N` parses and embeds in N pro
 (ingest/workers.py) and commits here with `Writer.commit`; `queue=True` decides what changed as
 above but leaves the new and changed files to `kb worker` processes (ingest/queue.py).
 
-Finding and describing the files (ids, hashes, sidecars, groups) is ingest/discover.py; how a
-document becomes live (the writer, staging, crash recovery) is ingest/writer.py.
+Finding and describing the files (ids, hashes, sidecars, groups; symbolic links never followed)
+is ingest/discover.py, deciding which of them changed ingest/triage.py; how a document becomes
+live (the writer, staging, crash recovery) is ingest/writer.py.
 """
 
 from __future__ import annotations
@@ -38,40 +39,29 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.config import Settings
 from core.errors import IngestError, KbError
-from core.policy_dates import carry_admin_dates
 from core.ports import Vectors
 from core.text import load_segmenter
-from core.types import DocMeta, DocRecord, FileOutcome, IngestReport
-from ingest.discover import describe, discover, doc_id_for, sha256_file
+from core.types import DocRecord, FileOutcome, IngestReport
+from ingest.discover import discover, doc_id_for
 from ingest.embed_ahead import EmbedAhead
 from ingest.parse import ParsePool
 from ingest.parse.legacy_doc import soffice
+from ingest.triage import ToDo, triage
 from ingest.workers import prepare_in_processes
 from ingest.writer import Parsed, Staged, recover
 from ingest.writer import Writer as Writer  # re-exported: tests import it here
 from store.lazy_vectors import LazyVectorIndex
 from store.store import Store
-from store.vectors import group_metadata
 
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
-
-
-@dataclass(frozen=True)
-class _ToDo:
-    """A new or changed file, to be parsed and written (or queued)."""
-
-    meta: DocMeta  # with its sha256
-    path: Path
-    had_version: bool  # a version of it is live: "updated" once written, else "ingested"
-    was_english: bool  # its last version was English (jieba need not load for it)
 
 
 @dataclass
@@ -136,7 +126,7 @@ def _ingest_paths(
     run = _Run(store, report, len(found), progress)
     fingerprint = _parse_fingerprint(store.settings)
     retry_failed = store.ledger.get_meta("parse_fingerprint") != fingerprint
-    todo = _triage(run, found, groups, retry_failed)
+    todo = triage(store, found, groups, retry_failed, run.finish)
     if todo and not queue:
         _ingest_todo(run, todo, workers)
     if prune:
@@ -163,70 +153,7 @@ def _start_run(
     return store.ledger.start_run("ingest", json.dumps(asked))
 
 
-def _triage(
-    run: _Run,
-    found: Sequence[tuple[Path, Path]],
-    groups: Sequence[str] | None,
-    retry_failed: bool,
-) -> list[_ToDo]:
-    """Each file found, compared with the ledger: unchanged ones (same size and mtime, or same
-    sha256; failed ones too, unless `retry_failed`) and ones whose metadata alone changed
-    (updated in place) are finished here; the new and changed ones are returned, to do."""
-    store = run.store
-    todo: list[_ToDo] = []
-    for root, path in found:
-        label = str(path)
-        try:
-            meta = describe(store.settings, root, path, groups)
-        except (OSError, KbError) as exc:
-            run.finish(FileOutcome(label, "failed", "failed", str(exc)))
-            continue
-        old = store.ledger.document(meta.id)
-        meta = carry_admin_dates(meta, old.meta if old else None)
-        same_file = old is not None and (old.meta.size, old.meta.mtime) == (meta.size, meta.mtime)
-        if old and old.status != "ok" and same_file and not retry_failed:
-            run.finish(FileOutcome(label, "unchanged", old.status, old.reason))
-            continue
-        if old and old.status == "ok" and same_file:
-            meta = replace(meta, sha256=old.meta.sha256)
-        else:
-            meta = replace(meta, sha256=sha256_file(path))
-        if old and old.status == "ok" and old.meta.sha256 == meta.sha256:
-            run.finish(_same_content(store, old, meta, label))
-            continue
-        had_version = old is not None and old.chunk_count > 0
-        was_english = old is not None and old.meta.lang == "en"
-        todo.append(_ToDo(meta, path, had_version, was_english))
-    return todo
-
-
-def _same_content(store: Store, old: DocRecord, meta: DocMeta, label: str) -> FileOutcome:
-    """A file whose content is live already: "unchanged", or "updated" where its metadata
-    (sidecar, groups) changed, in the ledger and in Chroma."""
-    meta = replace(
-        meta,
-        title=meta.title or old.meta.title,
-        lang=old.meta.lang,
-        page_labels=old.meta.page_labels,
-        ocr_pages=old.meta.ocr_pages,
-    )
-    if _same_meta(old.meta, meta) and old.meta.mtime == meta.mtime:
-        return FileOutcome(label, "unchanged", chunks=old.chunk_count)
-    store.ledger.update_document_meta(meta)
-    ids = store.ledger.chunk_ids(meta.id)
-    store.vectors.update_metadata(
-        store.collection, ids, [group_metadata(meta.id, meta.groups)] * len(ids)
-    )
-    changed = not _same_meta(old.meta, meta)
-    return FileOutcome(label, "updated" if changed else "unchanged", chunks=old.chunk_count)
-
-
-def _same_meta(a: DocMeta, b: DocMeta) -> bool:
-    keys = ("groups", "version", "effective_date", "series", "review_by", "expires", "admin_dates")
-    return all(getattr(a, k) == getattr(b, k) for k in keys) and (not b.title or a.title == b.title)
-
-
-def _ingest_todo(run: _Run, todo: Sequence[_ToDo], workers: int) -> None:
+def _ingest_todo(run: _Run, todo: Sequence[ToDo], workers: int) -> None:
     """Parse, chunk, embed and commit the new and changed files, in the order they were found."""
     store, settings = run.store, run.store.settings
     logger.info("parsing %d new or changed files", len(todo))
@@ -287,7 +214,7 @@ def _prune(run: _Run, paths: Sequence[Path], found: Sequence[tuple[Path, Path]])
             run.finish(FileOutcome(str(file), "removed"))
 
 
-def _enqueue(store: Store, report: IngestReport, todo: Sequence[_ToDo]) -> None:
+def _enqueue(store: Store, report: IngestReport, todo: Sequence[ToDo]) -> None:
     """The new and changed files as a batch of jobs for `kb worker` (ingest/queue.py)."""
     # added last, so that the worker finishing the last job counts this run's every file
     report.batch = store.ledger.add_jobs(
@@ -316,8 +243,8 @@ def _warm_up(store: Store, segmenter: bool = True) -> None:
 
 
 def _parsed(
-    settings: Settings, todo: Sequence[_ToDo], workers: int
-) -> Iterator[tuple[_ToDo, Parsed]]:
+    settings: Settings, todo: Sequence[ToDo], workers: int
+) -> Iterator[tuple[ToDo, Parsed]]:
     """Each file to ingest with its parse (one worker: embedded by the writer), or its
     prepared document (several: parsed and embedded in processes, ingest/workers.py)."""
     if workers > 1 and len(todo) > 1:
@@ -327,7 +254,7 @@ def _parsed(
             yield item, result
         return
     with ParsePool(settings.ingest, workers=workers) as pool:
-        parses = pool.imap([item.path for item in todo])
+        parses = pool.imap([item.path for item in todo], [item.meta.root for item in todo])
         for item, (_, parse) in zip(todo, parses, strict=True):
             yield item, parse
 

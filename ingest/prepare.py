@@ -62,8 +62,8 @@ def chunk_document(
     settings: Settings, embedder: Embedder, meta: DocMeta, parsed: ParsedDoc
 ) -> tuple[DocMeta, list[Chunk], list[list[str]]]:
     """The passages of `parsed` (sized in the embedder's tokens) with their terms, and `meta`
-    completed from the parse (title, language, page labels, OCR pages); TooManyChunks past
-    `ingest.max_chunks`."""
+    completed from the parse (title, language, page labels, OCR pages, and the hash of the
+    bytes parsed where the parse knows it); TooManyChunks past `ingest.max_chunks`."""
     size = min(settings.ingest.chunk_tokens, embedder.max_tokens - PREFIX_ROOM)
     chunks = chunk_blocks(
         meta.id, parsed.blocks, embedder.count_tokens_many, size, settings.ingest.chunk_overlap
@@ -80,6 +80,7 @@ def chunk_document(
         lang=detect_lang(sample) if sample else "en",
         page_labels=printed_labels(parsed.page_labels),
         ocr_pages=parsed.ocr_pages,
+        sha256=parsed.sha256 or meta.sha256,
     )
     return meta, chunks, lexical_terms(meta.title, chunks)
 

@@ -135,9 +135,10 @@ def _do_job(store: Store, parser: ParsePool, job: Job, name: str, lease: _Lease)
         )
     else:
         try:
-            stat = path.stat()
-            meta = replace(meta, sha256=sha256_file(path), size=stat.st_size, mtime=stat.st_mtime)
-            [(_, parsed)] = list(parser.imap([path]))
+            stat = path.lstat()
+            meta = replace(meta, sha256=sha256_file(path, Path(meta.root)), size=stat.st_size,
+                           mtime=stat.st_mtime)
+            [(_, parsed)] = list(parser.imap([path], [meta.root]))
             if isinstance(parsed, IngestError):
                 raise parsed
             result = prepare(store.settings, store.embedder, meta, parsed)

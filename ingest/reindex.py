@@ -16,7 +16,6 @@ from pathlib import Path
 
 from core.errors import IngestError
 from core.types import DocMeta, DocRecord, FileOutcome, IngestReport, ParsedDoc
-from ingest.discover import sha256_file
 from ingest.parse import ParsePool
 from ingest.pipeline import Progress, ingest_paths
 from ingest.prepare import lexical_terms
@@ -73,7 +72,8 @@ def _full_reindex(store: Store, progress: Progress | None, workers: int) -> Inge
     finals: list[Final] = []
     existing = [p for p in by_path if p.exists()]
     with ParsePool(store.settings.ingest, workers=workers) as pool:
-        for i, (path, result) in enumerate(pool.imap(existing), 1):
+        roots = [by_path[path].meta.root for path in existing]
+        for i, (path, result) in enumerate(pool.imap(existing, roots), 1):
             final, outcome = _restage(store, writer, by_path[path], path, result)
             finals.append(final)
             report.outcomes.append(outcome)
@@ -110,10 +110,11 @@ def _empty_next_collection(store: Store) -> str:
 def _restage(
     store: Store, writer: Writer, record: DocRecord, path: Path, result: ParsedDoc | IngestError
 ) -> tuple[Final, FileOutcome]:
-    """One document parsed again into the new collection and the staging table; one whose file
-    no longer parses keeps its live chunks (`_carry_over`) and is reported failed."""
-    stat = path.stat()
-    meta = replace(record.meta, sha256=sha256_file(path), size=stat.st_size, mtime=stat.st_mtime)
+    """One document parsed again into the new collection and the staging table (recorded under
+    the hash of the bytes parsed); one whose file no longer parses, or is now a symbolic link,
+    keeps its live chunks (`_carry_over`) and is reported failed."""
+    stat = path.lstat()
+    meta = replace(record.meta, size=stat.st_size, mtime=stat.st_mtime)
     try:
         if isinstance(result, IngestError):
             raise result

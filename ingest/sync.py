@@ -17,7 +17,9 @@ over 10,000 unchanged files stays well under the 10 s goal (`python -m bench syn
    (`Ledger.move_document`): no re-parse, no re-embedding, no moment without the document, and
    its passages keep their ids, so answers given before still open their sources.
 2. New and changed files go through `ingest_paths` with the source's groups, known under the
-   source's folder; a file that fails is counted and named, the others go on.
+   source's folder; a file that fails is counted and named, the others go on. A symbolic link
+   (to a file, a folder, or nothing) is never followed: `ingest_paths` records it as skipped,
+   and every pass names the links in its reason.
 3. Deletes, behind the brake: when the folder is missing or unreadable, or empty while the
    ledger knows files of it, or more than `sync.max_delete_share` of its known files vanished
    at once, nothing is deleted; the source is marked `braked` with the reason, until the files
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.config import IngestSettings
-from core.errors import KbError
+from core.errors import KbError, SymbolicLink
 from core.sources_settings import SourceSettings
 from core.types import DocRecord, IngestReport
 from ingest.discover import SIDECAR_SUFFIX, doc_id_for, sha256_file
@@ -57,7 +59,8 @@ logger = logging.getLogger(__name__)
 class Walk:
     """What a folder holds now: each file's size and mtime by its path under the folder."""
 
-    files: dict[str, tuple[int, float]] = field(default_factory=dict)
+    files: dict[str, tuple[int, float]] = field(default_factory=dict)  # links too (their own)
+    links: list[str] = field(default_factory=list)  # symbolic links: recorded skipped, unread
     sidecars: list[tuple[str, int, float]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # sub-folders that could not be read
     missing: str = ""  # why the folder itself cannot be read; "" when it can
@@ -86,6 +89,7 @@ class SyncReport:
     seen: int = 0
     renamed: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # symbolic links, not followed
     pending_deletes: int = 0
     failed: int = 0
     ingest: IngestReport | None = None
@@ -105,7 +109,9 @@ class SyncReport:
 
 
 def walk(root: Path) -> Walk:
-    """The folder's files (not sidecars, not hidden ones) with their size and mtime."""
+    """The folder's files (not sidecars, not hidden ones) with their size and mtime, and its
+    symbolic links (to files, to folders, dangling) with their own, never followed: each goes
+    through `ingest_paths` once, which records it as skipped (ingest/triage.py)."""
     found = Walk()
     if not root.is_dir():
         found.missing = "is missing" if not root.exists() else "is not a folder"
@@ -113,28 +119,32 @@ def walk(root: Path) -> Walk:
     errors: list[OSError] = []
     prefix = len(str(root)) + 1
     for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in links]
         base = dirpath[prefix:].replace(os.sep, "/")
-        for name in filenames:
+        for name in [*filenames, *links]:
             if name.startswith("."):
                 continue
             rel = f"{base}/{name}" if base else name
             try:
-                st = os.stat(os.path.join(dirpath, name))
+                st = os.lstat(os.path.join(dirpath, name))
             except OSError:
                 continue  # gone between the listing and now: not seen
-            if not stat.S_ISREG(st.st_mode):
-                continue
+            link = stat.S_ISLNK(st.st_mode)
             if name.endswith(SIDECAR_SUFFIX):
-                found.sidecars.append((rel, st.st_size, st.st_mtime))
-            else:
+                if stat.S_ISREG(st.st_mode):
+                    found.sidecars.append((rel, st.st_size, st.st_mtime))
+            elif link or stat.S_ISREG(st.st_mode):
                 found.files[rel] = (st.st_size, st.st_mtime)
+                if link:
+                    found.links.append(rel)
     for error in errors:
         where = str(error.filename or root)
         if where == str(root):
             found.missing = f"cannot be read ({error.strerror})"
         else:
             found.unreadable.append(where[prefix:].replace(os.sep, "/"))
+    found.links.sort()
     return found
 
 
@@ -148,7 +158,7 @@ def plan(source: SourceSettings, found: Walk, known: dict[str, DocRecord],
         old = known.get(rel)
         if old is None or refresh or (old.meta.size, old.meta.mtime) != (size, mtime):
             to_ingest.append(rel)
-        elif old.status != "ok":
+        elif old.status not in ("ok", SymbolicLink.status):
             still_failed += 1
     vanished = [rel for rel in known if rel not in found.files
                 and not any(rel.startswith(d + "/") for d in found.unreadable)]
@@ -174,11 +184,11 @@ def match_renames(root: Path, todo: Plan, found: Walk, known: dict[str, DocRecor
             by_sha.setdefault(known[rel].meta.sha256, []).append(rel)
     sizes = {known[rel].meta.size for rels in by_sha.values() for rel in rels}
     for rel in todo.to_ingest:
-        if rel in known or found.files[rel][0] not in sizes:
+        if rel in known or found.files[rel][0] not in sizes or rel in found.links:
             continue
         try:
-            olds = by_sha.get(sha256_file(root / rel))
-        except OSError:
+            olds = by_sha.get(sha256_file(root / rel, root))
+        except (OSError, KbError):
             continue
         if olds:
             todo.renames.append((olds.pop(0), rel))
@@ -226,10 +236,10 @@ def sync_source(store: Store, source: SourceSettings, max_delete_share: float, n
                 match_renames(root, todo, found, known)
                 _act(store, source, found, todo, known, report, max_delete_share,
                      confirm_deletes)
-        report.seen = len(found.files)
+        report.seen, report.skipped = len(found.files), found.links
         report.failed = todo.still_failed + len(found.unreadable) + _failed(report.ingest)
-        if not found.missing and found.unreadable and report.state == "ok":
-            report.reason = f"sub-folders that cannot be read: {', '.join(found.unreadable)}"
+        if not found.missing and _notes(found) and report.state == "ok":
+            report.reason = _notes(found)
         elif found.missing and not todo.known:
             report.state, report.reason = "failed", f"folder {source.path} {found.missing}; " \
                                                     "check the path and that it is mounted"
@@ -279,10 +289,23 @@ def _move(store: Store, root: Path, old: DocRecord, rel: str, size_mtime: tuple[
     logger.info("sync: %s renamed to %s (%d passages kept)", old.meta.path, rel, len(ids))
 
 
+def _notes(found: Walk) -> str:
+    """What a pass that went well says of its folder: the sub-folders it could not read, the
+    symbolic links it skipped."""
+    notes = [f"sub-folders that cannot be read: {', '.join(found.unreadable)}"
+             ] if found.unreadable else []
+    if found.links:
+        more = f" and {len(found.links) - 5} more" if len(found.links) > 5 else ""
+        notes.append(f"symbolic links skipped, not followed: {', '.join(found.links[:5])}{more}")
+    return "; ".join(notes)
+
+
 def _failed(ingest: IngestReport | None) -> int:
+    """Files the pass could not ingest (links, skipped, are not failures)."""
     if ingest is None:
         return 0
-    return sum(1 for o in ingest.outcomes if o.outcome == "failed" or o.status != "ok")
+    return sum(1 for o in ingest.outcomes
+               if o.status != SymbolicLink.status and (o.outcome == "failed" or o.status != "ok"))
 
 
 def _save(store: Store, report: SyncReport, now: float, state: str,

@@ -161,7 +161,8 @@ def prepare_in_processes(
     embedders = _EmbedPool(settings, max(1, min(workers, len(items))))
     try:
         with ParsePool(settings.ingest, workers=workers) as parsers:
-            for index, (_, parsed) in enumerate(parsers.imap([path for _, path in items])):
+            parses = parsers.imap([path for _, path in items], [meta.root for meta in metas])
+            for index, (_, parsed) in enumerate(parses):
                 if isinstance(parsed, IngestError):
                     done[index] = parsed
                 else:

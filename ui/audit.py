@@ -168,9 +168,21 @@ def export_row(record: AuditRecord) -> dict[str, Any]:
     return {k: row[k] for k in EXPORT_FIELDS} | {"at": record.at}
 
 
+def csv_cell(value: object) -> object:
+    """A text cell a spreadsheet would take for a formula, with a leading quote; other values
+    as they are (OWASP's rule: a first character of = + - @, tab or carriage return).
+
+    csv_cell("=1+1") -> "'=1+1";  csv_cell("-2+3") -> "'-2+3";  csv_cell(-2) -> -2
+    """
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def export_lines(records: Iterable[AuditRecord], fmt: str) -> Iterator[str]:
     """The records as JSON lines ("jsonl") or CSV with a header ("csv"), line by line; each
-    carries its hash, so an export can be checked against the trail."""
+    carries its hash, so an export can be checked against the trail (JSON lines exactly; a
+    CSV text cell that a spreadsheet would run as a formula has a leading quote, `csv_cell`)."""
     if fmt == "jsonl":
         for record in records:
             yield json.dumps(export_row(record), ensure_ascii=False) + "\n"
@@ -178,14 +190,37 @@ def export_lines(records: Iterable[AuditRecord], fmt: str) -> Iterator[str]:
     if fmt != "csv":
         raise ValueError(f"export format {fmt!r}: use jsonl or csv")
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=[*EXPORT_FIELDS, "at"], lineterminator="\n")
+    # CRLF, as RFC 4180 has it: a field holding a CR or an LF is then quoted (a lone CR left
+    # bare would start a row in a spreadsheet)
+    writer = csv.DictWriter(buffer, fieldnames=[*EXPORT_FIELDS, "at"], lineterminator="\r\n")
     writer.writeheader()
     for record in records:
-        writer.writerow(export_row(record))
+        writer.writerow({key: csv_cell(value) for key, value in export_row(record).items()})
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
     yield buffer.getvalue()
+
+
+def head_text(seq: int, digest: str) -> str:
+    """The chain's head as `kb audit verify --expect` takes it: head_text(7, "9f2c…") ->
+    "7:9f2c…"."""
+    return f"{seq}:{digest}"
+
+
+def parse_head(text: str) -> tuple[int, str]:
+    """A head kept outside the server, "SEQ:HASH" (the hash, or at least its first 12 hex
+    digits), as (seq, hash); ValueError naming the form otherwise.
+
+    parse_head("583:9F2C41D07AB3") -> (583, "9f2c41d07ab3")
+    """
+    seq, _, digest = text.strip().partition(":")
+    digest = digest.lower()
+    if not (seq.isascii() and seq.isdigit() and 12 <= len(digest) <= 64
+            and all(c in "0123456789abcdef" for c in digest)):
+        raise ValueError(f"{text!r}: give the head as SEQ:HASH (the record's number, a colon and "
+                         "at least 12 hex digits of its hash), as `kb audit verify` prints it")
+    return int(seq), digest
 
 
 def parse_when(text: str) -> float | None:

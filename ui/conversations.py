@@ -3,20 +3,25 @@ app's sidebar lists them, a click resumes one (after a reload or a restart too),
 continues one by its id. Only the owner sees, resumes, renames or deletes a conversation: an
 id of someone else's reads as no conversation at all (KbError "no conversation ...").
 
+A conversation is read back as its owner may see it now (`visible_turns`, for the page and the
+API alike): an answer citing a passage outside the owner's current groups, or one no longer
+stored, is withheld, from the screen and from the model's history.
+
     conversations = Conversations(store.ledger)
     cid = conversations.start("alice", "How many days of annual leave can I carry over?")
     conversations.add_turn("alice", cid, question, answer)
-    conversations.history("alice", cid) -> [Turn(question, answer.answer)]
+    conversations.history(alice, cid) -> [Turn(question, answer.answer)]   # alice: a User
     conversations.list_for("bob") -> []
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 
 from core.errors import KbError
-from core.types import Answer, ConversationRecord, StoredTurn, Turn
+from core.types import Answer, ConversationRecord, StoredTurn, Turn, User
 from store.ledger import Ledger
 
 logger = logging.getLogger(__name__)
@@ -25,6 +30,8 @@ TITLE_CHARS = 60
 # The turns a resumed conversation hands the assistant as context, newest last; the prompt
 # packer keeps what fits of them.
 HISTORY_TURNS = 20
+# The mode of a stored turn read back withheld: it cites what its owner may no longer see.
+WITHHELD = "withheld"
 
 
 def title_from(question: str) -> str:
@@ -73,9 +80,24 @@ class Conversations:
         self.get(owner, conversation_id)
         return self.ledger.conversation_turns(conversation_id, owner)
 
-    def history(self, owner: str, conversation_id: str) -> list[Turn]:
-        """What the assistant gets as context when the conversation goes on."""
-        turns = self.turns(owner, conversation_id)[-HISTORY_TURNS:]
+    def visible_turns(self, user: User, conversation_id: str) -> list[StoredTurn]:
+        """The turns of the user's conversation as the user may see them now, oldest first: one
+        citing a passage outside the user's current groups, or no longer stored, comes back
+        withheld (mode WITHHELD; its answer, citations and the model's text emptied). KbError
+        if it is not theirs."""
+        turns = self.turns(user.name, conversation_id)
+        cited = [c.chunk_id for turn in turns for c in turn.citations]
+        groups = self.ledger.chunk_groups(cited)
+        mine = set(user.groups)
+        hidden = {chunk for chunk in cited if not mine & set(groups.get(chunk, ()))}
+        return [dataclasses.replace(turn, answer="", citations=(), raw_answer="", mode=WITHHELD)
+                if any(c.chunk_id in hidden for c in turn.citations) else turn
+                for turn in turns]
+
+    def history(self, user: User, conversation_id: str) -> list[Turn]:
+        """What the assistant gets as context when the conversation goes on: its last turns
+        as the user may see them now (a withheld answer is empty)."""
+        turns = self.visible_turns(user, conversation_id)[-HISTORY_TURNS:]
         return [Turn(t.question, t.answer) for t in turns]
 
     def add_turn(self, owner: str, conversation_id: str, question: str, answer: Answer) -> int:

@@ -3,8 +3,8 @@
     parse_file(Path("policy.pdf"), settings.ingest) -> ParsedDoc(blocks=[...], pages=12)
 
     with ParsePool(settings.ingest, workers=2) as pool:
-        for path, result in pool.imap(paths):   # result: ParsedDoc or an IngestError
-            ...                                  # meanwhile the workers parse the next files
+        for path, result in pool.imap(paths, roots):  # result: ParsedDoc or an IngestError
+            ...                                        # meanwhile the workers parse the next files
 
 `parse_file` raises only `IngestError` subclasses for files it cannot use, among them the
 bounds: `max_file_mb`, `max_unpacked_mb` (TooLarge), `max_blocks` (TooManyBlocks) and running
@@ -14,18 +14,30 @@ torch and threads) whose address space is limited to `parse_memory_mb` (`resourc
 kills and replaces a worker whose file takes longer than `file_timeout_s` (ParseTimeout),
 replaces one that ran out of memory, and gives the file of a worker that died (segfault) a
 BrokenFile; the batch always goes on.
+
+Given the folder each file is known under (`roots`), a worker parses a private copy of the
+file: it reads the file once through `open_beneath` (no symbolic link at or below the folder
+is followed: SymbolicLink), hashing the bytes as it copies them into its own temp folder, and
+returns that hash with the parse (`ParsedDoc.sha256`), so the hash a document is recorded under
+is that of the bytes its passages came from, whatever happens to the file meanwhile. Each
+worker's temp files (copies, OCR images, LibreOffice's output) live in a folder of the pool's
+that goes when the worker is killed or the pool closes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import logging
 import multiprocessing
+import os
 import resource
+import shutil
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
@@ -45,6 +57,7 @@ from core.errors import (
     UnsupportedFile,
 )
 from core.types import ParsedDoc
+from ingest.discover import open_beneath
 from ingest.processes import WorkerProcess, serve, wait_for_any
 
 logger = logging.getLogger(__name__)
@@ -101,10 +114,7 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
     try:
         size = path.stat().st_size
         if size > settings.max_file_mb * 1024 * 1024:
-            raise TooLarge(
-                f"{path.name}: {size / 1024 / 1024:.1f} MB is over ingest.max_file_mb = "
-                f"{settings.max_file_mb:g} (raise the limit or split the file)"
-            )
+            raise _too_large(path, size, settings)
         if size == 0:
             raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
         kind = sniff(path)
@@ -152,6 +162,32 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
         ) from exc
 
 
+def _too_large(path: Path, size: int, settings: IngestSettings) -> TooLarge:
+    return TooLarge(
+        f"{path.name}: {size / 1024 / 1024:.1f} MB is over ingest.max_file_mb = "
+        f"{settings.max_file_mb:g} (raise the limit or split the file)"
+    )
+
+
+def private_copy(root: Path, path: Path, folder: Path, settings: IngestSettings
+                 ) -> tuple[Path, str]:
+    """`path` copied into `folder` under its own name, read through `open_beneath(root, path)`,
+    and the SHA-256 of the bytes copied; TooLarge past `max_file_mb`, before or while copying."""
+    limit = settings.max_file_mb * 1024 * 1024
+    copy = folder / path.name
+    digest = hashlib.sha256()
+    with open_beneath(root, path) as source, copy.open("xb") as out:
+        size = os.fstat(source.fileno()).st_size
+        if size > limit:
+            raise _too_large(path, size, settings)
+        for block in iter(lambda: source.read(1 << 20), b""):
+            digest.update(block)
+            out.write(block)
+            if out.tell() > limit:
+                raise _too_large(path, out.tell(), settings)
+    return copy, digest.hexdigest()
+
+
 def _over_memory(path: Path, settings: IngestSettings) -> OverMemory:
     return OverMemory(
         f"{path.name}: parsing needed more than ingest.parse_memory_mb = "
@@ -182,22 +218,35 @@ def _start_method() -> ForkServerContext | SpawnContext:
     return context
 
 
-def _parse_worker(conn: Connection, settings: IngestSettings, parser: Parser) -> None:
-    """Worker: receive a path, send back a ParsedDoc or an IngestError; None stops."""
+def _parse_worker(conn: Connection, settings: IngestSettings, parser: Parser,
+                  scratch: Path) -> None:
+    """Worker: receive (path, root or None), send back a ParsedDoc or an IngestError; None
+    stops. Its temp files go to its own folder under the pool's `scratch`."""
     # The worker has no log handlers: keep pypdf's and pdfminer's per-font warnings off stderr.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     _limit_memory(settings.parse_memory_mb)
     logging.getLogger("pdfminer").setLevel(logging.ERROR)  # under pdfplumber (tables)
-    serve(conn, lambda path: _parse_in_worker(path, settings, parser))
+    own = scratch / str(os.getpid())
+    own.mkdir(mode=0o700)
+    tempfile.tempdir = str(own)  # this process's temp files: the pool removes them
+    serve(conn, lambda job: _parse_in_worker(job[0], job[1], settings, parser))
 
 
-def _parse_in_worker(path: Path, settings: IngestSettings, parser: Parser) -> Result:
+def _parse_in_worker(path: Path, root: Path | None, settings: IngestSettings,
+                     parser: Parser) -> Result:
+    """The parse of `path`; given its `root`, of a private copy, with the copy's hash."""
     try:
-        return parser(path, settings)
+        if root is None:
+            return parser(path, settings)
+        with tempfile.TemporaryDirectory(prefix="kb-copy-") as folder:
+            copy, sha256 = private_copy(root, path, Path(folder), settings)
+            return dataclasses.replace(parser(copy, settings), sha256=sha256)
     except IngestError as exc:
         return exc
     except MemoryError:
         return _over_memory(path, settings)
+    except OSError as exc:
+        return BrokenFile(f"{path.name}: cannot be read ({exc}); check the file")
     except Exception as exc:
         return BrokenFile(f"{path.name}: the parser failed ({type(exc).__name__}: {exc})")
 
@@ -226,10 +275,16 @@ class ParsePool:
         self._parser = parser
         self._size = workers
         self._workers: list[_Worker] = []  # started on first use: an unchanged corpus needs none
+        self._scratch: Path | None = None  # the workers' temp files, made with the first one
 
-    def imap(self, paths: Iterable[Path]) -> Iterator[tuple[Path, Result]]:
-        """Yield (path, ParsedDoc or IngestError) for each path, in input order."""
-        todo = list(enumerate(Path(p) for p in paths))
+    def imap(self, paths: Iterable[Path], roots: Sequence[Path | str] | None = None
+             ) -> Iterator[tuple[Path, Result]]:
+        """Yield (path, ParsedDoc or IngestError) for each path, in input order. `roots`: the
+        folder each path is known under; each is then parsed from a private copy read below it
+        (see the module docstring)."""
+        given = [Path(p) for p in paths]
+        folders = [Path(r) for r in roots] if roots is not None else [None] * len(given)
+        todo = list(enumerate(zip(given, folders, strict=True)))
         todo.reverse()
         while len(self._workers) < min(self._size, len(todo)):
             self._workers.append(self._start())
@@ -245,19 +300,20 @@ class ParsePool:
                 next_out += 1
 
     def _start(self) -> _Worker:
-        return WorkerProcess(
-            _start_method(), _parse_worker, (self._settings, self._parser), name="kb-parse"
-        )
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="kb-parse-"))
+        return WorkerProcess(_start_method(), _parse_worker,
+                             (self._settings, self._parser, self._scratch), name="kb-parse")
 
-    def _refill(self, todo: list[tuple[int, Path]]) -> None:
+    def _refill(self, todo: list[tuple[int, tuple[Path, Path | None]]]) -> None:
         """Give each idle worker the next file (`todo` is reversed: the next one is last)."""
         for worker in self._workers:
             if worker.job is None and todo:
-                index, path = todo.pop()
+                index, (path, root) = todo.pop()
                 if worker.started(WORKER_START_S) != "ready":
                     raise RuntimeError("parse worker did not start; check the installation")
                 deadline = time.monotonic() + self._settings.file_timeout_s
-                worker.give(_Job(index, path, deadline), path)
+                worker.give(_Job(index, path, deadline), (path, root))
 
     def _collect(self) -> list[tuple[int, Path, Result]]:
         """Wait for a result, a dead worker or the nearest deadline; replace lost workers."""
@@ -280,8 +336,14 @@ class ParsePool:
             worker.job = None
             if lost:
                 worker.kill()
+                self._forget(worker)
                 self._workers[self._workers.index(worker)] = self._start()
         return out
+
+    def _forget(self, worker: _Worker) -> None:
+        """Remove the temp files a killed worker left."""
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch / str(worker.process.pid), ignore_errors=True)
 
     def _crashed(self, path: Path, code: int | None) -> IngestError:
         logger.warning("%s: parse worker died (exit code %s)", path.name, code)
@@ -308,6 +370,9 @@ class ParsePool:
                 worker.kill()
             else:
                 worker.stop(wait_s=None if worker.ready else STARTING_STOP_S)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def __enter__(self) -> ParsePool:
         return self

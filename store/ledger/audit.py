@@ -7,6 +7,13 @@ actor, address, event, object, outcome, details and the previous record's hash. 
 turns across threads and processes (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), read
 the head and write the next sequence number, which is the primary key: the chain cannot fork.
 
+Deleting the newest records leaves no gap to find: every append also stores the new head
+(number and hash) in `meta.audit_head`, and `verify` requires the chain to pass through it and
+through a head kept outside the ledger when one is given (`kb audit verify --expect SEQ:HASH`,
+with a head printed by `kb audit export`, `prune` or `verify`, or read from `/metrics`): the
+stored head is in the same database as the records, so only the outside one holds against
+someone who rewrites both.
+
 Pruning (`prune_audit`) deletes the records up to a time and leaves a checkpoint (the last pruned
 record's number and hash, how many went, who pruned and when); `verify` starts from the newest
 checkpoint, and the prune is itself a record of the chain, whose details must match it.
@@ -138,11 +145,7 @@ class Audit(LedgerBase):
         checkpoint's when every record was pruned; (0, GENESIS) on a new trail."""
         if self.dialect == "postgres":
             db.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_SPACE, AUDIT_KEY))
-        row = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        if row is None:
-            row = db.execute(
-                "SELECT seq, hash FROM audit_checkpoints ORDER BY seq DESC LIMIT 1").fetchone()
-        return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+        return _head_row(db)
 
     def audit_records(self, since: float | None = None, until: float | None = None,
                       event: str = "", actor: str = "", limit: int | None = None,
@@ -173,17 +176,35 @@ class Audit(LedgerBase):
             "SELECT * FROM audit_checkpoints ORDER BY seq DESC LIMIT 1").fetchone()
         return dict(row) if row else None
 
-    def verify_audit(self) -> AuditCheck:
+    def audit_head(self) -> tuple[int, str]:
+        """The chain's head now: the last record's (number, hash); the newest checkpoint's when
+        every record was pruned; (0, GENESIS) on a new trail."""
+        return _head_row(self.db)
+
+    def verify_audit(self, expect: tuple[int, str] | None = None) -> AuditCheck:
         """Walk the chain from the newest checkpoint (or the start) and stop at the first record
-        that was edited, deleted or moved; a prune record must match its checkpoint."""
+        that was edited, deleted or moved; a prune record must match its checkpoint. The chain
+        must pass through the head stored at the last append (`meta.audit_head`, read before
+        the walk, so records appended meanwhile follow it), number and hash, and through
+        `expect`: a head kept outside the ledger, (number, its hash or the hash's first hex
+        digits), as `kb audit verify --expect` gives it."""
+        anchors: dict[int, list[tuple[str, str]]] = {}
+        stored = (self.get_meta("audit_head") or "").split()
+        if stored and not (len(stored) == 2 and stored[0].isdigit()):
+            return AuditCheck(False, 0, 0, GENESIS, 0, f"the stored head {' '.join(stored)!r:.60}"
+                              " is not a number and a hash (meta.audit_head edited)")
+        if stored:
+            anchors.setdefault(int(stored[0]), []).append(("the stored head", stored[1]))
+        if expect is not None:
+            anchors.setdefault(expect[0], []).append(("the expected head", expect[1]))
         checkpoint = self.audit_checkpoint()
         seq, prev = (int(checkpoint["seq"]), str(checkpoint["hash"])) if checkpoint \
             else (0, GENESIS)
         count, pruned_seen = 0, checkpoint is None
         for row in self._audit_pages():
-            bad, problem = _link_problem(row, seq, prev)
-            if problem:
-                return AuditCheck(False, count, seq, prev, bad, problem)
+            found = _link_problem(row, seq, prev) or _anchor_problem(row, anchors)
+            if found:
+                return AuditCheck(False, count, seq, prev, *found)
             if checkpoint and row.event == "audit.prune" and _matches(row, checkpoint):
                 pruned_seen = True
             seq, prev, count = row.seq, row.hash, count + 1
@@ -191,10 +212,9 @@ class Audit(LedgerBase):
             return AuditCheck(False, count, seq, prev, int(checkpoint["seq"]) if checkpoint
                               else 0, "the checkpoint has no matching audit.prune record "
                               "(checkpoint edited, or its prune record deleted)")
-        head = self.get_meta("audit_head")
-        if head and head != f"{seq} {prev}" and int(head.split()[0]) > seq:
-            return AuditCheck(False, count, seq, prev, seq + 1,
-                              f"records {seq + 1}..{head.split()[0]} deleted from the end")
+        found = _unwalked_problem(anchors, seq, checkpoint)
+        if found:
+            return AuditCheck(False, count, seq, prev, *found)
         return AuditCheck(True, count, seq, prev)
 
     def _audit_pages(self, size: int = 5000) -> Iterator[AuditRecord]:
@@ -239,9 +259,17 @@ class Audit(LedgerBase):
         return pruned
 
 
-def _link_problem(row: AuditRecord, seq: int, prev: str) -> tuple[int, str]:
+def _head_row(db: Connection) -> tuple[int, str]:
+    row = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    if row is None:
+        row = db.execute(
+            "SELECT seq, hash FROM audit_checkpoints ORDER BY seq DESC LIMIT 1").fetchone()
+    return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+
+
+def _link_problem(row: AuditRecord, seq: int, prev: str) -> tuple[int, str] | None:
     """The first bad record and what is wrong, when `row` does not follow (`seq`, `prev`);
-    (0, "") when it does."""
+    None when it does."""
     if _hash_of(row) != row.hash:
         for other in range(max(1, row.seq - _MOVED_WINDOW), row.seq + _MOVED_WINDOW):
             if other != row.seq and _hash_of(row, other) == row.hash:
@@ -254,7 +282,38 @@ def _link_problem(row: AuditRecord, seq: int, prev: str) -> tuple[int, str]:
     if row.prev != prev:
         return seq, (f"record {seq} edited and re-hashed, or replaced: record {row.seq} does "
                      "not follow it")
-    return 0, ""
+    return None
+
+
+def _anchor_problem(row: AuditRecord, anchors: dict[int, list[tuple[str, str]]]
+                    ) -> tuple[int, str] | None:
+    """(row.seq, what is wrong) when `row` is not the record a head names; None when it is
+    (or no head names its number)."""
+    for name, digest in anchors.get(row.seq, ()):
+        if not row.hash.startswith(digest):
+            return row.seq, (f"record {row.seq} edited and re-hashed, or replaced: its hash "
+                             f"{row.hash[:16]}… is not {name}'s {digest[:16]}…")
+    return None
+
+
+def _unwalked_problem(anchors: dict[int, list[tuple[str, str]]], seq: int,
+                      checkpoint: dict[str, Any] | None) -> tuple[int, str] | None:
+    """(the first bad record, what is wrong) for a head the walk, which ended at `seq`, did
+    not reach: records deleted from the end, or a head pruned behind the checkpoint, which
+    cannot be checked; None when every head was met."""
+    start = int(checkpoint["seq"]) if checkpoint else 0
+    for number, heads in sorted(anchors.items()):
+        for name, digest in heads:
+            if number > seq:
+                return seq + 1, (f"records {seq + 1}..{number} deleted from the end ({name} "
+                                 f"is record {number})")
+            if checkpoint and number == start and not str(checkpoint["hash"]).startswith(
+                    digest):
+                return start, f"the checkpoint after record {start} is not {name}"
+            if number < start:
+                return number, (f"{name}, record {number}, was pruned (the checkpoint is after "
+                                f"record {start}): check against a head kept since")
+    return None
 
 
 def _matches(row: AuditRecord, checkpoint: dict[str, Any]) -> bool:

@@ -71,7 +71,8 @@ def test_samples_ingest_reingest_and_groups(make_settings, samples: Path) -> Non
     assert set(live_chunks(settings)) == vector_ids(settings)
 
     again = ingest_paths(settings, [samples])
-    assert again.counts == {"ingested": 0, "updated": 0, "unchanged": 11, "removed": 0, "failed": 0}
+    assert again.counts == {"ingested": 0, "updated": 0, "unchanged": 11, "removed": 0,
+                            "failed": 0, "skipped": 0}
     assert again.embedded == 0
 
     store = open_store(settings)

@@ -231,8 +231,10 @@ def test_a_folder_that_never_was_fails_the_pass_and_says_so(store: Store, tmp_pa
     assert state is not None and (state.state, state.next_run) == ("failed", T0 + 60)
 
 
-def test_a_link_to_a_file_elsewhere_is_synced_under_its_own_name(
+def test_a_link_to_a_file_elsewhere_is_recorded_skipped_under_its_own_name(
         store: Store, tmp_path: Path) -> None:
+    """A link is never followed (tests/ingest/test_untrusted_files.py has the why): the pass
+    records it under its own name, with no passages, and names it in its reason."""
     folder = copy_samples(tmp_path / "share" / "links", ["IT-Security-Policy.docx"]).resolve()
     outside = copy_samples(tmp_path / "elsewhere", ["Code-of-Conduct.docx"])
     source = SourceSettings("links", str(folder), (), 60.0)
@@ -240,8 +242,13 @@ def test_a_link_to_a_file_elsewhere_is_synced_under_its_own_name(
     (folder / "conduct.docx").symlink_to(outside / "Code-of-Conduct.docx")
     report = sync_source(store, source, 0.2, T0 + 60)  # the link alone is new
     assert report.state == "ok" and report.ingest is not None
-    assert report.ingest.counts["ingested"] == 1
-    assert sorted(documents(store, folder)) == ["IT-Security-Policy.docx", "conduct.docx"]
+    assert report.ingest.counts == {"ingested": 0, "updated": 0, "unchanged": 0, "removed": 0,
+                                    "failed": 0, "skipped": 1}
+    assert (report.failed, report.skipped) == (0, ["conduct.docx"])
+    assert report.reason == "symbolic links skipped, not followed: conduct.docx"
+    docs = documents(store, folder)
+    assert sorted(docs) == ["IT-Security-Policy.docx", "conduct.docx"]
+    assert docs["conduct.docx"] == []
 
 
 def test_a_rename_and_the_brake_on_both_ledgers(  # type: ignore[no-untyped-def]

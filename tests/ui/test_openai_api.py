@@ -31,12 +31,15 @@ from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from tests.ui.test_bodies import declared_only
 from tests.ui.test_busy import api_ask, metric, stalled_server
 from tests.ui.test_trust import login
-from ui.web.api import MAX_QUESTION_CHARS, MAX_TURNS, api_router
-from ui.web.asking import Asking, EventStream
+from ui.web.api import MAX_QUESTION_CHARS, MAX_TURNS, AskRequest, api_router
+from ui.web.asking import MAX_JSON_VALUES, Asking, EventStream
 from ui.web.gate import Gate
 from ui.web.metrics import Metrics
 from ui.web.openai_api import (
+    MAX_MESSAGES,
+    MAX_PARTS,
     MODEL_ID,
+    ChatRequest,
     openai_router,
     read_messages,
     sources_text,
@@ -256,6 +259,51 @@ def test_errors_have_openais_shape(make_settings: Any) -> None:
         assert r.client.get("/v1/models/gpt-4o", headers=r.headers).status_code == 404
         assert r.client.get(f"/v1/models/{MODEL_ID}", headers=r.headers).json()["id"] == MODEL_ID
         assert r.fake.asked == []
+
+
+def running_loop() -> bool:
+    """Whether this thread runs an event loop (a route's own code does; a worker thread not)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_bodies_are_read_off_the_event_loop_and_floods_refused_as_they_are_read(
+        fake_routes: Routes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both APIs parsed and validated each body on the event loop: 8 bodies of 180,001
+    messages at once stalled another user's request ~2.9 s. Now on a worker thread, with
+    `messages` and content parts capped and a flood of JSON values refused as it is read."""
+    read_where: list[bool] = []
+    for model in (AskRequest, ChatRequest):
+        def spy(data: Any, real: Any = model.model_validate) -> Any:
+            read_where.append(running_loop())
+            return real(data)
+        monkeypatch.setattr(model, "model_validate", spy)
+    post, headers = fake_routes.client.post, fake_routes.headers
+    asked = post("/api/ask", headers=headers, json={"question": QUESTION})
+    chat = post("/v1/chat/completions", headers=headers,
+                json={"messages": [{"role": "user", "content": QUESTION}]})
+    assert asked.status_code == 200 and chat.status_code == 200, (asked.text, chat.text)
+    assert read_where == [False, False]  # both bodies read where no event loop runs
+
+    one = {"role": "user", "content": QUESTION}
+    parts = [{"type": "text", "text": "x"}] * (MAX_PARTS + 1)
+    for body, said in [({"messages": [one] * (MAX_MESSAGES + 1)},
+                        f"messages: List should have at most {MAX_MESSAGES} items"),
+                       ({"messages": [{"role": "user", "content": parts}]},
+                        f"at most {MAX_PARTS} items"),
+                       ({"messages": [one], "tools": [1] * (MAX_JSON_VALUES + 1)},
+                        f"more than {MAX_JSON_VALUES} JSON objects and numbers")]:
+        bad = post("/v1/chat/completions", headers=headers, json=body)
+        assert bad.status_code == 400 and said in bad.json()["error"]["message"], bad.text
+    flood = post("/api/ask", headers=headers,
+                 json={"question": QUESTION, "history": [{}] * (MAX_JSON_VALUES + 1)})
+    assert flood.status_code == 422 and f"more than {MAX_JSON_VALUES}" in flood.json()["error"]
+    assert post("/v1/chat/completions", headers=headers,  # the most it takes is taken
+                json={"messages": [one] * MAX_MESSAGES}).status_code == 200
+    assert len(fake_routes.fake.asked) == 3
 
 
 def test_api_ask_streams_its_pieces_then_the_answers_json(fake_routes: Routes) -> None:

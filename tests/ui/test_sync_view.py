@@ -69,3 +69,34 @@ def test_metrics_and_the_admin_table_say_which_source_braked_and_why(
         assert row[:8] == ["hr", str(hr_share), "braked", "2026-12-01 09:10:00", 3, 0, 0,
                            "2026-12-01 09:20:00"]
         assert row[8] == reason
+
+
+def test_the_admin_table_names_skipped_links_and_metrics_show_the_audit_head(
+        make_settings: Any, tmp_path: Path) -> None:
+    """A link in a synced folder is named in the admin table's reason; `/metrics` carries the
+    audit trail's head, which `kb audit verify --expect` can check."""
+    share, hr = tmp_path / "public", tmp_path / "hr"
+    for folder in (share, hr):
+        folder.mkdir()
+    shutil.copy2(SAMPLES / FILES[0], share)
+    shutil.copy2(SAMPLES / "hr-only" / "Compensation-Review-Guidelines.pdf", hr)
+    (share / "leak-hr.pdf").symlink_to(hr / "Compensation-Review-Guidelines.pdf")
+    sources = (SourceSettings("public", str(share), ("all",), 600.0),)
+    settings = dataclasses.replace(make_settings(), sources=sources)
+    with store_for(settings) as store:
+        sync_source(store, sources[0], 0.2, T0)
+    with users_for(settings) as users:
+        users.add("alice", PASSWORDS["alice"], ["all"], is_admin=True)
+
+    for running in _serve(settings, demo=False):
+        [row] = running.client("alice").predict(api_name="/synced_sources")["data"]
+        assert row[:7] == ["public", str(share), "ok", "2026-12-01 09:00:00", 2, 1, 0]
+        assert row[8] == "symbolic links skipped, not followed: leak-hr.pdf"
+        text = httpx.get(running.url + "metrics", timeout=30).text
+        seq = re.search(r"^kb_audit_head_seq (\S+)$", text, re.M)
+        prefix = re.search(r"^kb_audit_head_hash_prefix (\S+)$", text, re.M)
+        assert seq and prefix, text
+        head = (int(float(seq.group(1))), format(int(float(prefix.group(1))), "012x"))
+        with store_for(settings) as store:
+            assert head[0] > 1 and store.ledger.verify_audit(head).ok
+            assert store.ledger.verify_audit((head[0], "0" * 12)).ok is False

@@ -253,6 +253,40 @@ def test_admin_views_are_scoped_to_the_admins_groups(login_server: Any) -> None:
             users.delete("carol")
 
 
+def test_the_store_status_names_no_other_groups_upload(login_server: Any,
+                                                      tmp_path: Path) -> None:
+    """The admin tab's status showed every admin the last ingest run's paths and groups: an
+    HR upload's file name to an admin of `all, finance`. Now an admin without see-all gets the
+    run's counts and the documents of their groups counted; a see-all admin gets it all."""
+    import docx
+
+    app, settings = login_server.app, login_server.settings
+    upload = tmp_path / "HR-Layoff-Plan-2027.docx"
+    plan = docx.Document()
+    plan.add_heading("Layoff plan 2027", level=1)
+    plan.add_paragraph("The restructuring reduces the sales team by twelve positions.")
+    plan.save(str(upload))
+    with users_for(settings) as users:
+        users.add("fin", "fin-password", ["all", "finance"], is_admin=True)
+    try:
+        app.ingest_upload([str(upload)], ["hr"], "", "", "", FakeRequest("alice"))
+        _docs, status, _feedback = app.admin_tables(FakeRequest("fin"))
+        assert "Layoff" not in json.dumps(status) and '"hr"' not in json.dumps(status), status
+        assert status["last_run"]["ingested"] == 1  # the counts stay
+        everything = app.store.ledger.documents()
+        assert status["documents"] == sum("all" in r.meta.groups or "finance" in r.meta.groups
+                                          for r in everything) < len(everything)
+        with users_for(settings) as users:
+            users.set_see_all("fin", True)
+        _docs, status, _feedback = app.admin_tables(FakeRequest("fin"))
+        assert "HR-Layoff-Plan-2027.docx" in status["last_run"]["args"]
+        assert status["documents"] == len(everything)
+    finally:
+        app.delete("HR-Layoff-Plan-2027.docx", FakeRequest("alice"))
+        with users_for(settings) as users:
+            users.delete("fin")
+
+
 def test_superseded_is_judged_within_the_askers_groups(login_server: Any,
                                                        tmp_path: Path) -> None:
     """Finding 8: "superseded" was computed across all groups: an HR-only newer version marked

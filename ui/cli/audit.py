@@ -1,6 +1,7 @@
 """`kb audit ...`: check the audit trail's chain, export it, prune it.
 
     kb audit verify                       # exit 1 naming the first edited, deleted or moved record
+    kb audit verify --expect 583:9f2c41d07ab3e6f0   # and the chain still passes through that head
     kb audit export --since 2026-01-01 --format csv > audit.csv
     kb audit prune                        # older than audit.keep_days, through a checkpoint
 """
@@ -12,7 +13,8 @@ import sys
 import click
 
 from core.config import Settings
-from ui.audit import AuditTrail, cli_actor, export_lines, parse_when
+from store.ledger import Ledger
+from ui.audit import AuditTrail, cli_actor, export_lines, head_text, parse_head, parse_when
 from ui.cli.common import with_settings
 from ui.wiring import ledger_for
 
@@ -23,15 +25,24 @@ def audit_group() -> None:
 
 
 @audit_group.command("verify")
+@click.option("--expect", default="", metavar="SEQ:HASH",
+              help="A head kept outside the server (printed by verify, export and prune, or "
+                   "from /metrics); the chain must still pass through it.")
 @with_settings
-def audit_verify(settings: Settings) -> None:
-    """Check every record's hash and link; exit 1 naming the first bad record.
+def audit_verify(settings: Settings, expect: str) -> None:
+    """Check every record's hash and link, and that the chain passes through the head stored
+    at the last append and the one given; exit 1 naming the first bad record.
 
     \b
     kb audit verify
+    kb audit verify --expect 583:9f2c41d07ab3e6f0
     """
+    try:
+        expected = parse_head(expect) if expect else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--expect") from exc
     with ledger_for(settings) as ledger:
-        check = ledger.verify_audit()
+        check = ledger.verify_audit(expected)
         checkpoint = ledger.audit_checkpoint()
     start = (f"from the checkpoint after record {checkpoint['seq']} (pruned by "
              f"{checkpoint['actor']})" if checkpoint else "from the first record")
@@ -39,8 +50,17 @@ def audit_verify(settings: Settings) -> None:
         click.echo(f"audit trail BROKEN at record {check.bad_seq}: {check.problem} "
                    f"({check.records} records before it verified, {start})", err=True)
         sys.exit(1)
-    click.echo(f"audit trail ok: {check.records} records verified {start}; head "
-               f"{check.head_seq} {check.head_hash}")
+    through = f", through {expect}" if expect else ""
+    click.echo(f"audit trail ok: {check.records} records verified {start}{through}; head "
+               f"{head_text(check.head_seq, check.head_hash)}")
+
+
+def _show_head(ledger: Ledger) -> None:
+    """The head after this command's record, on standard error, to be kept outside the
+    server: a later `kb audit verify --expect` shows whether the chain still passes through."""
+    head = head_text(*ledger.audit_head())
+    click.echo(f"audit head {head} (keep it outside the server; later: kb audit verify "
+               f"--expect {head})", err=True)
 
 
 @audit_group.command("export")
@@ -64,6 +84,7 @@ def audit_export(settings: Settings, since: str, until: str, fmt: str) -> None:
         AuditTrail(ledger, settings.audit).record(
             "audit.export", cli_actor(), object=fmt, address="local", since=since, until=until,
             lines=count)
+        _show_head(ledger)
 
 
 @audit_group.command("prune")
@@ -78,4 +99,5 @@ def audit_prune(settings: Settings, keep_days: float | None) -> None:
     """
     with ledger_for(settings) as ledger:
         pruned = AuditTrail(ledger, settings.audit).prune(cli_actor(), "local", keep_days)
-    click.echo(f"{pruned} audit records pruned")
+        click.echo(f"{pruned} audit records pruned")
+        _show_head(ledger)

@@ -1,10 +1,12 @@
-"""What every `kb` command shares: --config/--store, logging, and turning our errors into
-one-line messages with a non-zero exit."""
+"""What every `kb` command shares: --config/--store, logging, turning our errors into
+one-line messages with a non-zero exit, and `shown` for the names (file names, reasons) that
+commands print one a line."""
 
 from __future__ import annotations
 
 import functools
 import logging
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +20,18 @@ from core.offline import offline_environment
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_CONFIG = "config.toml"
+
+
+def shown(text: str) -> str:
+    r"""`text` for one line of a listing: control, format and line-separator characters (a
+    newline, an escape, a right-to-left override) escaped, so a file's name cannot start a
+    line of its own or dress itself up as another.
+
+    shown("evil\nname.pdf") -> "evil\\nname.pdf";  shown("年假.pdf") -> "年假.pdf"
+    """
+    return "".join(ch.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch
+                   for ch in text)
 
 
 def settings_for(config: str | None, store: str | None) -> Settings:

@@ -21,7 +21,7 @@ from core.types import DocRecord
 from ingest.dates import checked_dates, set_dates
 from ingest.pipeline import list_documents
 from ui.audit import AuditTrail, cli_actor
-from ui.cli.common import with_settings
+from ui.cli.common import shown, with_settings
 from ui.wiring import store_for
 
 
@@ -79,10 +79,10 @@ def docs_group(settings: Settings, as_json: bool, due: bool, within: int) -> Non
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     for r in rows:
-        why = "; ".join(x for x in (r["reason"], r["date_note"]) if x)
+        why = shown("; ".join(x for x in (r["reason"], r["date_note"]) if x))
         click.echo(
             f"{r['id']}  {r['status']:<11} {r['chunks']:>5}  {','.join(r['groups']):<12} "
-            f"{r['path']}{'  ' + why if why else ''}"
+            f"{shown(r['path'])}{'  ' + why if why else ''}"
         )
     click.echo(f"{len(rows)} documents")
 
@@ -96,7 +96,7 @@ def _print_due(records: list[DocRecord], today: date, within: int, as_json: bool
             ensure_ascii=False, indent=2))
         return
     for d in found:
-        click.echo(f"{d.meta.id}  {d.note:<44} {d.meta.path}")
+        click.echo(f"{d.meta.id}  {d.note:<44} {shown(d.meta.path)}")
     click.echo(f"{len(found)} due within {within} days of {today.isoformat()}")
 
 
@@ -125,8 +125,8 @@ def docs_set(settings: Settings, doc: str, effective: str | None, review_by: str
             "document.dates", cli_actor(), object=record.meta.path, address="local",
             doc_id=record.meta.id, **dates)
     meta = record.meta
-    shown = ", ".join(f"{key} {value or '(none)'}" for key, value in (
+    dated = ", ".join(f"{key} {value or '(none)'}" for key, value in (
         ("effective", meta.effective_date), ("review_by", meta.review_by),
         ("expires", meta.expires)))
     note = date_note(meta, date.today())
-    click.echo(f"{meta.path}: {shown}" + (f" ({note})" if note else ""))
+    click.echo(f"{shown(meta.path)}: {dated}" + (f" ({note})" if note else ""))

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from core.access import parse_groups
 from core.config import Settings
+from core.errors import SymbolicLink
 from core.types import IngestReport
 from ingest.pipeline import (
     Progress,
@@ -30,7 +31,7 @@ from ingest.queue import run_worker, wait_for_batch
 from ingest.reindex import reindex
 from ingest.workers import limit_torch_threads
 from ui.audit import AuditTrail, cli_actor, run_details, run_outcome
-from ui.cli.common import with_settings
+from ui.cli.common import shown, with_settings
 from ui.cli.sync import SourceRunner
 from ui.wiring import store_for
 
@@ -75,20 +76,25 @@ def _progress_bar(enabled: bool, store: Store) -> Iterator[Progress | None]:
 
 
 def _print_report(report: IngestReport) -> None:
-    failed = [o for o in report.outcomes if o.outcome == "failed" or o.status != "ok"]
+    """Each file ingested, updated or removed, then each failed or skipped one with why, then
+    the counts (names escaped: one file, one line)."""
+    skipped = [o for o in report.outcomes if o.status == SymbolicLink.status]
+    failed = [o for o in report.outcomes
+              if o not in skipped and (o.outcome == "failed" or o.status != "ok")]
     for outcome in report.outcomes:
         if outcome.outcome in ("ingested", "updated", "removed"):
             click.echo(
-                f"  {outcome.outcome:<9} {outcome.path}"
+                f"  {outcome.outcome:<9} {shown(outcome.path)}"
                 + (f" ({outcome.chunks} chunks)" if outcome.chunks else "")
             )
-    for outcome in failed:
-        click.echo(f"  {'failed':<9} {outcome.path}: {outcome.reason}")
+    for word, outcomes in (("failed", failed), ("skipped", skipped)):
+        for outcome in outcomes:
+            click.echo(f"  {word:<9} {shown(outcome.path)}: {shown(outcome.reason)}")
     counts = report.counts
     click.echo(
         f"ingested {counts['ingested']}, unchanged {counts['unchanged']}, updated "
-        f"{counts['updated']}, removed {counts['removed']}, failed {len(failed)} "
-        f"({report.embedded} passages embedded, {report.seconds:.1f} s)"
+        f"{counts['updated']}, removed {counts['removed']}, failed {len(failed)}, skipped "
+        f"{len(skipped)} ({report.embedded} passages embedded, {report.seconds:.1f} s)"
     )
 
 
@@ -189,7 +195,7 @@ def delete_command(settings: Settings, doc: str) -> None:
         AuditTrail(store.ledger, settings.audit).record(
             "document.delete", cli_actor(), object=record.meta.path, address="local",
             doc_id=record.meta.id, chunks=record.chunk_count)
-    click.echo(f"deleted {record.meta.path} ({record.chunk_count} chunks)")
+    click.echo(f"deleted {shown(record.meta.path)} ({record.chunk_count} chunks)")
 
 
 @click.command("status")

@@ -12,7 +12,7 @@ import click
 from core.access import parse_groups
 from core.config import Settings
 from core.types import Answer
-from ui.cli.common import with_settings
+from ui.cli.common import shown, with_settings
 
 
 def _groups(value: str | None, settings: Settings) -> list[str]:
@@ -55,7 +55,8 @@ def ask_command(settings: Settings, question: str, groups: str | None, as_json: 
         click.echo("")
     for c in final.citations:
         where = _place(c.page, c.section, c.page_label)
-        click.echo(f"[{c.n}] {c.file} {where}" + ("" if c.supported else " (unsupported)"))
+        click.echo(f"[{c.n}] {shown(c.file)} {shown(where)}"
+                   + ("" if c.supported else " (unsupported)"))
     t = final.timings_ms
     click.echo(f"({final.mode}; " + ", ".join(f"{k} {v:.0f} ms" for k, v in t.items()) + ")")
 
@@ -141,7 +142,7 @@ def retrieve_command(
                 click.echo(f"  searched for: {searched_for}")
             for p in passages:
                 where = _place(p["page"], p["section"], p["page_label"])
-                click.echo(f"  {p['rank']}. {p['file']} {where}  {p['score']:.4f}")
+                click.echo(f"  {p['rank']}. {shown(p['file'])} {shown(where)}  {p['score']:.4f}")
                 click.echo(f"     {p['text'][:160]!r}")
 
 

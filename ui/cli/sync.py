@@ -22,7 +22,7 @@ from ingest.sync import SyncReport, sync_source
 from ingest.sync_schedule import checked_sources, keep_in_sync, run_due
 from store.store import Store
 from ui.audit import AuditTrail, cli_actor
-from ui.cli.common import with_settings
+from ui.cli.common import shown, with_settings
 from ui.wiring import store_for
 
 logger = logging.getLogger(__name__)
@@ -43,22 +43,26 @@ def record_pass(trail: AuditTrail, report: SyncReport, actor: str,
                      confirmed=confirmed)
     trail.record("sync.run", actor, object=name, outcome=report.state, address="local",
                  seen=report.seen, changed=report.changed, failed=report.failed,
+                 skipped=len(report.skipped),
                  renamed=len(report.renamed), deleted=len(report.deleted),
                  pending_deletes=report.pending_deletes, reason=report.reason[:500],
                  confirmed=confirmed)
 
 
 def describe_pass(report: SyncReport) -> str:
-    """One line (more for renames, deletes and failures) saying what a pass did."""
-    lines = [f"  renamed   {old} -> {new}" for old, new in report.renamed]
-    lines += [f"  deleted   {rel}" for rel in report.deleted]
+    """One line (more for renames, deletes, failures and skipped links) saying what a pass
+    did; names escaped, so a file's name cannot make a line of its own."""
+    lines = [f"  renamed   {shown(old)} -> {shown(new)}" for old, new in report.renamed]
+    lines += [f"  deleted   {shown(rel)}" for rel in report.deleted]
     if report.ingest is not None:
-        lines += [f"  {o.outcome:<9} {o.path}" + (f": {o.reason}" if o.reason else "")
+        lines += [f"  {o.outcome:<9} {shown(o.path)}" + (f": {shown(o.reason)}" if o.reason
+                                                         else "")
                   for o in report.ingest.outcomes if o.outcome in ("ingested", "updated",
-                                                                    "failed")]
+                                                                    "failed", "skipped")]
+    skipped = f", {len(report.skipped)} skipped" if report.skipped else ""
     lines.append(f"{report.source.name}: {report.state}, {report.seen} files seen, "
-                 f"{report.changed} changed, {report.failed} failed"
-                 + (f": {report.reason}" if report.reason else ""))
+                 f"{report.changed} changed, {report.failed} failed{skipped}"
+                 + (f": {shown(report.reason)}" if report.reason else ""))
     return "\n".join(lines)
 
 

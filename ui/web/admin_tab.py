@@ -15,6 +15,7 @@ the admin's groups (everything to a see-all admin). The tables' rows and the upl
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +107,22 @@ class AdminHandlers(Handlers):
 
     def admin_tables(self, request: gr.Request) -> tuple[Any, ...]:
         user = self.admin(request)
-        return self._docs(user), store_status(self.store), admin.feedback_rows(
+        return self._docs(user), self._status(user), admin.feedback_rows(
             self.users.feedback(viewer=user))
+
+    def _status(self, user: User) -> dict[str, Any]:
+        """The store's status; to an admin without see-all, the documents counted within their
+        groups and the last run without what it was given (its paths and groups: another
+        group's file names). Chunks, vectors, bytes and jobs stay the whole store's counts."""
+        status = store_status(self.store)
+        if user.see_all:
+            return status
+        shown = [r for r in list_documents(self.store) if self.sees(user, r.meta.groups)]
+        status["documents"] = len(shown)
+        status["by_status"] = dict(Counter(r.status for r in shown))
+        if status["last_run"]:
+            status["last_run"] = {k: v for k, v in status["last_run"].items() if k != "args"}
+        return status
 
     def due_list(self, request: gr.Request) -> pd.DataFrame:
         """The documents in the admin's groups due for review or expiring soon."""

@@ -87,8 +87,8 @@ def api_router(asking: Asking, conversations: Conversations | None = None) -> AP
         if user is None:
             return _unauthorized("missing or invalid bearer token (create one with "
                                  "`kb users token NAME`)")
-        try:  # the body is at most ui.max_body_bytes (ui/security/bodies.py)
-            body = parse_ask(await request.body())
+        try:  # at most ui.max_body_bytes (ui/security/bodies.py), read on a worker thread
+            body = await run_in_threadpool(parse_ask, await request.body())
         except ValueError as exc:
             return JSONResponse({"error": f"bad request body: {exc}"}, status_code=422)
         history = [Turn(t.question, t.answer) for t in body.history]
@@ -98,7 +98,7 @@ def api_router(asking: Asking, conversations: Conversations | None = None) -> AP
                                 status_code=422)
         if body.conversation_id and conversations is not None:
             try:
-                history = await run_in_threadpool(conversations.history, user.name,
+                history = await run_in_threadpool(conversations.history, user,
                                                    body.conversation_id)
             except KbError as exc:  # someone else's id reads as none
                 return JSONResponse({"error": str(exc)}, status_code=404)

@@ -2,7 +2,9 @@
 thumbs-down, a logged question or a blank page; "Find passages" retrieves for the question with
 the admin's groups and offers the passages to cite; write the answer, its groups and the other
 ways it is asked; save (an edit re-approves) or remove. Beside it, the table of approved answers,
-suspended ones first with the reason. Admins only; each change is in the audit trail.
+suspended ones first with the reason. Admins only, each seeing the answers that share one of
+their groups and cite only documents they may see (see-all: every one); each change is in the
+audit trail.
 
     build_approved_view(lab, t) -> ApprovedView    # in the admin tab (ui/web/page.py)
     wire_approved_view(app, view)                  # its events, to `ApprovedHandlers`
@@ -46,8 +48,32 @@ def approved_rows(answers: list[ApprovedAnswer]) -> list[list[Any]]:
 class ApprovedHandlers(Handlers):
     """The editor's handlers (a part of `App`, ui/web/page.py)."""
 
+    def sees_answer(self, admin: User, answer: ApprovedAnswer) -> bool:
+        """Whether an admin may see, load, edit or remove an approved answer: one of its groups
+        and one group of every document it cites are the admin's, as serving asks of an asker
+        (see-all: any). A cited document no longer stored shows to see-all admins only."""
+        if admin.see_all:
+            return True
+        mine = set(admin.groups)
+        if not mine & set(answer.groups):
+            return False
+        for c in answer.citations:
+            cited = self.store.ledger.document(c.doc_id)
+            if cited is None or not mine & set(cited.meta.groups):
+                return False
+        return True
+
     def _visible_answers(self, user: User) -> list[ApprovedAnswer]:
-        return [a for a in self.store.ledger.approved_answers() if self.sees(user, a.groups)]
+        return [a for a in self.store.ledger.approved_answers() if self.sees_answer(user, a)]
+
+    def _visible_answer(self, user: User, answer_id: str | int | None) -> ApprovedAnswer:
+        """The approved answer of that id if the admin may see it; gr.Error otherwise, the
+        same for one that is not there."""
+        text = str(answer_id or "").strip()
+        found = self.store.ledger.approved_answer(int(text)) if text.isdigit() else None
+        if found is None or not self.sees_answer(user, found):
+            raise gr.Error(f"no approved answer {text!r} in your groups")
+        return found
 
     def approved_table(self, request: gr.Request) -> tuple[Any, ...]:
         """The table, the answers to edit and the starting points an admin may see."""
@@ -89,10 +115,7 @@ class ApprovedHandlers(Handlers):
 
     def approved_load(self, answer_id: str | None, request: gr.Request) -> tuple[Any, ...]:
         """An approved answer in the form, its cited passages ticked, to edit."""
-        user = self.admin(request)
-        found = self.store.ledger.approved_answer(int(answer_id)) if answer_id else None
-        if found is None or not self.sees(user, found.groups):
-            raise gr.Error(f"no approved answer {answer_id!r} in your groups")
+        found = self._visible_answer(self.admin(request), answer_id)
         cited = [(f"[{c.n}] {c.file}" + (f" p.{c.page}" if c.page else "") + f": {c.quote}",
                   c.chunk_id) for c in found.citations]
         return (str(found.id), found.question, found.answer,
@@ -128,9 +151,7 @@ class ApprovedHandlers(Handlers):
                       (variants or "").splitlines(), kind or "scratch", ref,
                       int(answer_id) if (answer_id or "").strip().isdigit() else 0)
         if draft.id:
-            old = self.store.ledger.approved_answer(draft.id)
-            if old is None or not self.sees(user, old.groups):
-                raise gr.Error(f"no approved answer {draft.id} in your groups")
+            self._visible_answer(user, draft.id)
         try:
             saved = self.assistant.save_approved(draft, user.name,
                                                  None if user.see_all else user.groups)
@@ -145,10 +166,7 @@ class ApprovedHandlers(Handlers):
 
     def approved_remove(self, answer_id: str, request: gr.Request) -> tuple[Any, ...]:
         user = self.admin(request)
-        found = (self.store.ledger.approved_answer(int(answer_id))
-                 if (answer_id or "").strip().isdigit() else None)
-        if found is None or not self.sees(user, found.groups):
-            raise gr.Error(f"no approved answer {answer_id!r} in your groups")
+        found = self._visible_answer(user, answer_id)
         self.assistant.approved.remove(found.id)
         self.audit.record("answer.remove", user.name, object=str(found.id),
                           address=self.address(request), question=found.question)

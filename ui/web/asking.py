@@ -125,16 +125,47 @@ class Asking:
         return answer
 
 
+# Objects and numbers a request body's JSON may hold: a chat of the most messages an API takes
+# needs a few thousand; a body of more is refused as it is read, not after every one is built.
+MAX_JSON_VALUES = 20_000
+
+
+class _Flood(Exception):
+    """More than MAX_JSON_VALUES objects and numbers in a body."""
+
+
+def read_json(raw: bytes) -> Any:
+    """`raw` as JSON, counting each object and number as it is built: past MAX_JSON_VALUES the
+    reading stops (`_Flood`). Each count runs a line of Python, so a worker thread reading a
+    large body lets the event loop in between (a plain `json.loads` holds it throughout)."""
+    seen = 0
+
+    def count(value: Any) -> Any:
+        nonlocal seen
+        seen += 1
+        if seen > MAX_JSON_VALUES:
+            raise _Flood
+        return value
+
+    return json.loads(raw, object_pairs_hook=lambda pairs: count(dict(pairs)),
+                      parse_int=lambda text: count(int(text)),
+                      parse_float=lambda text: count(float(text)))
+
+
 def parse_body(raw: bytes, model: type[M], example: str) -> M:
     """A JSON request body as `model`; ValueError with one line that says what is wrong with
-    it (`example`: what to send instead of JSON nested too deeply).
+    it (`example`: what to send instead of JSON nested too deeply). It takes time in proportion
+    to the body: the routes run it on a worker thread (`run_in_threadpool`), never on the loop.
 
         parse_body(b"[" * 100000, AskRequest, "{...}") -> ValueError("JSON nested too deeply ...")
     """
     try:
-        return model.model_validate(json.loads(raw))
+        return model.model_validate(read_json(raw))
     except RecursionError:  # json's decoder recurses per level
         raise ValueError(f"JSON nested too deeply; send {example} (docs/api.md)") from None
+    except _Flood:
+        raise ValueError(f"more than {MAX_JSON_VALUES} JSON objects and numbers; send "
+                         f"{example} (docs/api.md)") from None
     except ValidationError as exc:
         raise ValueError("; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}"
                                    for e in exc.errors())) from None

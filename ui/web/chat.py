@@ -27,6 +27,7 @@ from core.errors import AccessDenied, GenerationError, KbError
 from core.text import detect_lang
 from core.types import Answer, Passage, StoredTurn, Turn, User
 from ingest.parse.ocr import ocr_options
+from ui.conversations import WITHHELD
 from ui.web import marks, render
 from ui.web.handlers import Conversation, Handlers
 from ui.web.i18n import LANGS, t
@@ -264,7 +265,7 @@ class ChatHandlers(Handlers):
         lang = lang if lang in LANGS else "en"
         try:
             record = self.conversations.get(user.name, conversation_id or "")
-            turns = self.conversations.turns(user.name, record.id)
+            turns = self.conversations.visible_turns(user, record.id)
         except KbError as exc:
             raise gr.Error(t("no_such_conversation", lang)) from exc
         resumed = self._resumed(user, record.id, turns, lang)
@@ -273,29 +274,23 @@ class ChatHandlers(Handlers):
 
     def _resumed(self, user: User, conversation_id: str, turns: list[StoredTurn],
                  lang: str) -> Conversation:
-        """The chat state of a stored conversation, as the user may see it now: an answer
-        citing a document since moved outside the user's groups is withheld."""
+        """The chat state of a stored conversation from its turns as the user may see them now
+        (`Conversations.visible_turns`): a withheld answer says so, and the model gets the same
+        history as the API's (`Conversations.history`)."""
         conv = Conversation(owner=user.name, id=conversation_id)
-        cited = [c.chunk_id for turn in turns for c in turn.citations if c.chunk_id]
-        mine = set(user.groups)
-        hidden = {chunk for chunk, groups in self.store.ledger.chunk_groups(cited).items()
-                  if not mine & set(groups)}
         for turn in turns:
-            withheld = any(c.chunk_id in hidden for c in turn.citations)
+            withheld = turn.mode == WITHHELD
             answer = Answer(t("answer_withheld", lang) if withheld else turn.answer,
-                            abstained=turn.mode == "abstained",
-                            citations=[] if withheld else list(turn.citations),
+                            abstained=turn.mode == "abstained", citations=list(turn.citations),
                             mode="abstained" if withheld else turn.mode,
-                            unverified=turn.unverified,
-                            raw_answer="" if withheld else turn.raw_answer,
-                            question_id=turn.question_id,
-                            searched_for=turn.searched_for)
+                            unverified=turn.unverified, raw_answer=turn.raw_answer,
+                            question_id=turn.question_id, searched_for=turn.searched_for)
             key = f"q{turn.question_id}" if turn.question_id else f"c{turn.ordinal}"
             conv.chat = conv.chat + [
                 {"role": "user", "content": render.escape(turn.question)},
                 {"role": "assistant",
                  "content": render.answer_html(answer, key, lang, turn.question)}]
-            conv.turns.append(Turn(turn.question, answer.answer))
+            conv.turns.append(Turn(turn.question, turn.answer))
             if turn.question_id:
                 conv.qids[len(conv.chat) - 1] = turn.question_id
             for c in answer.citations:

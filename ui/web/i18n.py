@@ -117,8 +117,9 @@ LABELS: dict[str, tuple[str, str]] = {
     "open_one_first": ("Open or start a conversation first.", "请先打开或开始一个对话。"),
     "renamed": ("Renamed.", "已重命名。"),
     "conversation_deleted": ("Conversation deleted.", "对话已删除。"),
-    "answer_withheld": ("(This answer cited documents that are now outside your groups.)",
-                        "（此回答引用的文件已不在您的访问范围内。）"),
+    "answer_withheld": ("(This answer is withheld: it cited a passage now outside your groups "
+                        "or no longer stored.)",
+                        "（此回答已隐去：它引用的内容已不在您的访问范围内，或已不存在。）"),
     "no_such_conversation": ("That conversation is not one of yours (or was deleted).",
                              "该对话不属于您（或已被删除）。"),
     # --- the section view of a Word citation (ui/web/server.py: /section/{chunk_id}) ---

@@ -23,6 +23,7 @@ import numpy as np
 
 from core.text import detect_lang, tokenize
 from core.types import QuestionRecord
+from ui.audit import csv_cell
 
 STAGES = ("retrieve", "pack", "first_token", "total")
 # Two questions are one gap when they share this share of their terms (Jaccard).
@@ -171,18 +172,8 @@ def gaps_csv(gaps: Iterable[Gap]) -> str:
     writer = csv.writer(out)
     writer.writerow(GAP_COLUMNS)
     for row in gap_rows(gaps):
-        writer.writerow([_cell(v) for v in row])
+        writer.writerow([csv_cell(v) for v in row])
     return out.getvalue()
-
-
-def _cell(value: object) -> object:
-    """A text cell that a spreadsheet would run as a formula gets a leading quote.
-
-    _cell("=HYPERLINK(...)") -> "'=HYPERLINK(...)"
-    """
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value
-    return value
 
 
 def daily_table(rows: Sequence[QuestionRecord]) -> dict[str, list[object]]:

@@ -47,6 +47,13 @@ class Metrics:
             "kb_snapshot_generation", "Ledger generation this process answers from", registry=r)
         self.ledger_generation = Gauge(
             "kb_ledger_generation", "Ledger generation now (any process's writes)", registry=r)
+        # the audit trail's head, for monitoring to keep outside the server
+        # (`kb audit verify --expect SEQ:HASH`; server.py sets their functions)
+        self.audit_head_seq = Gauge(
+            "kb_audit_head_seq", "Number of the audit trail's newest record", registry=r)
+        self.audit_head_hash = Gauge(
+            "kb_audit_head_hash_prefix", "First 12 hex digits of the newest audit record's "
+            "hash, as a number (printf '%012x')", registry=r)
 
     def answered(self, answer: Answer, lang: str, via: str, user: str = "") -> None:
         """Count a finished answer and log one line about it."""

@@ -24,9 +24,10 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -48,6 +49,12 @@ USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 EXAMPLE = '{"model": "kb-assistant", "messages": [{"role": "user", "content": "..."}]}'
 
 
+# The most messages a completion's body may hold (Open WebUI sends a chat's every message; the
+# last MAX_TURNS answered ones are read), and parts one message's content may have.
+MAX_MESSAGES = 1000
+MAX_PARTS = 100
+
+
 class ContentPart(BaseModel):
     type: str = "text"
     text: str | None = None  # parts of other types (images) carry none and are left out
@@ -55,7 +62,7 @@ class ContentPart(BaseModel):
 
 class ChatMessage(BaseModel):
     role: str
-    content: str | list[ContentPart] | None = None
+    content: str | Annotated[list[ContentPart], Field(max_length=MAX_PARTS)] | None = None
 
 
 class StreamOptions(BaseModel):
@@ -66,7 +73,7 @@ class ChatRequest(BaseModel):
     """The fields kb reads; any other (temperature, max_tokens, tools, ...) is ignored."""
 
     model: str = MODEL_ID  # any name is taken: there is one model
-    messages: list[ChatMessage] = Field(min_length=1)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     stream_options: StreamOptions | None = None
 
@@ -248,8 +255,9 @@ def openai_router(asking: Asking) -> APIRouter:
         user = await asking.user(request)  # before the body is read: no valid token, 401
         if user is None:
             return _unauthorized()
-        try:  # the body is at most ui.max_body_bytes (ui/security/bodies.py)
-            body = parse_body(await request.body(), ChatRequest, EXAMPLE)
+        try:  # at most ui.max_body_bytes (ui/security/bodies.py), read on a worker thread
+            body = await run_in_threadpool(parse_body, await request.body(), ChatRequest,
+                                           EXAMPLE)
             question, history = read_messages([(m.role, text_of(m.content))
                                                for m in body.messages])
         except ValueError as exc:

@@ -196,12 +196,15 @@ def _guard_gradio(mounted: FastAPI, gradio_app: Any, blocks: gr.Blocks,
 
 def _follow_the_ledger(services: Services) -> None:
     """See what other processes ingest (issue 13), and show in /metrics which ledger
-    generation this process answers from."""
+    generation this process answers from and the audit trail's head."""
     settings, assistant = services.settings, services.assistant
     if settings.retrieve.refresh_s > 0:
         services.on_close.append(assistant.retriever.refresh_every(settings.retrieve.refresh_s))
     services.metrics.snapshot_generation.set_function(lambda: assistant.retriever.generation)
     services.metrics.ledger_generation.set_function(services.store.ledger.generation)
+    ledger = services.store.ledger
+    services.metrics.audit_head_seq.set_function(lambda: ledger.audit_head()[0])
+    services.metrics.audit_head_hash.set_function(lambda: int(ledger.audit_head()[1][:12], 16))
 
 
 def metrics_route(metrics: Metrics, access: MetricsAccess) -> Any:
@@ -289,7 +292,7 @@ def record_start(services: Services, demo: bool | None) -> None:
 
 # How long a thread running Python keeps the GIL while another waits for it (Python's default:
 # 5 ms). A page's request takes the GIL back many times (each ledger read lets it go); behind a
-# login flood's threads it waited up to the interval each time (issue 26, bench.login_flood).
+# login flood's threads it waited up to the interval each time (issue 26, bench.load.login_flood).
 SWITCH_INTERVAL_S = 0.001
 
 
