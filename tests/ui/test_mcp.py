@@ -26,6 +26,7 @@ import pytest
 from mcp import Client
 
 from core.config import Settings
+from core.text import detect_lang
 from devtools.app_processes import REPO, AppProcess, start_app, stop, wait_ready
 from devtools.mcp_clients import bearer_http, http_client, over, stdio_client
 from devtools.ports import free_port
@@ -95,8 +96,11 @@ async def tour(client: Client) -> dict[str, Any]:
     follow = structured(await client.call_tool("ask", {
         "question": FOLLOW_UP, "history": [{"question": LEAVE, "answer": answered["answer"]}]}))
     listed = structured(await client.call_tool("list_documents", {}))
+    langs = {lang: structured(await client.call_tool("search_policies", {
+        "query": query, "k": 5, "language": lang}))
+        for lang, query in (("zh", "hotel standard on business trips"), ("en", "年假天数"))}
     return {"search": found, "open": opened, "ask": answered, "follow": follow,
-            "list": listed}
+            "list": listed, "langs": langs}
 
 
 def check_tour(done: dict[str, Any]) -> None:
@@ -118,6 +122,9 @@ def check_tour(done: dict[str, Any]) -> None:
     # the follow-up was read with the question before it
     assert "leave" in done["follow"]["searched_for"].lower(), done["follow"]["searched_for"]
     assert done["follow"]["searched_for"] != FOLLOW_UP
+    for lang, found in done["langs"].items():  # only passages of the language asked for
+        assert found["passages"], lang
+        assert {detect_lang(p["text"]) for p in found["passages"]} == {lang}, found
     listed = done["list"]
     assert listed["total"] == len(listed["documents"]) >= 4
     assert all(d["status"] and d["standing"] and d["resource"].startswith("kb://documents/")

@@ -23,7 +23,7 @@ from ui.mcp.tools import KbTools
 from ui.users import Users
 from ui.web.asking import Asking
 from ui.web.gate import Gate
-from ui.wiring import open_services
+from ui.wiring import open_services, users_for
 
 TOKEN_ENV = "KB_TOKEN"
 ADDRESS = "stdio"  # the client address its calls are audited with
@@ -48,11 +48,12 @@ def token_caller(users: Users, token: str) -> Callable[[Context], Awaitable[Who]
 
 def serve_stdio(settings: Settings, token: str) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes them; KbError
-    before anything is served when `token` is refused."""
+    before anything is opened but the ledger when `token` is refused."""
+    with users_for(settings) as users:
+        if users.by_token(token) is None:
+            raise KbError(refused(TOKEN_ENV))
     services = open_services(settings, warm=True)
     try:
-        if services.users.by_token(token) is None:
-            raise KbError(refused(TOKEN_ENV))
         asking = Asking(services.assistant, services.users, services.metrics,
                         Gate(settings.ui.queue_depth), settings.ui.busy_retry_after_s)
         tools = KbTools(asking, services.assistant, services.store, services.users.audit,
