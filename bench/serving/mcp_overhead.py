@@ -28,29 +28,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
-import shutil
-import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx2
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 
-from bench.common import SAMPLE_STORE, Host, ensure_sample_store, questions
-from bench.serving.openai_overhead import SLOW_MS, bench_user, compare, percentiles, warm_up
-from core.offline import offline_environment
-from devtools.app_processes import start_app, stop, wait_ready
+from bench.common import questions
+from bench.serving.in_turn import Way, ask_in_turn, compare, served_sample
 from devtools.mcp_clients import http_client
-from devtools.ports import free_port
 
 GOAL_MS = 5.0  # a tool call adds at most this much at p95 over /api/ask
 VARIANTS = ("api", "v1", "mcp", "mcp_legacy", "mcp_raw")
+COMPARED = (("mcp", "api"), ("mcp_legacy", "api"), ("mcp", "v1"), ("mcp_raw", "api"))
 REVISION = "2026-07-28"
 # What the official client sends with a call at the current revision (the mcp_raw way too)
 CALL_HEADERS = {"Accept": "application/json, text/event-stream",
@@ -67,8 +59,7 @@ def call_body(question: str) -> dict[str, Any]:
 
 
 @contextmanager
-def askers(portal: BlockingPortal, url: str, token: str) -> Iterator[dict[str, Callable[[str],
-                                                                                       str]]]:
+def askers(portal: BlockingPortal, url: str, token: str) -> Iterator[dict[str, Way]]:
     """Each way's function that asks one question and returns the answer's mode, its client
     open (a connection, an MCP session) until the block ends."""
     with ExitStack() as stack:
@@ -119,53 +110,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--warm", type=int, default=20,
                         help="rounds first, not timed (more until none is slow)")
     args = parser.parse_args(argv)
-    offline_environment()
-    settings = ensure_sample_store()
-    work = Path(tempfile.mkdtemp(prefix="kb-mcp-bench-"))
-    store = work / "store"
-    shutil.copytree(SAMPLE_STORE, store)
-    token = bench_user(store)
-    env = {"KB_EMBED_CACHE": settings.embed.cache, "KB_LLM_RETRIES": "0",
-           "KB_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "KB_LLM_CONNECT_TIMEOUT_S": "1.0"}
-    asked = questions()
-    order = random.Random(41)
-    times: dict[str, list[float]] = {kind: [] for kind in VARIANTS}
-    modes: dict[str, int] = {}
-    slow: list[list[Any]] = []  # [round, variant, ms] of each call over SLOW_MS
-    app = start_app(store, env, work)
-    try:
-        wait_ready(app)
-        with start_blocking_portal() as portal, askers(portal, app.url, token) as ways:
-            warm = warm_up(ways, asked, args.warm)
-            host = Host()
-            for n in range(args.rounds):
-                question = asked[(warm + n) % len(asked)]
-                for kind in order.sample(VARIANTS, len(VARIANTS)):
-                    started = time.perf_counter()
-                    mode = ways[kind](question)
-                    took = (time.perf_counter() - started) * 1000
-                    times[kind].append(took)
-                    modes[mode] = modes.get(mode, 0) + 1
-                    if took > SLOW_MS:
-                        slow.append([n, kind, round(took, 1)])
-    finally:
-        stop(app)
-        warnings = [line for line in app.log.read_text(errors="replace").splitlines()
-                    if ("WARNING" in line or "ERROR" in line)
-                    and "retrieval-only answer" not in line]  # those are the point
-        print(f"app log: {len(warnings)} warnings or errors", *warnings[-5:], sep="\n",
-              file=sys.stderr)
-        shutil.rmtree(work, ignore_errors=True)
+    with served_sample("kb-mcp-bench-") as (app, token), start_blocking_portal() as portal, \
+            askers(portal, app.url, token) as ways:
+        found = ask_in_turn({way: ways[way] for way in VARIANTS}, questions(), args.rounds,
+                            args.warm, seed=41)
+    assert found.host is not None
     report: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d", time.gmtime()), "rounds": args.rounds,
-        "warm_rounds": warm, "questions": min(len(asked), args.rounds), "slow_requests": slow,
-        "goal_ms": GOAL_MS, "modes": dict(sorted(modes.items())),
-        **{kind: percentiles(values) for kind, values in times.items()},
-        "mcp_vs_api": compare(times, "mcp", "api"),
-        "mcp_legacy_vs_api": compare(times, "mcp_legacy", "api"),
-        "mcp_vs_v1": compare(times, "mcp", "v1"),
-        "mcp_raw_vs_api": compare(times, "mcp_raw", "api"),
-        "host": host.report(),
+        **found.report(GOAL_MS),
+        **{f"{way}_vs_{base}": compare(found.times, way, base) for way, base in COMPARED},
+        "host": found.host.report(),
     }
     print(json.dumps(report, indent=1))
     return report

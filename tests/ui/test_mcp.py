@@ -10,7 +10,6 @@ token cannot use, and every call in the audit trail."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import shutil
 import socket
@@ -30,9 +29,9 @@ from core.text import detect_lang
 from devtools.app_processes import REPO, AppProcess, start_app, stop, wait_ready
 from devtools.mcp_clients import bearer_http, http_client, over, stdio_client
 from devtools.ports import free_port
-from tests.ui.conftest import Running, Store, _serve
+from tests.ui.conftest import Running, Store
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
-from tests.ui.test_busy import api_ask, metric, stalled_server
+from tests.ui.test_busy import api_ask, busy_server, metric, stalled  # noqa: F401 (fixtures)
 from ui.wiring import ledger_for, users_for
 
 pytestmark = pytest.mark.slow
@@ -286,26 +285,8 @@ def test_every_call_is_audited_with_its_digest_and_documents(served: Served) -> 
     assert records[0].address == "127.0.0.1"
 
 
-@pytest.fixture(scope="module")
-def stalled() -> Iterator[socket.socket]:
-    yield from stalled_server(16)
-
-
-@pytest.fixture(scope="module")
-def busy_server(sample_store: Store, stalled: socket.socket) -> Iterator[Running]:
-    """The app (in this process) with ui.queue_depth 1 and a model server that never answers."""
-    port = stalled.getsockname()[1]
-    llm = dataclasses.replace(sample_store.settings.llm, url=f"http://127.0.0.1:{port}/v1",
-                              connect_timeout_s=2.0, first_token_timeout_s=60.0, retries=0)
-    ui = dataclasses.replace(sample_store.settings.ui, queue_depth=1, busy_retry_after_s=7)
-    for running in _serve(dataclasses.replace(sample_store.settings, llm=llm, ui=ui),
-                          demo=False):
-        running.tokens = sample_store.tokens
-        yield running
-
-
 def test_past_the_queue_depth_a_question_or_search_is_refused_at_once(
-    busy_server: Running, stalled: socket.socket,
+    busy_server: Running, stalled: socket.socket,  # noqa: F811 (test_busy.py's fixtures)
 ) -> None:
     """As /v1 answers 429: with ui.queue_depth 1 held by a question the model never answers,
     `ask` and `search_policies` say busy at once, with the wait; a look-up still answers."""
