@@ -247,15 +247,23 @@ def _cut(
         return dataclasses.replace(p, text="".join(sentences[:lo]).strip())
     if kept or not sentences:
         return None
-    first = sentences[0]
-    lo, hi = 0, len(first)
+    chars = _fitting_chars(sentences[0], fits)
+    return dataclasses.replace(p, text=sentences[0][:chars] + "…") if chars else None
+
+
+def _fitting_chars(sentence: str, fits: Callable[[str], bool]) -> int:
+    """The most characters of `sentence` that fit, cut with "…" (0: none).
+
+    _fitting_chars("年休假五天。", lambda t: len(t) <= 4) -> 3
+    """
+    lo, hi = 0, len(sentence)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if fits(first[:mid] + "…"):
+        if fits(sentence[:mid] + "…"):
             lo = mid
         else:
             hi = mid - 1
-    return dataclasses.replace(p, text=first[:lo] + "…") if lo else None
+    return lo
 
 
 def in_document_order(passages: Sequence[Passage]) -> list[Passage]:

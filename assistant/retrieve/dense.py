@@ -102,12 +102,12 @@ class DenseSearch:
         waits for the interpreter lock until this thread waits too, and the embedding then
         ran after BM25 rather than beside it (English questions on the sample store, without
         the model server: the wait for the dense side 6.5 -> 4.5 ms p50; in the benches with
-        the server, no difference beyond their noise: docs/benchmarks-history.md, issue 12 fifth
-        pass).
+        the server, no difference beyond their noise: docs/benchmarks-history.md, "overhead and 1M,
+        fifth pass").
         Chroma's query and the embedding each give up and take back the interpreter lock
         more than once a call, so pure Python on this thread slows them (at 1M chunks a k=200
         query took 3.0 ms alone, 14.6 beside a thread running Python, 3.1 beside numpy; the
-        embedding 2.2 and 17.8 ms; docs/benchmarks-history.md, issue 12 sixth pass)."""
+        embedding 2.2 and 17.8 ms; docs/benchmarks-history.md, "1M and overhead, sixth pass")."""
         with self._starting:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(

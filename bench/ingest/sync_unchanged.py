@@ -1,6 +1,6 @@
 """A sync pass over 10,000 unchanged files (issue 27: at most 10 s): a folder of small files in
 100 sub-folders, already known to the ledger, kept in sync as one `[[sources]]` entry
-(ingest/sync.py); beside it, in the same run, what an admin runs today after each change: `kb
+(ingest/sync/folder.py); beside it, in the same run, what an admin runs today after each change: `kb
 ingest FOLDER` over the same unchanged folder (`ingest_paths`).
 
 The ledger's rows are seeded through the ledger's own API (`Ledger.replace_document`, one
@@ -30,7 +30,7 @@ from core.sources_settings import SourceSettings
 from core.types import DocMeta
 from ingest.discover import doc_id_for
 from ingest.pipeline import ingest_paths
-from ingest.sync import sync_source
+from ingest.sync.folder import sync_source
 from ui.wiring import store_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from ui.web.i18n import t
+from ui.i18n import t
 
 REPO = Path(__file__).resolve().parents[2]
 

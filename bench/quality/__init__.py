@@ -13,6 +13,8 @@ Each module is a benchmark run from the repository root that prints one JSON rep
     loop_guard.py           the loop guard and the fallback, off and on, with a small real model
     penalties.py            repetition and frequency penalties with the same model
     eval_table.py           Markdown rows from `kb eval --json` reports (for the history)
+    cpu_determinism.py      what the recorded gates can owe to the machine: the embedders'
+                            vectors on 1 and 2 threads, in float32 and bfloat16, compared
 
     .venv/bin/python -m bench approved --full               # a registered one, by its name
     .venv/bin/python -m bench.quality.crosslang_translate   # the others, by their module

@@ -4,7 +4,7 @@ Chinese questions (embed.model, all-MiniLM-L6-v2, reads English only, so `dense`
 Each question of public and public2 is retrieved with the repository's config (the space on);
 its evidence is what the answerability model weighs (assistant/answerable.py) plus
 `multilingual`: the best cosine, in the space, of a passage in the question's own language
-(`Retrieval.crosslang["best_same"]`). The model is then fitted as `kb abstain fit` fits it
+(`Retrieval.space_gate["best_same"]`). The model is then fitted as `kb abstain fit` fits it
 (ui/cli/abstain.py: the two-fold and the other-set checks, each set scored by a model fitted on
 the other) with the shipped model's features, and with `multilingual` added; and each feature's
 ranking power alone (AUC: the chance an answerable question outscores an unanswerable one).
@@ -49,7 +49,7 @@ def collect(stores: Path) -> dict[str, dict[str, list[Row]]]:
         for q in questions:
             retrieval = found[q["id"]]
             evidence = {**retrieval.evidence,
-                        MULTILINGUAL: retrieval.crosslang.get("best_same", 0.0)}
+                        MULTILINGUAL: retrieval.space_gate.get("best_same", 0.0)}
             by_lang.setdefault(q["lang"], {}).setdefault(name, []).append(
                 (evidence, bool(q["answerable"])))
     return by_lang

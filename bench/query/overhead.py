@@ -33,12 +33,12 @@ import numpy as np
 
 import assistant.window as window
 from assistant.answer import Assistant
-from assistant.llm import LlmClient
+from assistant.llm.client import LlmClient
+from assistant.llm.tokens import LocalTokenCounter
 from assistant.pack import _pack_counting_each
 from assistant.pack import pack as PACK
 from assistant.serving.serve import VllmServer
 from assistant.serving.testmodel import build_test_model
-from assistant.tokens import LocalTokenCounter
 from bench.common import SAMPLE_STORE, Host, ensure_sample_store, questions
 from core.offline import offline_environment
 from core.types import Answer, Message

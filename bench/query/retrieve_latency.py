@@ -212,7 +212,7 @@ def window_count(settings):  # type: ignore[no-untyped-def]
     model = REPO / ".cache" / "test-model"
     if not (model / "config.json").is_file():
         return estimate_tokens, "estimate_tokens", None
-    from assistant.tokens import LocalTokenCounter
+    from assistant.llm.tokens import LocalTokenCounter
 
     counter = LocalTokenCounter(model, trust_remote_code=True)
     return counter.count, "test-model tokenizer", counter.prime

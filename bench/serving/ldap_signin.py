@@ -1,5 +1,5 @@
 """What a company sign-in costs: the login check Gradio's `/login` awaits
-(`ui/security/auth.py` `login_check`: the throttle's turn in the ledger, then `SignIn`, the
+(`ui/identity/login.py` `login_check`: the throttle's turn in the ledger, then `SignIn`, the
 directory, and the user's local record), timed against a real OpenLDAP `slapd` on loopback
 (devtools/ldap_server.py), in the two ways in: search then bind with the service account,
 groups by a search that follows nesting; and bind as the user, groups from memberOf. A local
@@ -36,10 +36,10 @@ from devtools.ldap_server import (
     throwaway_directory,
 )
 from store.ledger import Ledger
-from ui.security.auth import LoginGuard, login_check
-from ui.signin.directory import SignIn
-from ui.signin.ldap import Ldap
-from ui.users import Users
+from ui.identity.ldap import Ldap
+from ui.identity.login import LoginGuard, login_check
+from ui.identity.signin import SignIn
+from ui.identity.users import Users
 
 GOAL_MS = 100.0
 PEOPLE_TRIED = [("hanna", "hanna-password"), ("ravi", "ravi-password"), ("mei", "mei-password")]

@@ -5,7 +5,7 @@ It holds documents (path, sha256, status, reason, groups, chunk count, times), t
 with their lexical tokens (this table is the lexical index: BM25 is built from it in memory),
 ingestion runs with per-file results and the ingest queue's jobs, and the query side's users,
 sessions, questions, feedback and conversations, the audit trail (who did what, hash-chained),
-and the answers admins approved (issue 27). Schema changes are the named migrations of
+and the answers admins approved. Schema changes are the named migrations of
 `store/ledger/migrations.py`, applied in order and recorded in the `migrations` table.
 
 Which chunks of a document are live is decided in one transaction (`replace_document`), so a
@@ -36,6 +36,9 @@ says which one a ledger speaks, for the few statements that must differ.
 
 Only these modules speak SQL (and the embedding cache, store/embed/embedder.py, in its own
 file; tests/test_layers.py checks it): everyone else calls `Ledger`'s typed methods.
+
+It imports core only. A new table is a named migration in migrations.py and its methods in the
+module of its concern, or in a new module whose class `Ledger` mixes in.
 """
 
 from __future__ import annotations

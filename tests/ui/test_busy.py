@@ -20,7 +20,7 @@ from bench.load.askers import ask_page, page_client
 from devtools.vllm_server import MODEL_DIR
 from tests.ui.conftest import PASSWORDS, Running, Store, _serve
 from tests.ui.test_app import ask
-from ui.web.gate import Gate
+from ui.gate import Gate
 
 pytestmark = pytest.mark.slow
 

@@ -44,7 +44,7 @@ from devtools.ports import free_port
 from tests.ui.conftest import Store
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from tests.ui.test_oidc import SECRET, exchange, sign_in
-from ui.security.oidc import OidcClient
+from ui.identity.oidc import OidcClient
 from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow

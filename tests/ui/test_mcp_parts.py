@@ -13,11 +13,11 @@ from typing import Any
 
 from core.config import UiSettings
 from core.types import Answer, ApprovedMark, Citation, DocMeta, Passage
-from ui.mcp.http import metadata_url
-from ui.mcp.schemas import ask_result, dates, passage_item, standing
-from ui.mcp.server import build_server
-from ui.mcp.tools import digest
-from ui.web.render import mode_label
+from ui.api.mcp.http import metadata_url
+from ui.api.mcp.schemas import ask_result, dates, passage_item, standing
+from ui.api.mcp.server import build_server
+from ui.api.mcp.tools import digest
+from ui.page.render import mode_label
 
 TOOLS = {"search_policies", "ask", "open_source", "list_documents"}
 

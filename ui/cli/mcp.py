@@ -22,7 +22,7 @@ def mcp_command(settings: Settings) -> None:
     \b
     KB_TOKEN=kb_... kb mcp --config /srv/kb/config.toml
     """
-    from ui.mcp.stdio import TOKEN_ENV, serve_stdio
+    from ui.api.mcp.stdio import TOKEN_ENV, serve_stdio
 
     token = os.environ.get(TOKEN_ENV, "").strip()
     if not token:

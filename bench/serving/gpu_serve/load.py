@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
-from assistant.llm import LlmClient
-from assistant.replicas import ReplicaPool
-from assistant.tokens import LocalTokenCounter
+from assistant.llm.client import LlmClient
+from assistant.llm.replicas import ReplicaPool
+from assistant.llm.tokens import LocalTokenCounter
 from bench.serving.gpu_serve.vllm import GpuMonitor, metrics_of, reset_prefix_cache
 from core.errors import KbError
 

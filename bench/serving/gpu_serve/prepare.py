@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from assistant.answer import should_abstain
+from assistant.llm.tokens import LocalTokenCounter
 from assistant.pack import pack, plan_budget, render_passages
 from assistant.prompt import SYSTEM, build_messages
 from assistant.retrieve.retriever import Retriever
-from assistant.tokens import LocalTokenCounter
 from bench.serving.gpu_serve.load import MAX_TOKENS
 from core.config import LlmSettings, Settings, load_settings
 from core.offline import offline_environment
