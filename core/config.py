@@ -212,6 +212,10 @@ class UiSettings:
         metadata=doc("largest request body (uploads: upload_max_mb per file); more: 413"))
     host: str = field(default="127.0.0.1", metadata=doc("where `kb serve` listens"))
     port: int = field(default=7860, metadata=doc("port of `kb serve`"))
+    public_url: str = field(
+        default="", metadata=doc("the app's address as its users reach it "
+                                  "(https://kb.example.com): links kb hands out and the MCP "
+                                  "resource URL; empty: http://host:port"))
     demo: bool = field(default=False, metadata=doc("demo mode: a sample user, no login"))
     upload_max_mb: float = field(default=50.0, metadata=doc("largest upload"))
     session_hours: float = field(default=12.0, metadata=doc("a login lasts this long"))
@@ -233,6 +237,16 @@ class UiSettings:
                                   "one more is told 'busy, try again' at once"))
     busy_retry_after_s: int = field(
         default=5, metadata=doc("Retry-After seconds of the API's 503 when busy"))
+
+    @property
+    def base_url(self) -> str:
+        """Where users reach the app: `public_url` without its last slash, else the address
+        `kb serve` listens on.
+
+            UiSettings(public_url="https://kb.example.com/").base_url -> "https://kb.example.com"
+            UiSettings().base_url -> "http://127.0.0.1:7860"
+        """
+        return self.public_url.rstrip("/") or f"http://{self.host}:{self.port}"
 
 
 @dataclass(frozen=True)
