@@ -240,6 +240,16 @@ class UiSettings:
     busy_retry_after_s: int = field(
         default=5, metadata=doc("Retry-After seconds of the API's 503 when busy"))
 
+    @property
+    def base_url(self) -> str:
+        """Where users reach the app: `public_url` without its last slash, else the address
+        `kb serve` listens on.
+
+            UiSettings(public_url="https://kb.example.com/").base_url -> "https://kb.example.com"
+            UiSettings().base_url -> "http://127.0.0.1:7860"
+        """
+        return self.public_url.rstrip("/") or f"http://{self.host}:{self.port}"
+
 
 @dataclass(frozen=True)
 class Settings:

@@ -13,7 +13,7 @@ every room may use; the rooms import each other one way only (tests/test_layers.
     web/             the web process: one app serving the page, the APIs and sign-in
     page/            the Gradio page: chat, sources, conversations
     admin/           the admin tab's views
-    api/             the machine interfaces: `/api`, `/v1`, the chat platforms, next MCP
+    api/             the machine interfaces: `/api`, `/v1`, MCP, the chat platforms
     identity/        users, sign-in, sessions and the guard
 
 It imports every floor below, through their public functions (`Assistant.ask`,

@@ -88,6 +88,9 @@ SOURCES: dict[str, Source] = {
     # issue 25: the OpenAI-compatible endpoint against POST /api/ask, three runs of 300 rounds
     "openai": Source(tuple(f"{RESULTS}issue25-openai-overhead-{n}.json" for n in (1, 2, 3)),
                      bench="openai"),
+    # issue 41: the MCP server's ask tool against POST /api/ask and /v1, three runs of 1000 rounds
+    "mcp": Source(tuple(f"{RESULTS}issue41-mcp-overhead-{n}.json" for n in (1, 2, 3)),
+                  bench="mcp"),
     # issue 26: the audit trail's cost to a question; 40 wrong sign-ins at once, 10 runs, now
     # and with the code before it (ac51a22), their floods taking turns
     "audit": Source((f"{RESULTS}issue26-audit-latency.json",), bench="audit"),

@@ -118,11 +118,16 @@ class SignIn:
         """The record of someone the OpenID provider signed in, with the groups its token
         names, bound to their (issuer, subject); AccountRefused when that name is a local
         account's or another way's, bound to another subject, or disabled here."""
-        subject = f"{self.oidc.issuer if self.oidc else ''}#{identity.subject}"
-        user = self._take(identity.name, identity.groups, "oidc", subject)
+        user = self.adopt_bearer(identity)
         with self._lock:
             self._identities[user.name] = identity
         return user
+
+    def adopt_bearer(self, identity: Identity) -> User:
+        """`adopt_oidc` for an access token the provider signed (an agent's, at the MCP
+        server): the same record, groups and refusals, and no refresh token kept."""
+        subject = f"{self.oidc.issuer if self.oidc else ''}#{identity.subject}"
+        return self._take(identity.name, identity.groups, "oidc", subject)
 
     def follow(self, user: User, source: str) -> User | None:
         """`user` (whose record is `source`'s) as the directory or the OpenID provider has them

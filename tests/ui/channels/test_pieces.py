@@ -143,7 +143,7 @@ def test_channels_status_names_every_platform_and_what_is_missing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    from ui.cli.channels import channels_group
+    from ui.cli.interfaces import channels_group
 
     config = tmp_path / "kb.toml"
     config.write_text('[ui]\npublic_url = "https://kb.example.com"\n'

@@ -1,6 +1,8 @@
-"""`kb channels status`: each chat platform kb answers in, whether it is set up, and what it
-did in the last day (docs/channels.md).
+"""The commands of the machine interfaces (ui/api/): `kb mcp`, the MCP server over stdio for a
+desktop client (docs/mcp.md), and `kb channels status`, each chat platform kb answers in, whether
+it is set up and what it did in the last day (docs/channels.md).
 
+    KB_TOKEN=kb_... kb mcp        # as the user of the kb API token in KB_TOKEN
     kb channels status            # enabled, callback URL, secrets set, events, answers, refusals
     kb channels status --json
 """
@@ -17,11 +19,30 @@ import click
 from core.config import Settings
 from core.errors import ConfigError
 from core.settings.channels import SECRETS
-from ui.api.channels.hub import PLATFORMS
 from ui.cli.common import with_settings
 from ui.wiring import ledger_for
 
 DAY_S = 86400.0
+
+
+@click.command("mcp")
+@with_settings
+def mcp_command(settings: Settings) -> None:
+    """Serve kb's tools to an agent over stdio (Model Context Protocol).
+
+    The agent's client starts it, with the kb API token of the person it asks for in
+    KB_TOKEN (`kb users token NAME`): it finds only what their groups may read.
+
+    \b
+    KB_TOKEN=kb_... kb mcp --config /srv/kb/config.toml
+    """
+    from ui.api.mcp.stdio import TOKEN_ENV, serve_stdio
+
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise click.ClickException(f"{TOKEN_ENV} is empty: set it to a kb API token "
+                                   "(`kb users token NAME`) in the client's config")
+    serve_stdio(settings, token)
 
 
 @click.group("channels")
@@ -32,6 +53,8 @@ def channels_group() -> None:
 def platform_status(settings: Settings, name: str, done: dict[str, Any],
                     refused: int) -> dict[str, Any]:
     """One platform's settings (never a secret's value) and its last day."""
+    from ui.api.channels.hub import PLATFORMS
+
     table = getattr(settings.channels, name)
     secrets = {k: os.environ.get(k, "") for k in SECRETS[name]}
     problem = ""
@@ -61,6 +84,8 @@ def channels_status(settings: Settings, as_json: bool) -> None:
     \b
     kb channels status
     """
+    from ui.api.channels.hub import PLATFORMS
+
     since = time.time() - DAY_S
     with ledger_for(settings) as ledger:
         counts = ledger.channel_counts(since)
