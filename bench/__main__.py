@@ -93,6 +93,9 @@ BENCHES: dict[str, Bench] = {
                          "40 parallel wrong sign-ins: the slowest page request of each run"),
     "body-flood": Bench("load.body_flood", "--runs 3", "--runs 1", False,
                         "large bodies to /v1/chat/completions: another user's slowest request"),
+    "channels-ack": Bench("load.channels_ack", "--rounds 3", "--rounds 1", False,
+                          "signed chat callbacks of five platforms, 20 at once: the slowest "
+                          "acknowledgement"),
     "refresh": Bench("serving.refresh_delay", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
     "gpu-ingest": Bench("ingest.gpu_ingest", f"{PUBLIC_DOCS} --workers 1,8",

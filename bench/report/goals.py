@@ -36,7 +36,7 @@ def judge(rec: Recorded) -> Judged:
     found = Judged()
     for part in (quality_goals, followup_goals, crosslang_goals, owner_goals, ingest_pace,
                  reindex_goal, latency_goals, gpu_serving, load_goal, api_overhead_goal,
-                 mcp_goal, signin_goals):
+                 mcp_goal, signin_goals, channels_goal):
         found.add(part(rec))
     return found
 
@@ -185,3 +185,8 @@ def signin_goals(rec: Recorded) -> Judged:
         "ldap": all(ldap[way]["p95_ms"] <= 100 for way in ("search_then_bind", "bind_as_user")),
         "audit": rec.report("audit")["p95_added_ms"] <= 1,
         "flood": flood["runs_total"] >= 10 and flood["goal_met"]})
+
+
+def channels_goal(rec: Recorded) -> Judged:
+    ours = rec.report("channels_ack")
+    return Judged(met={"channels": ours["concurrent_max_ms"] <= ours["goal_max_ms"]})

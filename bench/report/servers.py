@@ -2,11 +2,13 @@
 askers at once through the page and the API (`python -m bench load`, bench/load/askers.py), the
 OpenAI-compatible endpoint against `POST /api/ask` (`python -m bench openai`,
 bench/serving/openai_overhead.py), the MCP server's `ask` tool against both (`python -m bench
-mcp`, bench/serving/mcp_overhead.py) and another user's requests while large bodies are posted
-(bench/load/body_flood.py)."""
+mcp`, bench/serving/mcp_overhead.py), another user's requests while large bodies are posted
+(bench/load/body_flood.py), and the chat platforms' callbacks acknowledged while 20 arrive at
+once (bench/load/channels_ack.py)."""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from bench.report.recorded import Recorded, span
@@ -110,3 +112,16 @@ def bodies(rec: Recorded) -> dict[str, str]:
             "messages_size": f"{attacks['messages']['size']:,}",
             "numbers_size": f"{attacks['numbers']['size']:,}",
             "load": f"{ours['host']['load_average'][0]:.0f}", "run": rec.run_line("body_flood")}
+
+
+def channels(rec: Recorded) -> dict[str, str]:
+    ours = rec.report("channels_ack")
+    found = [[name, f"{max(p['alone_ms']):.0f} ms", f"{p['concurrent_max_ms']:.0f} ms",
+              f"{p['concurrent_max_ms'] / statistics.median(p['alone_ms']):.0f}×",
+              f"{p['concurrent_median_ms']:.0f} ms", f"{p['concurrent_p95_ms']:.0f} ms",
+              f"within {max(p['all_answered_s']):.1f} s"]
+             for name, p in ours["platforms"].items()]
+    return {"rows": rows(found), "concurrent": str(ours["concurrent"]),
+            "rounds": str(ours["rounds"]), "platforms": str(len(ours["platforms"])),
+            "max": f"{ours['concurrent_max_ms']:.0f}",
+            "load": f"{ours['host']['load_average'][0]:.0f}", "run": rec.run_line("channels_ack")}

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from core.access import check_group
-from core.auth_settings import AuthSettings
 from core.errors import ConfigError, DirectoryUnavailable, KbError
+from core.settings.auth import AuthSettings
 from core.types import User
 from ui.identity.groups import map_groups
 from ui.identity.ldap import Ldap, Person
@@ -99,6 +99,16 @@ class SignIn:
         if person is None:
             return None
         return self._adopt(person, typed=name)
+
+    def find(self, value: str, user_filter: str = "") -> User | None:
+        """The record of the directory person `value` names (their user name, or with
+        `user_filter` such as "(mail={user})" another attribute), as the directory has them
+        now; None without a service account, when nobody or several are found, or when the
+        record may not be theirs. DirectoryUnavailable when the directory is down."""
+        if self.ldap is None or not self.ldap.can_lookup:
+            return None
+        person = self.ldap.lookup(value, user_filter)
+        return self._quietly(person.name, person.groups, "ldap") if person else None
 
     def adopt_header(self, name: str, groups: Sequence[str]) -> User | None:
         """The record of a user a trusted proxy signed in, with the groups it names."""

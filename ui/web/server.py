@@ -1,5 +1,6 @@
 """The web server: FastAPI with `POST /api/ask`, the OpenAI-compatible `/v1/` routes, the MCP
-server at `/mcp` (ui/api/mcp/), `GET /metrics`, the cited page and section routes, and the page
+server at `/mcp` (ui/api/mcp/), the chat platforms' callbacks (`/channels/<platform>/events`,
+ui/api/channels/), `GET /metrics`, the cited page and section routes, and the page
 (`ui/page/app.py`) mounted at `/` behind the login, its routes guarded.
 
     app = create_server(services)   # FastAPI: the routes + the page behind a login
@@ -32,6 +33,7 @@ from core.errors import AccessDenied
 from core.types import User
 from ui.admin.sources import watch_sources
 from ui.api.asking import Asking
+from ui.api.channels.hub import open_channels
 from ui.api.kb_api import api_router
 from ui.api.mcp.http import mount_mcp
 from ui.api.openai_api import openai_router
@@ -147,6 +149,9 @@ def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
     server.include_router(api_router(asking, services.conversations))
     server.include_router(openai_router(asking))
     mount_mcp(server, services, asking)
+    channels = open_channels(services, asking)  # the chat platforms (ui/api/channels/)
+    if channels is not None:
+        server.include_router(channels.router())
     watch_sources(services.metrics, services.store, services.settings.sources)
     server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)

@@ -7,7 +7,7 @@ take them (`ui/api/asking.py`: the gate, the answering threads, the record).
     tools = KbTools(asking, assistant, store, audit, base_url="https://kb.example.com")
     server = build_server(tools, caller)   # caller(ctx) -> Who: the user of the call at hand
     mount_mcp(app, services, asking)       # /mcp in kb serve (ui/web/server.py)
-    serve_stdio(settings, token)           # kb mcp (ui/cli/mcp.py)
+    serve_stdio(settings, token)           # kb mcp (ui/cli/interfaces.py)
 
 Every call names its caller: over HTTP the bearer token of the request (a kb API token, or the
 OpenID provider's access token for kb's resource URL, `ui.public_url` + /mcp), over stdio the
@@ -32,7 +32,7 @@ The server is put together from one part per concern, each in its own module:
 It imports what the machine interfaces share in its parent room (asking.py, and the API's
 limits and the OpenAI face's citation links), identity/ (users, tokens, OpenID checks), the
 ui hall (the wiring, the audit trail, the gate, labels), page/render.py's mode labels and the
-floors below; nothing imports it but ui/web/server.py and ui/cli/mcp.py. A new tool goes in
+floors below; nothing imports it but ui/web/server.py and ui/cli/interfaces.py. A new tool goes in
 tools.py (its work, audited like the others) and server.py (its description and schemas); a
 new transport gets a module of its own beside http.py and stdio.py.
 """
