@@ -228,7 +228,8 @@ class E5Space:
     def _encoder(self) -> Any:
         from store.embed.e5_openvino import open_e5
 
-        return open_e5(self._root, self._batch_size)
+        with self._lock:  # made once, whichever thread asks first (a wave, the warm-up)
+            return open_e5(self._root, self._batch_size)
 
     def query(self, text: str) -> Vectors:
         if self._warm is not None:
@@ -237,7 +238,8 @@ class E5Space:
         with self._lock:
             if self._numpy is None:
                 self._numpy = E5NumpyQuestions(self._root)
-        return self._numpy.query(text)
+            questions = self._numpy
+        return questions.query(text)
 
     def passages(self, texts: Sequence[str]) -> Vectors:
         vectors: Vectors = self._encoder().passages(texts)
