@@ -147,3 +147,12 @@ def chosen(found: Sequence[Found], most: int = 2) -> list[int]:
     if not best:
         return []
     return best[:most] if top >= 2 else best[:1]
+
+
+def best_quote(question: str, text: str) -> str:
+    """The words of `text` that best answer `question` (what a search result cites): the
+    sentence, or the table row, `answering` picks; "" for no text.
+
+    best_quote("sick leave?", "Pay is monthly. Sick leave is 5 days.") -> "Sick leave is 5 days."
+    """
+    return answering(question, text).quote if text.strip() else ""

@@ -3,7 +3,7 @@ of the question, cited [n], before the passages (shown once, as sources)."""
 
 from __future__ import annotations
 
-from assistant.best_sentence import answering, blocks, chosen, tidy
+from assistant.best_sentence import answering, best_quote, blocks, chosen, tidy
 from assistant.exits import fallback, retrieval_only
 from assistant.prompt import ACROSS_NOTICE, NOTHING_FOUND
 from core.types import Passage
@@ -96,3 +96,10 @@ def test_a_fallback_says_why_then_quotes_what_answers() -> None:
     first, second = answer.answer.splitlines()
     assert "could not be checked" in first and second.endswith("[1]")
     assert answer.raw_answer == "raw text"
+
+
+def test_best_quote_is_the_sentence_a_search_result_cites() -> None:
+    text = "Pay is monthly. Sick leave is 5 days a year. Ask HR."
+    assert best_quote("How many days of sick leave?", text) == "Sick leave is 5 days a year."
+    assert best_quote("病假几天？", "工资按月发放。病假为五天。") == "病假为五天。"
+    assert best_quote("anything", "") == ""
