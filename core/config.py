@@ -12,7 +12,8 @@ and a one-line comment. Research knobs (ranking and fusion weights, candidate co
 thresholds, sizes tuned by measurement) are marked `tuning` (core/config_fields.py): their
 defaults live here only, `docs/tuning.md` gives the measurement behind each, and a config file
 or a `KB_` variable may still set them. The `[auth]` and `[audit]` sections are in
-core/auth_settings.py, `[retrieve]` in core/retrieve_settings.py, `[sync]` and the `[[sources]]`
+core/auth_settings.py, `[privacy]` and `[retention]` in core/privacy_settings.py, `[retrieve]`
+in core/retrieve_settings.py, `[sync]` and the `[[sources]]`
 array in core/sources_settings.py.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
@@ -32,6 +33,7 @@ from typing import Any
 from core.auth_settings import AuditSettings, AuthSettings
 from core.config_fields import doc, tuning
 from core.errors import ConfigError
+from core.privacy_settings import PrivacySettings, RetentionSettings
 from core.retrieve_settings import RetrieveSettings
 from core.sources_settings import SourceSettings, SyncSettings, read_sources
 
@@ -246,6 +248,8 @@ class Settings:
     ui: UiSettings = field(default_factory=UiSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
+    privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
     # the folders kept in sync, `[[sources]]` (core/sources_settings.py); not a section of keys
     sources: tuple[SourceSettings, ...] = ()

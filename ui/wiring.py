@@ -66,7 +66,7 @@ class Services:
         if self._metrics is None:
             from ui.web.metrics import Metrics
 
-            self._metrics = Metrics()
+            self._metrics = Metrics(mask=self.settings.privacy.mask)
         return self._metrics
 
     def close(self) -> None:

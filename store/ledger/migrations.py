@@ -329,4 +329,31 @@ MIGRATIONS: list[tuple[str, str]] = [
         UPDATE users SET disabled = 0 WHERE password_hash LIKE 'directory$%-off'
         """,
     ),
+    # --- 018_privacy: what kb keeps about people (store/ledger/people.py, store/retention.py).
+    # Audit records written from here on commit to a salted digest of their address and details
+    # (version 2, store/ledger/audit_chain.py), so an erasure can redact them; earlier ones stay
+    # version 1 and verify as before. Legal holds; indexes the retention pass and an erasure
+    # look rows up by (time, person) with.
+    (
+        "018_privacy",
+        """
+        ALTER TABLE audit ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE audit ADD COLUMN salt TEXT NOT NULL DEFAULT '';
+        ALTER TABLE audit ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+        CREATE INDEX audit_actor ON audit (actor);
+        CREATE INDEX audit_object ON audit (object);
+        CREATE TABLE holds (
+            name TEXT PRIMARY KEY,
+            reason TEXT NOT NULL,
+            held_by TEXT NOT NULL,
+            held_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX questions_created ON questions (created_at);
+        CREATE INDEX questions_user ON questions (user, id);
+        CREATE INDEX feedback_question ON feedback (question_id);
+        CREATE INDEX feedback_created ON feedback (created_at);
+        CREATE INDEX feedback_user ON feedback (user);
+        CREATE INDEX conversation_turns_created ON conversation_turns (created_at)
+        """,
+    ),
 ]

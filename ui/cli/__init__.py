@@ -1,8 +1,8 @@
 """`kb`: the command line of kb-assistant. One group, short commands; each command calls the
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
-`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`) and is
-imported only when it runs.
+`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`,
+`prune.py`) and is imported only when it runs.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"
@@ -10,6 +10,8 @@ imported only when it runs.
     kb serve --demo
     kb users add alice --groups all,hr --admin
     kb audit verify
+    kb users export alice > alice.json
+    kb prune
     kb sync --once
     kb answers list --suspended
 """
@@ -37,6 +39,7 @@ COMMAND_MODULES = {
     "ui.cli.audit": ("audit_group",),
     "ui.cli.sync": ("sync_command",),
     "ui.cli.answers": ("answers_group",),
+    "ui.cli.prune": ("prune_command",),
 }
 COMMAND_HOMES = {
     **dict.fromkeys(("ingest", "reindex", "delete", "status", "worker"), "ui.cli.ingest"),
@@ -49,6 +52,7 @@ COMMAND_HOMES = {
     "audit": "ui.cli.audit",
     "sync": "ui.cli.sync",
     "answers": "ui.cli.answers",
+    "prune": "ui.cli.prune",
 }
 
 

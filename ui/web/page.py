@@ -203,6 +203,9 @@ def _sidebar(lab: Labels) -> Sidebar:
             forget = lab(gr.Button(t("delete_conversation"), size="sm", variant="stop",
                                    elem_id="kb-forget"), value="delete_conversation")
         message = gr.Markdown(elem_id="kb-conv-msg")
+        # what kb keeps about the signed-in person, as a JSON download (`GET /my-data`)
+        lab(gr.Button(t("my_data"), link="/my-data", size="sm", elem_id="kb-my-data"),
+            value="my_data")
     return Sidebar(conversations, title, rename, forget, message)
 
 

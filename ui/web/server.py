@@ -13,6 +13,7 @@ sessions, uploads and files are guarded (`ui/security/guard.py`), its bodies cap
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import sys
@@ -27,9 +28,11 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount
 
 from core.config import Settings
-from core.errors import AccessDenied
+from core.errors import AccessDenied, KbError
 from core.types import User
+from store.retention import RetentionSchedule
 from ui.audit import cli_actor, settings_digest
+from ui.people import PersonalData
 from ui.security.auth import (
     LoginGuard,
     SessionTable,
@@ -228,8 +231,26 @@ def metrics_route(metrics: Metrics, access: MetricsAccess) -> Any:
 def page_router(app: ChatHandlers, session_user: SessionUser) -> APIRouter:
     """`GET /page/{chunk_id}`: the PDF page of a passage as a PNG, and `GET /section/{chunk_id}`:
     the HTML of its Word section, for a signed-in user whose groups include the passage's
-    document (404 otherwise: no hint that it exists)."""
+    document (404 otherwise: no hint that it exists); `GET /my-data`: what kb keeps about the
+    signed-in person, as a JSON download (ui/people.py)."""
     router = APIRouter()
+
+    @router.get("/my-data")
+    async def my_data(request: Request) -> Response:
+        user = await run_in_threadpool(session_user, request)
+        if user is None:
+            return JSONResponse({"error": "not signed in"}, status_code=401)
+        people = PersonalData(app.users.ledger, app.audit, user.name)  # reads only
+        try:
+            data = await run_in_threadpool(people.export, user.name, user.name,
+                                           client_address.get())
+        except KbError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        day = data["exported_at"][:10]
+        return Response(json.dumps(data, ensure_ascii=False, indent=1),
+                        media_type="application/json", headers={
+                            "Content-Disposition": f'attachment; filename="my-data-{day}.json"',
+                            "Cache-Control": "private, no-store"})
 
     @router.get("/page/{chunk_id}")
     async def page(chunk_id: str, request: Request, q: str = "") -> Response:
@@ -308,6 +329,9 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
     try:
         app = create_server(services, demo=demo)
         record_start(services, demo)
+        passes = RetentionSchedule(services.store.ledger, settings, cli_actor())
+        passes.start()
+        services.on_close.append(passes.stop)
         settle_heap()
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,

@@ -1,0 +1,166 @@
+"""Records past their retention, a batch at a time (store/retention.py runs the pass): each
+batch is found by a read outside any transaction, then deleted in one short transaction, so a
+question recorded meanwhile waits for one batch at most. A person on legal hold (`holds`) keeps
+their rows. Also the masking of personal numbers in rows written before the ledger masked
+(`mask_batch`), from where the last pass left off.
+
+    ledger.prune_batch("questions", before=..., gaps_before=..., after=None) -> (500, marker)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from store.ledger.base import LedgerBase
+
+_NOT_HELD = "NOT IN (SELECT name FROM holds)"
+_GAP = ("(t.mode = 'abstained' OR EXISTS (SELECT 1 FROM feedback f WHERE f.question_id = t.id "
+        "AND f.rating = -1))")
+
+
+@dataclass(frozen=True)
+class AgedTable:
+    """A table pruned by age: its time column, its key (a marker of where a pass is), the rows
+    it may never prune (those of held people, conversations still holding turns), and the
+    rows of other tables that go with each (`children`: table, column naming the key)."""
+
+    table: str
+    time: str
+    key: tuple[str, ...]
+    keep: str
+    children: tuple[tuple[str, str], ...] = ()
+
+
+AGED = {
+    "questions": AgedTable("questions", "created_at", ("id",), f"t.user {_NOT_HELD}",
+                           (("feedback", "question_id"),)),
+    "feedback": AgedTable("feedback", "created_at", ("id",), f"t.user {_NOT_HELD}"),
+    "conversation_turns": AgedTable(
+        "conversation_turns", "created_at", ("conversation_id", "ordinal"),
+        "t.conversation_id NOT IN (SELECT c.id FROM conversations c JOIN holds h "
+        "ON h.name = c.owner)"),
+    "conversations": AgedTable(
+        "conversations", "updated_at", ("id",),
+        f"t.owner {_NOT_HELD} AND NOT EXISTS (SELECT 1 FROM conversation_turns u "
+        "WHERE u.conversation_id = t.id)"),
+}
+# Free text kept about people, by table (key columns, text columns), for `mask_batch`.
+TEXTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "questions": (("id",), ("question", "answer")),
+    "feedback": (("id",), ("comment",)),
+    "gap_notes": (("key",), ("note",)),
+    "conversations": (("id",), ("title",)),
+    "conversation_turns": (("conversation_id", "ordinal"),
+                           ("question", "answer", "raw_answer", "searched_for")),
+}
+Marker = list[Any] | None  # where a pass is: the time and key of the last row it looked at
+
+
+def _after(key: tuple[str, ...], first: str = "") -> str:
+    """The condition "this row's (first, *key) comes after the marker's", in plain comparisons
+    (an index on the first column serves it).
+
+    _after(("id",), "created_at")
+        -> "(created_at > ? OR (created_at = ? AND (id > ?)))"
+    """
+    columns = [first, *key] if first else list(key)
+    clause = f"{columns[-1]} > ?"
+    for column in reversed(columns[:-1]):
+        clause = f"({column} > ? OR ({column} = ? AND ({clause})))"
+    return clause
+
+
+def _in_keys(key: tuple[str, ...], n: int) -> str:
+    """The condition "this row's key is one of `n` given".
+
+    _in_keys(("a", "b"), 2) -> "(a, b) IN (VALUES (?, ?), (?, ?))"
+    """
+    one = f"({', '.join('?' * len(key))})"
+    return f"({', '.join(key)}) IN (VALUES {', '.join([one] * n)})"
+
+
+def _after_args(marker: list[Any]) -> list[Any]:
+    """The arguments of `_after` for `marker` (its values in order)."""
+    args: list[Any] = []
+    for value in marker[:-1]:
+        args += [value, value]
+    return [*args, marker[-1]]
+
+
+class Retention(LedgerBase):
+    """Rows past their retention deleted a batch at a time; old rows masked."""
+
+    def prune_batch(self, name: str, before: float, after: Marker = None, batch: int = 500,
+                    gaps_before: float | None = None) -> tuple[int, Marker]:
+        """Delete up to `batch` rows of table `name` (of `AGED`) older than `before`, from the
+        marker `after` on (None: the oldest), with their `children`; (how many went, the marker
+        of the last row looked at, or None when no row is left to look at). For questions,
+        `gaps_before` is the limit of those that are knowledge gaps."""
+        t = AGED[name]
+        newest = before if gaps_before is None else max(before, gaps_before)
+        where = [f"t.{t.time} < ?", t.keep]
+        args: list[Any] = [newest]
+        if gaps_before is not None:
+            where.append(f"((NOT {_GAP} AND t.{t.time} < ?) OR ({_GAP} AND t.{t.time} < ?))")
+            args += [before, gaps_before]
+        if after is not None:
+            where.append(_after(tuple(f"t.{k}" for k in t.key), f"t.{t.time}"))
+            args += _after_args(after)
+        order = ", ".join([f"t.{t.time}", *(f"t.{k}" for k in t.key)])
+        rows = self.db.execute(
+            f"SELECT {order} FROM {t.table} t WHERE {' AND '.join(where)} ORDER BY {order} "
+            "LIMIT ?", (*args, batch)).fetchall()
+        if not rows:
+            return 0, None
+        keys = [tuple(r)[1:] for r in rows]
+        with self.transaction() as db:
+            for child, column in t.children:
+                db.execute(f"DELETE FROM {child} WHERE {_in_keys((column,), len(keys))}",
+                           [k[0] for k in keys])
+            gone = int(db.execute(f"DELETE FROM {t.table} AS t WHERE {t.keep} AND "
+                                  f"{_in_keys(t.key, len(keys))}",
+                                  [v for k in keys for v in k]).rowcount)
+        return gone, list(rows[-1])
+
+    def mask_batch(self, name: str, mask: Callable[[str], str], after: Marker = None,
+                   batch: int = 500) -> tuple[int, Marker]:
+        """Mask the free text of up to `batch` rows of table `name` (of `TEXTS`) from the
+        marker `after` on; (rows changed, the marker of the last row read, None at the end)."""
+        key, texts = TEXTS[name]
+        where, args = ("", []) if after is None else (f"WHERE {_after(key)}", _after_args(after))
+        rows = self.db.execute(
+            f"SELECT {', '.join(key + texts)} FROM {name} {where} ORDER BY {', '.join(key)} "
+            "LIMIT ?", (*args, batch)).fetchall()
+        if not rows:
+            return 0, None
+        changed = []
+        for row in rows:
+            masked = [mask(row[c]) for c in texts]
+            if masked != [row[c] for c in texts]:
+                changed.append((*masked, *(row[k] for k in key)))
+        if changed:
+            with self.transaction() as db:
+                db.executemany(f"UPDATE {name} SET {', '.join(f'{c} = ?' for c in texts)} "
+                               f"WHERE {' AND '.join(f'{k} = ?' for k in key)}", changed)
+        return len(changed), [rows[-1][k] for k in key]
+
+    def claim_due(self, key: str, now: float, every_s: float) -> bool:
+        """Whether this process takes the turn `key` names (a scheduled pass) that is due by
+        `now`; the next is then due `every_s` later. One process of those asking wins."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO meta VALUES (?, '0') ON CONFLICT(key) DO NOTHING", (key,))
+            return bool(db.execute(
+                "UPDATE meta SET value = ? WHERE key = ? AND CAST(value AS BIGINT) <= ?",
+                (str(int(now + every_s)), key, int(now))).rowcount)
+
+    def marker(self, name: str) -> Marker:
+        """Where the masking of table `name` left off (None: at the start)."""
+        text = self.get_meta(f"masked.{name}")
+        return json.loads(text) if text else None
+
+    def set_marker(self, name: str, marker: Marker) -> None:
+        with self.transaction() as db:
+            self.set_meta(f"masked.{name}", json.dumps(marker) if marker else "", db)
