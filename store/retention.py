@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -52,36 +53,41 @@ DAY = 86400.0
 
 @dataclass
 class PassReport:
-    """What a pass removed (rows or files, by kind), masked and pruned, and how long it and
-    its longest batch took."""
+    """What a pass removed (rows or files, by kind), masked and pruned; how long it took, its
+    batches, and the longest of their transactions (what a question recorded meanwhile may
+    wait for)."""
 
     removed: dict[str, int] = field(default_factory=dict)
     masked: int = 0
     audit_pruned: int = 0
     batches: int = 0
-    longest_batch_ms: float = 0.0
+    longest_transaction_ms: float = 0.0
     seconds: float = 0.0
 
 
 class _Batches:
-    """Runs a pass's batches: times each, pauses after each, counts them."""
+    """Runs a pass's batches: counts what each changed, pauses after each at least as long as
+    it took."""
 
-    def __init__(self, report: PassReport, pause_s: float) -> None:
-        self.report, self.pause_s = report, pause_s
+    def __init__(self, ledger: Ledger, report: PassReport, pause_s: float) -> None:
+        self.ledger, self.report, self.pause_s = ledger, report, pause_s
 
-    def run(self, step: Callable[[Marker], tuple[int, Marker]], marker: Marker = None
-            ) -> tuple[int, Marker]:
-        """`step` from `marker` until it reports no rows left; (rows changed, last marker)."""
-        total = 0
+    def run(self, step: Callable[[Marker], tuple[dict[str, int], Marker]],
+            marker: Marker = None) -> tuple[Counter[str], Marker]:
+        """`step` from `marker` until it reports no rows left; (rows changed by table or kind,
+        the last marker)."""
+        total: Counter[str] = Counter()
         while True:
             started = time.perf_counter()
             changed, after = step(marker)
             took = time.perf_counter() - started
             self.report.batches += 1
-            self.report.longest_batch_ms = max(self.report.longest_batch_ms, took * 1000)
+            self.report.longest_transaction_ms = max(
+                self.report.longest_transaction_ms, self.ledger.longest_transaction_s() * 1000)
             if after is None:
                 return total, marker
-            total, marker = total + changed, after
+            total.update(changed)
+            marker = after
             time.sleep(max(self.pause_s, took))
 
 
@@ -98,14 +104,18 @@ def prune_pass(ledger: Ledger, settings: Settings, actor: str, now: float | None
     now = time.time() if now is None else now
     keep = settings.retention
     report = PassReport()
-    batches = _Batches(report, pause_s)
+    batches = _Batches(ledger, report, pause_s)
     gaps = cutoff(keep.gaps_days, now)
     limits = {"questions": (keep.questions_days, gaps), "feedback": (keep.feedback_days, None),
               "conversation_turns": (keep.conversations_days, None),
               "conversations": (keep.conversations_days, None)}
+    removed: Counter[str] = Counter()
+    ledger.longest_transaction_s()  # from here on
     for table, (days, gaps_before) in limits.items():
-        report.removed[table], _ = batches.run(partial(
+        gone, _ = batches.run(partial(
             ledger.prune_batch, table, cutoff(days, now), batch=batch, gaps_before=gaps_before))
+        removed.update(gone)
+    report.removed = {table: removed[table] for table in limits}
     report.masked = mask_old_text(ledger, batches, batch)
     store = settings.store_path()
     report.removed["uploads"] = prune_uploads(ledger, store / "uploads", keep.uploads_days, now)
@@ -115,7 +125,7 @@ def prune_pass(ledger: Ledger, settings: Settings, actor: str, now: float | None
         report.audit_pruned = ledger.prune_audit(cutoff(settings.audit.keep_days, now), actor,
                                                  "local")
     report.seconds = round(time.perf_counter() - started, 3)
-    report.longest_batch_ms = round(report.longest_batch_ms, 1)
+    report.longest_transaction_ms = round(report.longest_transaction_ms, 1)
     ledger.append_audit([AuditEntry(time.time(), actor, "local", "retention.pass", "ledger",
                                     "ok", {**asdict(report), "limits": keep.limits()})])
     logger.info("retention pass: %s", asdict(report))
@@ -133,7 +143,7 @@ def mask_old_text(ledger: Ledger, batches: _Batches, batch: int) -> int:
         changed, last = batches.run(partial(ledger.mask_batch, table, mask_personal, batch=batch),
                                     ledger.marker(table))
         ledger.set_marker(table, last)
-        masked += changed
+        masked += changed["masked"]
     return masked
 
 
@@ -257,7 +267,7 @@ def report_lines(report: PassReport) -> list[str]:
     lines = [f"{kind:<20} {n} removed" for kind, n in report.removed.items()]
     lines += [f"{'masked':<20} {report.masked} rows",
               f"{'audit records':<20} {report.audit_pruned} pruned",
-              f"{report.batches} batches in {report.seconds:.1f} s (longest "
-              f"{report.longest_batch_ms:.0f} ms)"]
+              f"{report.batches} batches in {report.seconds:.1f} s (the longest "
+              f"transaction {report.longest_transaction_ms:.0f} ms)"]
     return lines
 

@@ -144,12 +144,22 @@ class LedgerBase:
     def transaction(self) -> Iterator[Connection]:
         db = self.db
         db.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+        began = time.perf_counter()
         try:
             yield db
         except BaseException:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+        held = time.perf_counter() - began
+        if held > getattr(self._local, "longest", 0.0):
+            self._local.longest = held
+
+    def longest_transaction_s(self) -> float:
+        """The longest transaction of this thread since the last call (from the moment it had
+        the database's write turn to its commit): how long a writer waited on it at most."""
+        longest, self._local.longest = getattr(self._local, "longest", 0.0), 0.0
+        return float(longest)
 
     def close(self) -> None:
         with self._connections_lock:

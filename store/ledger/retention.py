@@ -4,7 +4,8 @@ question recorded meanwhile waits for one batch at most. A person on legal hold 
 their rows. Also the masking of personal numbers in rows written before the ledger masked
 (`mask_batch`), from where the last pass left off.
 
-    ledger.prune_batch("questions", before=..., gaps_before=..., after=None) -> (500, marker)
+    ledger.prune_batch("questions", before=..., gaps_before=...)
+        -> ({"feedback": 12, "questions": 500}, marker)
 """
 
 from __future__ import annotations
@@ -94,11 +95,11 @@ class Retention(LedgerBase):
     """Rows past their retention deleted a batch at a time; old rows masked."""
 
     def prune_batch(self, name: str, before: float, after: Marker = None, batch: int = 500,
-                    gaps_before: float | None = None) -> tuple[int, Marker]:
+                    gaps_before: float | None = None) -> tuple[dict[str, int], Marker]:
         """Delete up to `batch` rows of table `name` (of `AGED`) older than `before`, from the
-        marker `after` on (None: the oldest), with their `children`; (how many went, the marker
-        of the last row looked at, or None when no row is left to look at). For questions,
-        `gaps_before` is the limit of those that are knowledge gaps."""
+        marker `after` on (None: the oldest), with their `children`; (rows deleted by table,
+        the marker of the last row looked at, or None when no row is left to look at). For
+        questions, `gaps_before` is the limit of those that are knowledge gaps."""
         t = AGED[name]
         newest = before if gaps_before is None else max(before, gaps_before)
         where = [f"t.{t.time} < ?", t.keep]
@@ -114,28 +115,31 @@ class Retention(LedgerBase):
             f"SELECT {order} FROM {t.table} t WHERE {' AND '.join(where)} ORDER BY {order} "
             "LIMIT ?", (*args, batch)).fetchall()
         if not rows:
-            return 0, None
+            return {}, None
         keys = [tuple(r)[1:] for r in rows]
+        gone: dict[str, int] = {}
         with self.transaction() as db:
             for child, column in t.children:
-                db.execute(f"DELETE FROM {child} WHERE {_in_keys((column,), len(keys))}",
-                           [k[0] for k in keys])
-            gone = int(db.execute(f"DELETE FROM {t.table} AS t WHERE {t.keep} AND "
-                                  f"{_in_keys(t.key, len(keys))}",
-                                  [v for k in keys for v in k]).rowcount)
+                gone[child] = int(db.execute(
+                    f"DELETE FROM {child} WHERE {_in_keys((column,), len(keys))}",
+                    [k[0] for k in keys]).rowcount)
+            gone[name] = int(db.execute(
+                f"DELETE FROM {t.table} AS t WHERE {t.keep} AND {_in_keys(t.key, len(keys))}",
+                [v for k in keys for v in k]).rowcount)
         return gone, list(rows[-1])
 
     def mask_batch(self, name: str, mask: Callable[[str], str], after: Marker = None,
-                   batch: int = 500) -> tuple[int, Marker]:
+                   batch: int = 500) -> tuple[dict[str, int], Marker]:
         """Mask the free text of up to `batch` rows of table `name` (of `TEXTS`) from the
-        marker `after` on; (rows changed, the marker of the last row read, None at the end)."""
+        marker `after` on; ({"masked": rows changed}, the marker of the last row read, None at
+        the end)."""
         key, texts = TEXTS[name]
         where, args = ("", []) if after is None else (f"WHERE {_after(key)}", _after_args(after))
         rows = self.db.execute(
             f"SELECT {', '.join(key + texts)} FROM {name} {where} ORDER BY {', '.join(key)} "
             "LIMIT ?", (*args, batch)).fetchall()
         if not rows:
-            return 0, None
+            return {}, None
         changed = []
         for row in rows:
             masked = [mask(row[c]) for c in texts]
@@ -145,7 +149,7 @@ class Retention(LedgerBase):
             with self.transaction() as db:
                 db.executemany(f"UPDATE {name} SET {', '.join(f'{c} = ?' for c in texts)} "
                                f"WHERE {' AND '.join(f'{k} = ?' for k in key)}", changed)
-        return len(changed), [rows[-1][k] for k in key]
+        return {"masked": len(changed)}, [rows[-1][k] for k in key]
 
     def claim_due(self, key: str, now: float, every_s: float) -> bool:
         """Whether this process takes the turn `key` names (a scheduled pass) that is due by

@@ -7,6 +7,9 @@ was on masked; people on legal hold keep theirs.
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import click
 
 from core.config import Settings
@@ -17,20 +20,21 @@ from ui.wiring import ledger_for
 
 
 @click.command("prune")
+@click.option("--json", "as_json", is_flag=True, help="Print the pass's report as JSON.")
 @with_settings
-def prune_command(settings: Settings) -> None:
+def prune_command(settings: Settings, as_json: bool) -> None:
     """Remove what is kept past [retention]'s limits (a batch at a time: questions are answered
     meanwhile) and record the pass in the audit trail. `kb serve`, `kb worker` and `kb sync`
     run one every retention.every_hours.
 
     \b
     kb prune
-    KB_RETENTION_QUESTIONS_DAYS=90 kb prune
+    KB_RETENTION_QUESTIONS_DAYS=90 kb prune --json
     """
     with ledger_for(settings) as ledger:
         report = prune_pass(ledger, settings, cli_actor())
         head = head_text(*ledger.audit_head())
-    for line in report_lines(report):
+    for line in [json.dumps(asdict(report))] if as_json else report_lines(report):
         click.echo(line)
     click.echo(f"audit head {head} (keep it outside the server; later: kb audit verify "
                f"--expect {head})", err=True)
