@@ -4,9 +4,9 @@ before masking was on masked, and the pass recorded in the audit trail with its 
 on legal hold keep their records (store/ledger/people.py).
 
 The ledger's rows go a batch at a time (store/ledger/retention.py), each batch one short
-transaction followed by a pause at least as long, so a question recorded during a pass waits
-for one batch at most (bench/retention_pass.py measures `POST /api/ask` during a pass over a
-million questions). Files go too: uploads of documents since deleted (moved aside to
+transaction of a few rows followed by a pause, so a question recorded during a pass waits for
+one such transaction at most (bench/retention_pass.py measures `POST /api/ask` during a pass
+over a million questions). Files go too: uploads of documents since deleted (moved aside to
 `uploads/.deleted/` when a pass first finds them deleted, removed `uploads_days` later), the
 log files kb writes in the store (the model server's, `logs/`) not written for `logs_days`, and
 the admin tab's downloads (`cache/exports/`) after a day.
@@ -40,8 +40,13 @@ from store.ledger.retention import TEXTS, Marker
 
 logger = logging.getLogger(__name__)
 
-BATCH = 500  # rows per transaction
-PAUSE_S = 0.02  # the least pause after each batch (at least as long as the batch took)
+# Rows per transaction: 50 deletes hold SQLite's write turn about 1 ms (100: 2 ms, 400: 9 ms,
+# medians on the 2-core test host), which a question's own write then waits for at most.
+BATCH = 50
+# After each batch the pass waits PAUSE_SHARE times as long as the batch took, PAUSE_S at
+# least (0: no pause, for tests): at most a third of a core, and a few percent of the write
+# turns, go to the pass.
+PAUSE_S, PAUSE_SHARE = 0.02, 2.0
 FRESH_UPLOAD_S = 3600.0  # an upload younger than this may still be on its way in: never moved
 DELETED = ".deleted"  # the uploads' folder for the files of deleted documents
 # The admin tab's downloads (ui/web/handlers.py: knowledge gaps, the audit trail as CSV), in the
@@ -88,7 +93,8 @@ class _Batches:
                 return total, marker
             total.update(changed)
             marker = after
-            time.sleep(max(self.pause_s, took))
+            if self.pause_s:
+                time.sleep(max(self.pause_s, PAUSE_SHARE * took))
 
 
 def cutoff(days: float, now: float) -> float:
@@ -140,8 +146,9 @@ def mask_old_text(ledger: Ledger, batches: _Batches, batch: int) -> int:
         if not ledger.mask:
             ledger.set_marker(table, None)
             continue
-        changed, last = batches.run(partial(ledger.mask_batch, table, mask_personal, batch=batch),
-                                    ledger.marker(table))
+        upto = ledger.last_key(table)  # rows written from now on are masked as they come
+        changed, last = batches.run(partial(ledger.mask_batch, table, mask_personal,
+                                            batch=batch, upto=upto), ledger.marker(table))
         ledger.set_marker(table, last)
         masked += changed["masked"]
     return masked

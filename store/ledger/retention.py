@@ -60,18 +60,21 @@ TEXTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 Marker = list[Any] | None  # where a pass is: the time and key of the last row it looked at
 
 
-def _after(key: tuple[str, ...], first: str = "") -> str:
-    """The condition "this row's (first, *key) comes after the marker's", in plain comparisons
-    (an index on the first column serves it).
+def _compare(key: tuple[str, ...], op: str) -> str:
+    """The key as a row value compared with a marker's (its primary key serves it).
 
-    _after(("id",), "created_at")
-        -> "(created_at > ? OR (created_at = ? AND (id > ?)))"
+    _compare(("a", "b"), ">") -> "(a, b) > (?, ?)"
     """
-    columns = [first, *key] if first else list(key)
-    clause = f"{columns[-1]} > ?"
-    for column in reversed(columns[:-1]):
-        clause = f"({column} > ? OR ({column} = ? AND ({clause})))"
-    return clause
+    return f"({', '.join(key)}) {op} ({', '.join('?' * len(key))})"
+
+
+def _after(key: tuple[str, ...], first: str) -> str:
+    """The condition "this row's (first, *key) comes after the marker's": a range of `first`
+    (so its index serves it, in its order) less the rows of the marker's time already seen.
+
+    _after(("id",), "created_at") -> "created_at >= ? AND NOT (created_at = ? AND (id) <= (?))"
+    """
+    return f"{first} >= ? AND NOT ({first} = ? AND {_compare(key, '<=')})"
 
 
 def _in_keys(key: tuple[str, ...], n: int) -> str:
@@ -84,11 +87,8 @@ def _in_keys(key: tuple[str, ...], n: int) -> str:
 
 
 def _after_args(marker: list[Any]) -> list[Any]:
-    """The arguments of `_after` for `marker` (its values in order)."""
-    args: list[Any] = []
-    for value in marker[:-1]:
-        args += [value, value]
-    return [*args, marker[-1]]
+    """The arguments of `_after` for `marker` (its time, then its key)."""
+    return [marker[0], *marker]
 
 
 class Retention(LedgerBase):
@@ -129,15 +129,19 @@ class Retention(LedgerBase):
         return gone, list(rows[-1])
 
     def mask_batch(self, name: str, mask: Callable[[str], str], after: Marker = None,
-                   batch: int = 500) -> tuple[dict[str, int], Marker]:
+                   batch: int = 500, upto: Marker = None) -> tuple[dict[str, int], Marker]:
         """Mask the free text of up to `batch` rows of table `name` (of `TEXTS`) from the
-        marker `after` on; ({"masked": rows changed}, the marker of the last row read, None at
-        the end)."""
+        marker `after` on, up to the row `upto` (None: to the end); ({"masked": rows changed},
+        the marker of the last row read, None at the end)."""
         key, texts = TEXTS[name]
-        where, args = ("", []) if after is None else (f"WHERE {_after(key)}", _after_args(after))
+        where, args = ["1 = 1"], []
+        for op, marker in ((">", after), ("<=", upto)):
+            if marker is not None:
+                where.append(_compare(key, op))
+                args += marker
         rows = self.db.execute(
-            f"SELECT {', '.join(key + texts)} FROM {name} {where} ORDER BY {', '.join(key)} "
-            "LIMIT ?", (*args, batch)).fetchall()
+            f"SELECT {', '.join(key + texts)} FROM {name} WHERE {' AND '.join(where)} "
+            f"ORDER BY {', '.join(key)} LIMIT ?", (*args, batch)).fetchall()
         if not rows:
             return {}, None
         changed = []
@@ -150,6 +154,13 @@ class Retention(LedgerBase):
                 db.executemany(f"UPDATE {name} SET {', '.join(f'{c} = ?' for c in texts)} "
                                f"WHERE {' AND '.join(f'{k} = ?' for k in key)}", changed)
         return {"masked": len(changed)}, [rows[-1][k] for k in key]
+
+    def last_key(self, name: str) -> Marker:
+        """The key of the last row of table `name` (of `TEXTS`) now; None when it is empty."""
+        key, _ = TEXTS[name]
+        row = self.db.execute(f"SELECT {', '.join(key)} FROM {name} ORDER BY "
+                              f"{', '.join(f'{k} DESC' for k in key)} LIMIT 1").fetchone()
+        return list(row) if row else None
 
     def claim_due(self, key: str, now: float, every_s: float) -> bool:
         """Whether this process takes the turn `key` names (a scheduled pass) that is due by

@@ -15,6 +15,7 @@ import pytest
 
 from core.config import Settings
 from core.errors import KbError
+from core.privacy import mask_personal
 from core.privacy_settings import RetentionSettings
 from core.types import Answer
 from store.ledger import MIGRATIONS, PERSONAL, AuditEntry, Ledger
@@ -290,7 +291,7 @@ def test_text_is_kept_masked_and_older_text_masked_by_the_next_pass(where: str,
         rate(ledger, qid, "alice", -1)
         ledger.replace_feedback(qid, "alice", -1, f"call me on {PHONE}")
         converse(ledger, "c", "alice", 0)
-        ledger.add_conversation_turn("c", "alice", f"mail me: alice@corp.example.cn", Answer(
+        ledger.add_conversation_turn("c", "alice", "mail me: alice@corp.example.cn", Answer(
             f"Dial {PHONE}", mode="fallback", raw_answer=f"raw {PHONE}",
             searched_for=f"mail me: alice@corp.example.cn {PHONE}"))
         ledger.set_gap_note("g", f"ask {PHONE}", "admin")
@@ -325,3 +326,18 @@ def test_one_process_claims_a_due_pass(where: str) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_the_masking_walk_stops_at_the_rows_there_when_it_began(ledger: Ledger) -> None:
+    """Questions asked during a pass are masked as they come: the walk does not chase them
+    (under a stream of questions it would never end)."""
+    for i in range(5):
+        ask(ledger, "alice", f"question {i}, call {PHONE}")
+    upto = ledger.last_key("questions")
+    ask(ledger, "alice", f"asked meanwhile, call {PHONE}")  # this ledger does not mask
+    done, after = ledger.mask_batch("questions", mask_personal, None, 3, upto)
+    assert done == {"masked": 3}
+    done, after = ledger.mask_batch("questions", mask_personal, after, 3, upto)
+    assert done == {"masked": 2}
+    assert ledger.mask_batch("questions", mask_personal, after, 3, upto) == ({}, None)
+    assert f"asked meanwhile, call {PHONE}" in questions(ledger)
