@@ -162,6 +162,14 @@ class Retention(LedgerBase):
                               f"{', '.join(f'{k} DESC' for k in key)} LIMIT 1").fetchone()
         return list(row) if row else None
 
+    def checkpoint(self) -> None:
+        """SQLite: copy what the write-ahead log holds into the database file now, from this
+        connection, without waiting for anyone (PASSIVE). A pass does it after each batch, so
+        the log stays short and a question's commit is not the one that crosses SQLite's
+        threshold and copies the pass's pages. PostgreSQL: nothing."""
+        if self.dialect == "sqlite":
+            self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     def claim_due(self, key: str, now: float, every_s: float) -> bool:
         """Whether this process takes the turn `key` names (a scheduled pass) that is due by
         `now`; the next is then due `every_s` later. One process of those asking wins."""
