@@ -12,13 +12,13 @@ A question that means the same as one an admin approved (assistant/approved/) ge
 first, before retrieval and generation (mode "approved", `Answer.approved` says by whom and
 when), when its asker may see it and its citations are live as approved.
 
-When retrieval is not confident the model is skipped and the answer says the documents don't
-cover the question, with the nearest documents as pointers. When the model server cannot be
-reached the answer quotes the best passages instead (retrieval-only mode). A model that starts
-repeating itself is stopped at once (assistant/loopguard.py); an answer that keeps no verified
-citation, or was cut by the guard, gives way to the best passages (mode "fallback", the model's
-text kept in `raw_answer`). Every answer is recorded in the ledger with its cited chunks and
-timings.
+When retrieval is not confident the model is skipped and the answer says the documents don't cover
+the question, with the nearest documents as pointers. When the model server cannot be reached the
+answer quotes the best passages instead (retrieval-only mode). A model that starts repeating itself
+is stopped at once (assistant/llm/loopguard.py); an answer that keeps no verified citation, or was
+cut by the guard, gives way to the best passages (mode "fallback", the model's text kept in
+`raw_answer`; these exits are assistant/exits.py). Every answer is recorded in the ledger with its
+cited chunks and timings.
 """
 
 from __future__ import annotations
@@ -33,27 +33,16 @@ from datetime import date
 from pathlib import Path
 
 from assistant.answerable import load_model
-from assistant.approved.answers import ApprovedAnswers, Draft, Served
-from assistant.best_sentence import quote_best
+from assistant.approved.answers import ApprovedAnswers, Draft
 from assistant.cite import Verified, attribute, verify
+from assistant.exits import abstained, fallback, retrieval_only
 from assistant.followup import REWRITES, Reading, read_question
-from assistant.loopguard import LoopGuard
-from assistant.pack import plan_budget, render_passages
-from assistant.prompt import (
-    LOOPED,
-    MIDWAY_FAILURE,
-    UNSUPPORTED,
-    abstention_text,
-    build_messages,
-    crosses,
-    defuse,
-    retrieval_only_text,
-)
+from assistant.llm.loopguard import LoopGuard
+from assistant.prompt import LOOPED, MIDWAY_FAILURE, UNSUPPORTED
+from assistant.retrieve.crosslang.translate import TRANSLATES, translated
 from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
-from assistant.tokens import special_tokens
-from assistant.translate import TRANSLATES, translated
-from assistant.window import Neighbours, fill_budget, snapshot_neighbours
+from assistant.window import Neighbours, pack_prompt, snapshot_neighbours
 from core.config import Settings
 from core.errors import AccessDenied, ConfigError, GenerationError, KbError, SymbolicLink
 from core.policy_dates import Today
@@ -151,7 +140,7 @@ class Assistant:
         how = self.settings.retrieve.translate  # the served model's translation (translate.py)
         if how == "off":
             return reading
-        langs = self.retriever.crosslang.languages(self.retriever.snapshot())
+        langs = self.retriever.space.languages(self.retriever.snapshot())
         return translated(reading, how, self.generator, langs)
 
     def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:
@@ -221,32 +210,56 @@ class Assistant:
         reading = self.read(question, history)
         read_ms = (time.perf_counter() - started) * 1000
         lang: Lang = "zh" if detect_lang(question) == "zh" else "en"
+        asking = _Asking(question, reading.text, user, lang, started, {})
         if not reading.context:  # a follow-up that leans on its history is no approved question
-            t_match = time.perf_counter()
-            with self._lock:
-                served = self.approved.find(reading.question, groups, self.retriever.snapshot(),
-                                             self.retriever.today())
+            served = self._approved_first(reading.question, groups, asking)
             if served is not None:
-                timings = {"approved": (time.perf_counter() - t_match) * 1000}
-                asking = _Asking(question, reading.text, user, lang, started, timings)
-                yield from self._approved(asking, served)
+                yield from self._finish(served, asking)
                 return
         with self._lock:
             retrieval = self.retriever.retrieve(reading.question, groups, context=reading.context)
             neighbours = snapshot_neighbours(self.retriever.snapshot())
-        timings = {"retrieve": retrieval.timings_ms["retrieve"]}
+        asking.timings = {"retrieve": retrieval.timings_ms["retrieve"]}
         if history:  # reading a follow-up with its history (a model's rewrite included)
-            timings["read_followup"] = read_ms
-        asking = _Asking(question, reading.text, user, lang, started, timings)
+            asking.timings["read_followup"] = read_ms
         if should_abstain(retrieval, self.settings):
-            yield from self._abstain(asking, retrieval.passages)
+            yield from self._finish(abstained(lang, retrieval.passages), asking)
             return
+        yield from self._generate(asking, history, retrieval.passages, neighbours)
+
+    def _approved_first(
+        self, question: str, groups: Sequence[str], asking: _Asking
+    ) -> Answer | None:
+        """The answer an admin approved for this question, with its citations as live passages
+        and who approved it and when, where the asker may see it; else None."""
+        t_match = time.perf_counter()
+        with self._lock:
+            served = self.approved.find(question, groups, self.retriever.snapshot(),
+                                        self.retriever.today())
+        if served is None:
+            return None
+        asking.timings = {"approved": (time.perf_counter() - t_match) * 1000}
+        logger.info("approved answer %d served (lexical %.2f, dense %.2f)", served.answer.id,
+                    served.lexical, served.dense)
+        return served.as_answer()
+
+    def _generate(
+        self,
+        asking: _Asking,
+        history: Sequence[Turn],
+        passages: list[Passage],
+        neighbours: Neighbours,
+    ) -> Iterator[str | Answer]:
+        """The model's answer from the passages packed into its window, its citations checked;
+        the best passages quoted instead when the model is unavailable, loops or cites nothing
+        it may (answer.fallback_unverified)."""
         t_pack = time.perf_counter()
         try:
-            packed, messages, bound = self._pack(asking, history, retrieval.passages, neighbours)
+            packed, messages, bound = pack_prompt(asking.question, asking.lang, history, passages,
+                                                  neighbours, self.counter, self.settings)
         except GenerationError as exc:
             # also a token counter that cannot be loaded: no model to count for
-            yield from self._retrieval_only(asking, retrieval.passages, str(exc))
+            yield from self._retrieval_only(asking, passages, str(exc))
             return
         asking.timings["pack"] = (time.perf_counter() - t_pack) * 1000
         try:
@@ -254,71 +267,24 @@ class Assistant:
         except GenerationError as exc:  # before the first piece
             yield from self._retrieval_only(asking, packed, str(exc))
             return
-        checked = self._verify(streamed.raw, packed, lang)
+        checked = self._verify(streamed.raw, packed, asking.lang)
         verified = any(c.supported for c in checked.citations)
         notice, looped = streamed.notice, streamed.looped
         # an answer cut short (server killed or stalled mid-answer) is incomplete, however well
         # its first sentences are cited: the best passages are quoted instead
         if looped or (self.settings.answer.fallback_unverified and (notice or not verified)):
-            why = LOOPED[lang] if looped else notice or UNSUPPORTED[lang]
-            yield from self._fallback(asking, packed, why, streamed.raw)
-            return
-        answer = Answer(
-            checked.text + (("\n" + notice) if notice else ""),
-            citations=checked.citations,
-            passages=packed,
-            unverified=checked.unverified or bool(notice),
-            notice=notice,
-            raw_answer=streamed.raw,
-        )
-        yield from self._finish(answer, asking)
-
-    def _pack(
-        self,
-        asking: _Asking,
-        history: Sequence[Turn],
-        passages: list[Passage],
-        neighbours: Neighbours,
-    ) -> tuple[list[Passage], list[Message], int]:
-        """The passages that fit the model's window beside the rules, question and recent
-        turns, the messages that send them, and a bound on the prompt's tokens.
-        GenerationError when the model's tokenizer cannot be loaded."""
-        counter, settings = self.counter, self.settings
-        kept = settings.answer.history_turns
-        turns = list(history)[-kept:] if kept else []
-        past = [
-            m
-            for t in turns
-            for m in (
-                {"role": "user", "content": t.question},
-                {"role": "assistant", "content": t.answer},
+            why = LOOPED[asking.lang] if looped else notice or UNSUPPORTED[asking.lang]
+            answer = fallback(asking.searched_for, asking.lang, packed, why, streamed.raw)
+        else:
+            answer = Answer(
+                checked.text + (("\n" + notice) if notice else ""),
+                citations=checked.citations,
+                passages=packed,
+                unverified=checked.unverified or bool(notice),
+                notice=notice,
+                raw_answer=streamed.raw,
             )
-        ]
-        specials = special_tokens(counter)
-        across = crosses(asking.lang, passages)  # passages in the other language (issue 29)
-        budget = plan_budget(
-            asking.question,
-            past,
-            asking.lang,
-            counter.count,
-            max_model_len=settings.llm.max_model_len,
-            answer_tokens=settings.llm.answer_tokens,
-            specials=specials,
-            across=across,
-        )
-        packed = fill_budget(
-            passages, budget.passages, counter.count, neighbours, settings.retrieve.hit_share
-        )
-        block = defuse(render_passages(packed), specials)  # counted as sent
-        # The prompt is at most what the budget left the rest (rules, question, history,
-        # the template and its seams: `plan_budget`'s margin) plus the block, which `pack`
-        # counted (a cached count): the client need not count the prompt before sending it.
-        llm = settings.llm
-        bound = llm.max_model_len - llm.answer_tokens - budget.passages + counter.count(block)
-        messages = build_messages(
-            asking.question, block, budget.history, asking.lang, specials, across
-        )
-        return packed, messages, bound
+        yield from self._finish(answer, asking)
 
     def _stream(
         self, asking: _Asking, messages: list[Message], bound: int
@@ -372,54 +338,14 @@ class Assistant:
         a, b = self.store.embed_question([claim, quote])
         return float(a @ b)
 
-    # --- the exits: answers without (or instead of) the model's ---------------------------
-    def _abstain(self, asking: _Asking, passages: list[Passage]) -> Iterator[str | Answer]:
-        """The documents don't cover the question: the nearest three as pointers."""
-        answer = Answer(
-            abstention_text(asking.lang, passages[:3]),
-            abstained=True,
-            passages=passages[:3],
-            mode="abstained",
-        )
-        yield from self._finish(answer, asking)
-
-    def _approved(self, asking: _Asking, served: Served) -> Iterator[str | Answer]:
-        """An admin approved an answer to this question: it, with its citations as live
-        passages, marked with who approved it and when."""
-        logger.info("approved answer %d served (lexical %.2f, dense %.2f)", served.answer.id,
-                    served.lexical, served.dense)
-        yield from self._finish(served.as_answer(), asking)
-
+    # --- the answer as given ----------------------------------------------------------------
     def _retrieval_only(
         self, asking: _Asking, passages: Sequence[Passage], reason: str
     ) -> Iterator[str | Answer]:
         """The model is unavailable (`reason`): the best passages quoted instead."""
         logger.warning("retrieval-only answer: %s", reason)
-        shown, citations = quote_best(asking.searched_for, passages)
-        answer = Answer(
-            retrieval_only_text(asking.lang, shown, fallback=False),
-            citations=citations,
-            passages=shown,
-            mode="retrieval_only",
-            notice=reason,
-        )
-        yield from self._finish(answer, asking)
-
-    def _fallback(
-        self, asking: _Asking, packed: list[Passage], why: str, raw_answer: str
-    ) -> Iterator[str | Answer]:
-        """The model's answer could not be trusted (`why`): the best passages quoted after it,
-        its text kept in `raw_answer`."""
-        shown, citations = quote_best(asking.searched_for, packed)
-        answer = Answer(
-            retrieval_only_text(asking.lang, shown, fallback=True),
-            citations=citations,
-            passages=list(packed),  # every packed passage: the model's [n] refer to them
-            mode="fallback",
-            notice=why,
-            raw_answer=raw_answer,
-        )
-        yield from self._finish(answer, asking)
+        yield from self._finish(
+            retrieval_only(asking.searched_for, asking.lang, passages, reason), asking)
 
     def _finish(self, answer: Answer, asking: _Asking) -> Iterator[str | Answer]:
         """The answer timed and recorded; yields the text the model did not stream (a

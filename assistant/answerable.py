@@ -67,8 +67,8 @@ EVIDENCE = (
     "absent",
     "type_agrees",
 )
-# What the shipped model weighs, and `kb abstain fit` by default (issue 10,
-# docs/benchmarks-history.md).
+# What the shipped model weighs, and `kb abstain fit` by default (docs/benchmarks-history.md,
+# "abstention, second pass").
 FEATURES = ("amount_mass", "documents")
 SHIPPED = Path(__file__).parent / "data" / "answerable.json"
 RARE_TERMS = 3
@@ -103,7 +103,7 @@ def features(
 ) -> dict[str, float]:
     """The evidence for one question; `rows` are the top passages' rows in `bm25`; `terms`:
     the question's terms where they are not its own (a question carried into the other
-    language: assistant/retrieve/bilingual.py).
+    language: assistant/retrieve/crosslang/bridge.py).
 
     features("VPN product?", [p], index, [0], 0.41, 0.7)["absent"] -> 0.5  (when "vpn" is
         nowhere in the index)

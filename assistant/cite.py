@@ -189,25 +189,30 @@ def verify(
                 supported.add(n)
             rank = support + (1.0 if ok else 0.0)
             if n not in found or rank > best_support[n]:
-                # a passage merged from chunks of several pages: the quoted chunk's page
-                page = p.page_at(max(p.text.find(quote), 0))
-                if page != p.page:
-                    p = dataclasses.replace(p, page=page, page_end=page)
-                found[n] = Citation(
-                    n=n,
-                    file=p.file,
-                    page=p.page,
-                    section=p.section_path,
-                    quote=quote,
-                    chunk_id=p.chunk_id,
-                    page_label=p.page_label,
-                    review_due=p.review_due,
-                )
+                found[n] = _citation(n, p, quote)
                 best_support[n] = rank
         keep.append(tuple(kept))
     text = _rewrite(answer, markers, keep)
     citations = [dataclasses.replace(c, supported=c.n in supported) for c in found.values()]
     return Verified(text, citations, unverified=not any(c.supported for c in citations))
+
+
+def _citation(n: int, p: Passage, quote: str) -> Citation:
+    """Citation [n] of passage `p` by `quote`; a passage merged from chunks of several pages
+    cites the quoted chunk's page."""
+    page = p.page_at(max(p.text.find(quote), 0))
+    if page != p.page:
+        p = dataclasses.replace(p, page=page, page_end=page)
+    return Citation(
+        n=n,
+        file=p.file,
+        page=p.page,
+        section=p.section_path,
+        quote=quote,
+        chunk_id=p.chunk_id,
+        page_label=p.page_label,
+        review_due=p.review_due,
+    )
 
 
 def _rewrite(answer: str, markers: Sequence[Marker], keep: Sequence[tuple[int, ...]]) -> str:

@@ -147,7 +147,8 @@ def read_followup(question: str, earlier: Sequence[str]) -> Reading:
     if not context or not leans_on_history(question):
         return Reading(question)
     # the topic words only: the earlier question whole found the same passages (Chinese hit@1
-    # a little higher) but its longer search cost 6-13 ms more at p95 (bench/followup_latency.py)
+    # a little higher) but its longer search cost 6-13 ms more at p95
+    # (bench/query/followup_latency.py)
     return Reading(question, context=topic_words(context))
 
 

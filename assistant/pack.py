@@ -247,15 +247,23 @@ def _cut(
         return dataclasses.replace(p, text="".join(sentences[:lo]).strip())
     if kept or not sentences:
         return None
-    first = sentences[0]
-    lo, hi = 0, len(first)
+    chars = _fitting_chars(sentences[0], fits)
+    return dataclasses.replace(p, text=sentences[0][:chars] + "…") if chars else None
+
+
+def _fitting_chars(sentence: str, fits: Callable[[str], bool]) -> int:
+    """The most characters of `sentence` that fit, cut with "…" (0: none).
+
+    _fitting_chars("年休假五天。", lambda t: len(t) <= 4) -> 3
+    """
+    lo, hi = 0, len(sentence)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if fits(first[:mid] + "…"):
+        if fits(sentence[:mid] + "…"):
             lo = mid
         else:
             hi = mid - 1
-    return dataclasses.replace(p, text=first[:lo] + "…") if lo else None
+    return lo
 
 
 def in_document_order(passages: Sequence[Passage]) -> list[Passage]:
@@ -277,7 +285,7 @@ def pack(passages: Sequence[Passage], budget_tokens: int, count: Count) -> list[
     ordered = sorted(merge_adjacent(dedupe(passages)), key=lambda p: -p.score)
     kept: list[Passage] = []
     # Counting the whole block after every passage re-tokenizes it again and again (most of the
-    # pipeline's time before the request: bench/overhead.py). While the sum of each passage's
+    # pipeline's time before the request: bench/query/overhead.py). While the sum of each passage's
     # own count (plus its seam) stays within the budget, the block does too, so it is counted
     # only near the budget; the end checks the block exactly and, should the sum have been no
     # bound, packs again counting every step, as before.

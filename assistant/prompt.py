@@ -42,7 +42,7 @@ SYSTEM: dict[str, str] = {
     ),
 }
 
-# Added to the rules when passages are in the other language than the question (issue 29): the
+# Added to the rules when passages are in the other language than the question: the
 # answer stays in the asker's language, quotations stay as written.
 ACROSS: dict[str, str] = {
     "zh": "部分资料是英文的：仍用中文回答，引用资料原文时照原文引用，不要翻译引文。",

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from assistant.llm.tokens import local_model_dir, special_tokens
 from assistant.pack import (
     SEAM_TOKENS,
     Count,
@@ -34,11 +35,11 @@ from assistant.pack import (
     plan_budget,
     render_passages,
 )
-from assistant.tokens import local_model_dir
+from assistant.prompt import build_messages, crosses, defuse
 from core.config import Settings
 from core.ports import TokenCounter
 from core.text import CJK_CHAR, Lang
-from core.types import Passage
+from core.types import Message, Passage, Turn
 
 if TYPE_CHECKING:
     from assistant.retrieve.snapshot import Snapshot
@@ -60,7 +61,7 @@ def window_counter(settings: Settings) -> Count:
     model_dir = local_model_dir(settings.llm.model, settings.base_dir)
     if model_dir is None:
         return estimate_tokens
-    from assistant.tokens import LocalTokenCounter
+    from assistant.llm.tokens import LocalTokenCounter
 
     counter: TokenCounter = LocalTokenCounter(
         model_dir, trust_remote_code=settings.llm.trust_remote_code
@@ -162,3 +163,53 @@ def fill_window(
     return fill_budget(
         passages, budget.passages, count, neighbours, settings.retrieve.hit_share
     )
+
+
+def pack_prompt(
+    question: str,
+    lang: Lang,
+    history: Sequence[Turn],
+    passages: list[Passage],
+    neighbours: Neighbours,
+    counter: TokenCounter,
+    settings: Settings,
+) -> tuple[list[Passage], list[Message], int]:
+    """The passages that fit the model's window beside the rules, question and recent turns
+    (answer.history_turns), the messages that send them, and a bound on the prompt's tokens.
+    GenerationError when the model's tokenizer cannot be loaded.
+
+        packed, messages, bound = pack_prompt(q, "en", [], passages, neighbours, counter, s)
+    """
+    kept = settings.answer.history_turns
+    turns = list(history)[-kept:] if kept else []
+    past = [
+        m
+        for t in turns
+        for m in (
+            {"role": "user", "content": t.question},
+            {"role": "assistant", "content": t.answer},
+        )
+    ]
+    specials = special_tokens(counter)
+    across = crosses(lang, passages)  # passages in the other language than the question's
+    budget = plan_budget(
+        question,
+        past,
+        lang,
+        counter.count,
+        max_model_len=settings.llm.max_model_len,
+        answer_tokens=settings.llm.answer_tokens,
+        specials=specials,
+        across=across,
+    )
+    packed = fill_budget(
+        passages, budget.passages, counter.count, neighbours, settings.retrieve.hit_share
+    )
+    block = defuse(render_passages(packed), specials)  # counted as sent
+    # The prompt is at most what the budget left the rest (rules, question, history,
+    # the template and its seams: `plan_budget`'s margin) plus the block, which `pack`
+    # counted (a cached count): the client need not count the prompt before sending it.
+    llm = settings.llm
+    bound = llm.max_model_len - llm.answer_tokens - budget.passages + counter.count(block)
+    messages = build_messages(question, block, budget.history, lang, specials, across)
+    return packed, messages, bound

@@ -4,11 +4,11 @@
     python -m bench query cold       # some of them
     python -m bench all --full       # the full runs (BENCHMARKS.md's figures)
     python -m bench list
-    python -m bench report [--check] # BENCHMARKS.md from the recorded reports (bench/report.py)
+    python -m bench report [--check] # BENCHMARKS.md from the recorded reports (bench/report/)
 
-Each benchmark is a module of bench/ that prints one JSON report (its last output line or
-block); it runs in its own process (`python -m bench.MODULE ARGS` from the repository root), one
-after another (a 2-core machine: never two at once).
+Each benchmark is a module in a room of bench/ (bench/__init__.py maps them) that prints one JSON
+report (its last output line or block); it runs in its own process (`python -m bench.ROOM.MODULE
+ARGS` from the repository root), one after another (a 2-core machine: never two at once).
 This prints each report's ratios (every key with "ratio" or "speedup" in its name), the time it
 took and the host it ran on (CPU, cores, the share of CPU time the hypervisor took meanwhile,
 load: timings compare only on one host), and writes the reports to --out (default
@@ -40,7 +40,7 @@ SAMPLE_DOCS = str(REPO / "data" / "samples" / "docs")
 
 @dataclass(frozen=True)
 class Bench:
-    module: str  # bench/MODULE.py, run as `python -m bench.MODULE`
+    module: str  # "ROOM.MODULE": bench/ROOM/MODULE.py, run as `python -m bench.ROOM.MODULE`
     full: str  # arguments of the full run
     quick: str  # arguments of the quick run
     in_all: bool  # run by `python -m bench all`
@@ -48,59 +48,62 @@ class Bench:
 
 
 BENCHES: dict[str, Bench] = {
-    "query": Bench("retrieve_latency", "--chunks 100000", "--chunks 100000 --quick", True,
+    "query": Bench("query.retrieve_latency", "--chunks 100000", "--chunks 100000 --quick", True,
                    "retrieve + pack p95 at 100k chunks, access control on; vs Chroma's where"),
-    "query-1m": Bench("retrieve_latency", "--chunks 1000000", "--chunks 1000000 --quick",
+    "query-1m": Bench("query.retrieve_latency", "--chunks 1000000", "--chunks 1000000 --quick",
                       False, "the same at 1M chunks (builds /tmp/kb-bench-1m once: hours)"),
-    "cold": Bench("cold_start", "--rounds 5", "--quick", True,
+    "cold": Bench("query.cold_start", "--rounds 5", "--quick", True,
                   "`kb ask` from a cold start, retrieval-only; vs main before issue 12"),
     # each question after 0.5 s, as an asker after the last answer: without it, the server is
     # still writing the answer the bench stopped at its first token, beside the next question
-    "overhead": Bench("overhead", "--pause 0.5", "--quick --pause 0.5", True,
+    "overhead": Bench("query.overhead", "--pause 0.5", "--quick --pause 0.5", True,
                       "pipeline time before the request vs time to first token (vLLM CPU)"),
-    "followup": Bench("followup_latency", "--rounds 5", "--rounds 2", True,
+    "followup": Bench("query.followup_latency", "--rounds 5", "--rounds 2", True,
                       "retrieval of follow-ups read with their history vs alone (p95 added)"),
-    "crosslang": Bench("crosslang", "--rounds 3", "--rounds 1", False,
+    "crosslang": Bench("query.crosslang", "--rounds 3", "--rounds 1", False,
                        "the multilingual space: ingest cost, p95 added, where its gate opens"),
-    "bilingual": Bench("bilingual_latency", "--rounds 3", "--rounds 1", False,
+    "bilingual": Bench("query.bilingual_latency", "--rounds 3", "--rounds 1", False,
                        "the lexical bridge to the other language: p95 added, bridge on vs off"),
-    "audit": Bench("audit_latency", "--rounds 25", "--rounds 5", True,
+    "audit": Bench("query.audit_latency", "--rounds 25", "--rounds 5", True,
                    "a question's p95 with the audit events that follow it vs without"),
-    "sync": Bench("sync_unchanged", "--files 10000 --passes 5", "--files 10000 --passes 3", True,
+    "sync": Bench("ingest.sync_unchanged", "--files 10000 --passes 5",
+                  "--files 10000 --passes 3", True,
                   "a sync pass over 10,000 unchanged files vs `kb ingest` over the same"),
-    "ingest": Bench("ingest_speed", PUBLIC_DOCS, SAMPLE_DOCS, True,
+    "ingest": Bench("ingest.ingest_speed", PUBLIC_DOCS, SAMPLE_DOCS, True,
                     "fresh ingest pages/s vs the LlamaIndex starter; unchanged re-index"),
-    "parse": Bench("parse_speed", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",
+    "parse": Bench("ingest.parse_speed", f"{PUBLIC_DOCS} --repeat 5", f"{SAMPLE_DOCS} --repeat 1",
                    True, "PDF parse pages/s, tables off vs on"),
     # by name only (minutes each, or a model server of their own)
-    "levers": Bench("ingest_levers", PUBLIC_DOCS, SAMPLE_DOCS, False,
+    "levers": Bench("ingest.ingest_levers", PUBLIC_DOCS, SAMPLE_DOCS, False,
                     "ingest with torch vs OpenVINO vs the starter; embedding alone, sorted"),
-    "reindex": Bench("reindex_speed", "--files 100 --cli", "--files 100", False,
+    "reindex": Bench("ingest.reindex_speed", "--files 100 --cli", "--files 100", False,
                      "re-index of 100 generated files, unchanged and 1% changed, vs fresh "
                      "(full: also as `kb` commands)"),
-    "workers": Bench("ingest_workers", PUBLIC_DOCS, SAMPLE_DOCS, False,
+    "workers": Bench("ingest.ingest_workers", PUBLIC_DOCS, SAMPLE_DOCS, False,
                      "ingest with 1 worker, --workers 2 and 2 queue workers"),
-    "load": Bench("load", "", "--askers 8", False,
+    "load": Bench("load.askers", "", "--askers 8", False,
                   "50 askers through the page and the API (vLLM CPU test server) vs one alone"),
-    "openai": Bench("openai_overhead", "--rounds 300", "--rounds 100", False,
+    "openai": Bench("serving.openai_overhead", "--rounds 300", "--rounds 100", False,
                     "the OpenAI-compatible endpoint vs POST /api/ask, same questions in turn "
                     "(retrieval-only)"),
-    "login-flood": Bench("login_flood", "--runs 10", "--runs 3", False,
+    "login-flood": Bench("load.login_flood", "--runs 10", "--runs 3", False,
                          "40 parallel wrong sign-ins: the slowest page request of each run"),
-    "refresh": Bench("refresh_delay", "--rounds 5", "--rounds 2", False,
+    "body-flood": Bench("load.body_flood", "--runs 3", "--runs 1", False,
+                        "large bodies to /v1/chat/completions: another user's slowest request"),
+    "refresh": Bench("serving.refresh_delay", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
-    "gpu-ingest": Bench("gpu_ingest", f"{PUBLIC_DOCS} --workers 1,8",
+    "gpu-ingest": Bench("ingest.gpu_ingest", f"{PUBLIC_DOCS} --workers 1,8",
                         f"{SAMPLE_DOCS} --workers 1", False,
                         "ingest with the embedder on the GPU vs its CPU (GPU machine)"),
-    "ingest-generated": Bench("ingest_speed", "--generated --repeat 2", "--generated", False,
+    "ingest-generated": Bench("ingest.ingest_speed", "--generated --repeat 2", "--generated", False,
                               "fresh ingest vs the starter on the generated ~594-page corpus"),
-    "ldap": Bench("ldap_signin", "--rounds 200", "--rounds 30", False,
+    "ldap": Bench("serving.ldap_signin", "--rounds 200", "--rounds 30", False,
                   "LDAP sign-in through the login check vs a real slapd on loopback (needs "
                   "scripts/install_ldap.sh)"),
-    "approved": Bench("approved_match", "--rounds 5", "--rounds 2", False,
+    "approved": Bench("quality.approved_match", "--rounds 5", "--rounds 2", False,
                       "approved answers: paraphrase and typo hits, false matches over both "
                       "public sets; match p95 against 1,000 approved answers"),
-    "waves": Bench("embed_waves", PUBLIC_DOCS, SAMPLE_DOCS, False,
+    "waves": Bench("ingest.embed_waves", PUBLIC_DOCS, SAMPLE_DOCS, False,
                    "embedding alone: per document vs waves vs waves on throughput streams"),
 }
 
@@ -157,7 +160,7 @@ def run_command(name: str, command: list[str]) -> dict[str, Any]:
         return result
     for path, value in ratios(report).items():
         print(f"   {path}: {value}", flush=True)
-    if done.returncode != 0:  # a report, and a goal not met (bench/load.py: errors)
+    if done.returncode != 0:  # a report, and a goal not met (bench/load/askers.py: errors)
         result["error"] = done.stderr[-3000:]
         print(f"   failed (exit {done.returncode}), report kept:\n{done.stderr[-1500:]}",
               flush=True)
@@ -170,7 +173,7 @@ def run_command(name: str, command: list[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["report"]:  # not a benchmark: the page drawn from the recorded reports
-        from bench.report import main as report
+        from bench.report.render import main as report
 
         return report(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])

@@ -4,8 +4,8 @@ one real adapter (named beside it) and, for the tests of pure logic, a fake in
 
     Embedder      texts -> unit vectors             store/embed/embedder.py (sentence-transformers)
     VectorIndex   upsert / query / delete vectors   store/vectors.py (Chroma)
-    Generator     messages -> streamed answer text  assistant/llm.py (vLLM's OpenAI API)
-    TokenCounter  tokens as the served model counts assistant/tokens.py (its tokenizer)
+    Generator     messages -> streamed answer text  assistant/llm/client.py (vLLM's OpenAI API)
+    TokenCounter  tokens as the served model counts assistant/llm/tokens.py (its tokenizer)
     Reranker      re-order (question, passage)      assistant/retrieve/rerank.py (a cross-encoder)
 
 The ledger (store/ledger/) is the store of record beside them; `store.store.Store` holds

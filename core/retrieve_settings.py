@@ -1,8 +1,8 @@
 """The `[retrieve]` section: how a question is searched (candidates, rank fusion and its weights,
-the paraphrase table, the answerability model) and across languages (the lexical bridge,
-`retrieve.bilingual*`, and the multilingual space's gate, `retrieve.crosslang_*`: issue 29);
-core/config.py reads it with the other sections. Its research knobs are marked `tuning` and
-measured in docs/tuning.md.
+the paraphrase table, the answerability model) and across languages (docs/crosslang.md: the bridge's
+keys are `retrieve.bilingual*`, the space's `retrieve.crosslang_*`, names kept from before the two
+sides had these names); core/config.py reads it with the other sections. Its research knobs are
+marked `tuning` and measured in docs/tuning.md.
 
     RetrieveSettings().top_k -> 30
 """

@@ -10,7 +10,7 @@ core/config.py reads them with the other sections (docs/owners.md, "Folders kept
     read_sources([{"path": "/srv/hr", "every": "1h"}], Path("/etc/kb"))[0].name -> "hr"
 
 A source is found by its resolved folder: the documents whose root is that folder are its own
-(ingest/sync.py), so no source ever touches an upload or another source's documents. Two
+(ingest/sync/folder.py), so no source ever touches an upload or another source's documents. Two
 sources where one folder lies inside the other would share files, and a source around or inside
 the store folder would take in the uploads: both are refused with a ConfigError.
 """

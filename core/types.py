@@ -213,7 +213,7 @@ class Answer:
     approved: ApprovedMark | None = None
 
 
-# --- approved answers (issue 27) ---------------------------------------------------------------
+# --- approved answers ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ApprovedMark:
     """What an answer served from an approved answer says of it: its id, who approved it, when
@@ -337,7 +337,7 @@ class QuestionRecord:
     rating: int | None = None
 
 
-# --- conversations (issue 15) ------------------------------------------------------------------
+# --- conversations ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ConversationRecord:
     """One of a user's stored conversations (the sidebar lists them, newest first)."""

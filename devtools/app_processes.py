@@ -1,7 +1,7 @@
 """Several real `kb serve` processes on loopback sharing one store, as behind a load balancer
 (issue 13): one ledger (the SQLite file in the store folder, or `store.ledger_url`), one Chroma
 server, the model unreachable (retrieval-only answers: nothing here needs vLLM). Used by
-tests/ui/test_processes.py and bench/refresh_delay.py.
+tests/ui/test_processes.py and bench/serving/refresh_delay.py.
 
     env = shared_env(chroma_host, chroma_port, "twoapps", embed_cache, refresh_s=1.0)
     with running_apps(store, env, count=2) as (a, b):

@@ -1,7 +1,7 @@
-"""A real Chroma server for the tests of `store.mode = "server"` and for bench/refresh_delay.py:
-`chroma run` (the CLI that ships with the chromadb package) on 127.0.0.1 at a free port, its
-data in a temporary folder. The tests' fixture starts one per session; tests that use it share
-it, each naming its own collection prefix.
+"""A real Chroma server for the tests of `store.mode = "server"` and for
+bench/serving/refresh_delay.py: `chroma run` (the CLI that ships with the chromadb package) on
+127.0.0.1 at a free port, its data in a temporary folder. The tests' fixture starts one per session;
+tests that use it share it, each naming its own collection prefix.
 
     def test_x(chroma_server): settings = make_settings(store=chroma_server.store_keys("t1"))
     with running_chroma(work / "chroma") as chroma: ...   # chroma.host, chroma.port

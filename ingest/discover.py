@@ -165,8 +165,9 @@ def _groups_for(
 def discover(paths: Sequence[Path], root: Path | None = None) -> Iterator[tuple[Path, Path]]:
     """(root, file) pairs: a folder is walked (hidden entries and sidecars skipped), a file is
     its own root's only member, or a member of `root` when given (the files of a folder kept in
-    sync, ingest/sync.py, keep the ids they have under that folder). A symbolic link, given or
-    met in a folder, is yielded as it is, never followed: the pipeline records it as skipped."""
+    sync, ingest/sync/folder.py, keep the ids they have under that folder). A symbolic link,
+    given or met in a folder, is yielded as it is, never followed: the pipeline records it as
+    skipped."""
     for given in paths:
         path = given.expanduser()
         if root is None and path.is_symlink() and not path.is_dir():

@@ -100,7 +100,7 @@ def ingest_paths(
     `workers` > 1: parse and embed in that many processes each (ingest/workers.py). `queue`:
     the new and changed files become jobs for `kb worker` processes (ingest/queue.py; the
     report's `batch` names them) instead of being ingested here. `root`: the files given are
-    known by their path under this folder (a folder kept in sync, ingest/sync.py)."""
+    known by their path under this folder (a folder kept in sync, ingest/sync/folder.py)."""
     with store.writing("kb ingest --queue" if queue else "kb ingest"):
         return _ingest_paths(store, paths, groups, prune, progress, workers, queue, root)
 
@@ -315,8 +315,8 @@ def store_status(store: Store) -> dict[str, Any]:
         "collection": store.collection,
         "store_bytes": _folder_size(store.path),
         "embedder": store.settings.embed.model,
-        # the second vector space (store/multilingual.py): on, not ready and why, or off
-        "multilingual": (store.multilingual.state() if store.multilingual is not None
+        # the second vector space (store/crosslang_space.py): on, not ready and why, or off
+        "multilingual": (store.space.state() if store.space is not None
                          else "off (embed.multilingual_model is empty)"),
         "last_run": store.ledger.last_run(),
         "free_disk_bytes": shutil.disk_usage(store.path).free,

@@ -98,7 +98,7 @@ def run_worker(
     """Take and finish jobs until `stop` is set or, with `drain`, until no job is open (queued,
     or running under another worker, whose lease may still run out); returns the jobs done.
     `between` is called before each look at the queue (`kb worker` runs the folders kept in
-    sync that are due, ingest/sync_schedule.py)."""
+    sync that are due, ingest/sync/schedule.py)."""
     name = name or worker_name()
     settings = store.settings.ingest
     stop = stop or threading.Event()

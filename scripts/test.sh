@@ -2,7 +2,8 @@
 # Sets up .venv (scripts/setup.sh) and runs the checks and the whole test suite: ruff, mypy,
 # pytest (real vLLM CPU server, real Chroma, real PDF/DOCX files), then, when no pytest args are
 # given, every SIGKILL point of tests/ingest/test_crash.py and test_queue.py (`-m crash`, a
-# minute or two). This is what CI runs (.ci/run). Extra args go to pytest.
+# minute or two). Each runs whether or not the one before it failed; the exit status is 1 when
+# any failed. This is what CI runs (.ci/run). Extra args go to pytest.
 #
 # --fast: the loop to run while working, in a few minutes at most: ruff, then pytest on fakes and
 # pure logic, leaving out what is marked `vllm` or `slow` (the vLLM server, the app servers,
@@ -23,9 +24,17 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 
 scripts/setup.sh
-.venv/bin/ruff check core store ingest assistant ui tests scripts bench devtools
-.venv/bin/mypy core store ingest assistant ui
-"${pytest[@]}" "$@"
+# Every check runs, whichever failed before it, so one red check hides no other; the exit status
+# is non-zero when any failed, and the last line names them.
+failed=()
+check() { local name=$1; shift; "$@" || failed+=("$name"); }
+check ruff .venv/bin/ruff check core store ingest assistant ui tests scripts bench devtools
+check mypy .venv/bin/mypy core store ingest assistant ui
+check pytest "${pytest[@]}" "$@"
 if [ $# -eq 0 ]; then
-  "${pytest[@]}" -m crash tests/ingest/test_crash.py tests/ingest/test_queue.py
+  check crash "${pytest[@]}" -m crash tests/ingest/test_crash.py tests/ingest/test_queue.py
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test: failed: ${failed[*]}" >&2
+  exit 1
 fi

@@ -6,10 +6,10 @@ abstention before the dense side, a command that only reads the ledger).
     vectors = LazyVectorIndex(lambda: open_vector_index(settings))   # returns at once
     vectors.query("kb_chunks_1", vector, 10)    # opens Chroma (once), then asks it
 
-An opening that fails (`StoreError`: the Chroma folder or server) is raised to the caller and
-tried again on the next use (a Chroma server may come up later). Opening it in a background
-thread instead was measured slower (docs/benchmarks-history.md, issue 12's second pass): the
-import holds the GIL and the import lock against the main thread's own imports.
+An opening that fails (`StoreError`: the Chroma folder or server) is raised to the caller and tried
+again on the next use (a Chroma server may come up later). Opening it in a background thread instead
+was measured slower (docs/benchmarks-history.md, "cold start and overhead, second pass"): the import
+holds the GIL and the import lock against the main thread's own imports.
 """
 
 from __future__ import annotations

@@ -25,12 +25,12 @@ from core.config import Settings
 from core.errors import ConfigError
 from core.ports import Embedder, VectorIndex, Vectors
 from core.types import IngestReport
+from store.crosslang_space import CrosslangSpace
 from store.embed.embedder import CachedEmbedder, open_embedder
 from store.embed.multilingual import MultilingualEmbedder, open_multilingual
 from store.embed.question_numpy import open_question_encoder
 from store.lazy_vectors import LazyVectorIndex
 from store.ledger import Ledger
-from store.multilingual import MultilingualSpace
 from store.vectors import open_vector_index
 from store.write_lock import write_lock
 
@@ -39,7 +39,7 @@ EmbedderSource = Callable[[], Embedder]
 QuestionSource = Callable[[], Embedder | None]
 # Questions whose vectors a process keeps, the least recently asked dropped first
 # (`Store.question_vector`): people ask the same things ("how many days of annual leave?"), and
-# a repeated question skips its embedding (3-11 ms on the 2-core machine, issue 12). 256 x 384
+# a repeated question skips its embedding (3-11 ms on the 2-core machine). 256 x 384
 # float32 is 0.4 MB.
 QUESTION_VECTORS = 256
 
@@ -55,7 +55,7 @@ class Store:
         vectors: VectorIndex,
         embedder: Embedder | EmbedderSource,
         questions: QuestionSource | None = None,
-        multilingual: MultilingualSpace | None = None,
+        space: CrosslangSpace | None = None,
     ) -> None:
         self.settings = settings
         self.path = settings.store_path()
@@ -69,8 +69,8 @@ class Store:
         self._question_vectors: OrderedDict[str, Vectors] = OrderedDict()
         self._question_vectors_lock = threading.Lock()
         self._encoder_switches = 0  # `use_question_encoder` calls: vectors of before not kept
-        # The second vector space (store/multilingual.py), where embed.multilingual_model is set.
-        self.multilingual = multilingual
+        # The second vector space (store/crosslang_space.py), where embed.multilingual_model is set.
+        self.space = space
         self._lock = write_lock(self.path, ledger, settings.store.lock_wait_s)
         # Writes this process finished: a reader of this store rebuilds its snapshot after one.
         self.writes = 0
@@ -80,12 +80,12 @@ class Store:
         """Hold the store's write lock (`store/write_lock.py`) for the block: every write to the
         ledger's documents and chunks or to Chroma happens inside one; readers never wait.
         `what` names the writer in the message another writer gets. A block that ends well
-        brings the multilingual space up to the live chunks (`MultilingualSpace.follow`)."""
+        brings the crosslang space up to the live chunks (`CrosslangSpace.follow`)."""
         with self._lock.hold(what):
             try:
                 yield
-                if self.multilingual is not None:
-                    self.multilingual.follow()
+                if self.space is not None:
+                    self.space.follow()
             finally:
                 self.writes += 1
 
@@ -169,8 +169,8 @@ class Store:
     def close(self) -> None:
         if isinstance(self._embedder, CachedEmbedder):
             self._embedder.close()
-        if self.multilingual is not None:
-            self.multilingual.close()
+        if self.space is not None:
+            self.space.close()
         self.ledger.close()
 
 
@@ -198,10 +198,10 @@ def open_store(settings: Settings, *, lazy_vectors: bool = False) -> Store:
         else open_vector_index(settings)
     )
     ledger = open_ledger(settings)
-    multilingual = None
+    space = None
     if settings.embed.multilingual_model:
-        multilingual = MultilingualSpace(
-            settings, ledger, vectors, lambda: _multilingual(settings), cache_path
+        space = CrosslangSpace(
+            settings, ledger, vectors, lambda: _space_embedder(settings), cache_path
         )
     return Store(
         settings,
@@ -209,11 +209,11 @@ def open_store(settings: Settings, *, lazy_vectors: bool = False) -> Store:
         vectors,
         lambda: open_embedder(settings.embed, cache_path),
         lambda: open_question_encoder(settings.embed),
-        multilingual,
+        space,
     )
 
 
-def _multilingual(settings: Settings) -> MultilingualEmbedder:
+def _space_embedder(settings: Settings) -> MultilingualEmbedder:
     embedder = open_multilingual(settings.embed)
     if embedder is None:  # not reached: the space is made only when the model is named
         raise ConfigError("embed.multilingual_model is empty")

@@ -33,6 +33,7 @@ MARK_BY_FIXTURE = {
     "app_server": "slow",  # the app on a local port (tests/ui/conftest.py)
     "demo_server": "slow",
     "login_server": "slow",
+    "down_app": "slow",  # the app with its directory (or OpenID provider) down
     "chroma_server": "slow",  # `chroma run`
     "postgres": "slow",  # a throwaway PostgreSQL cluster (devtools/postgres.py)
     "ldap_directory": "slow",  # a throwaway OpenLDAP slapd (devtools/ldap_server.py)

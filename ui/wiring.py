@@ -30,14 +30,14 @@ from store.ledger import Ledger
 from store.store import Store, open_ledger, open_store
 from ui.audit import AuditTrail, cli_actor
 from ui.conversations import Conversations
-from ui.security.oidc import OidcClient
-from ui.signin.directory import SignIn, check_auth
-from ui.signin.ldap import Ldap
-from ui.users import Users
+from ui.identity.ldap import Ldap
+from ui.identity.oidc import OidcClient
+from ui.identity.signin import SignIn, check_auth
+from ui.identity.users import Users
 
 if TYPE_CHECKING:
     from assistant.answer import Assistant
-    from ui.web.metrics import Metrics
+    from ui.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class Services:
     store: Store
     assistant: Assistant
     users: Users
-    signin: SignIn | None = None  # the sign-in policy and the directory (ui/signin/)
+    signin: SignIn | None = None  # the sign-in policy and the directory (ui/identity/signin.py)
     # Run first by close(): stops background threads (the app's snapshot refresher).
     on_close: list[Callable[[], None]] = field(default_factory=list)
     _metrics: Metrics | None = field(default=None, repr=False)
@@ -64,7 +64,7 @@ class Services:
         """The app's counters, made on first use (prometheus_client is ~0.1 s of a command's
         start that never serves them)."""
         if self._metrics is None:
-            from ui.web.metrics import Metrics
+            from ui.metrics import Metrics
 
             self._metrics = Metrics(mask=self.settings.privacy.mask)
         return self._metrics
@@ -86,10 +86,10 @@ def open_assistant(store: Store) -> Assistant:
     reranker. The counter loads on first use (the model server may not be up yet)."""
     # imported here: commands that only ingest or manage accounts start faster without them
     from assistant.answer import Assistant
-    from assistant.llm import LlmClient
-    from assistant.replicas import ReplicaPool
+    from assistant.llm.client import LlmClient
+    from assistant.llm.replicas import ReplicaPool
+    from assistant.llm.tokens import LazyTokenCounter, load_token_counter
     from assistant.retrieve.rerank import load_reranker
-    from assistant.tokens import LazyTokenCounter, load_token_counter
 
     settings = store.settings
     llm = settings.llm

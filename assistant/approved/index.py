@@ -15,7 +15,7 @@ match on both public sets, gave the sample store's "How many days of annual leav
 the carry-over answer (0.86, 0.91). With it no bar on the swept grid gives a false match, so the
 bars are set for misspellings: a typo costs all-MiniLM much of its similarity (dense 0.6), and
 all-MiniLM reads no Chinese (dense 0.5: the characters decide). Measured by `python -m bench
-approved` (bench/approved_match.py). A question in the other language shares no words with a
+approved` (bench/quality/approved_match.py). A question in the other language shares no words with a
 phrasing: it matches through a variant an admin added in that language.
 
     index = MatchIndex(answers, vectors)                # vectors: one row per phrasing
@@ -50,7 +50,7 @@ class Thresholds:
     dense: dict[str, float]
 
 
-# Measured by bench/approved_match.py (docs/owners.md, "Approved answers", has the figures).
+# Measured by bench/quality/approved_match.py (docs/owners.md, "Approved answers", has the figures).
 THRESHOLDS = Thresholds(lexical={"en": 0.3, "zh": 0.45}, dense={"en": 0.6, "zh": 0.5})
 
 _WORD = re.compile(r"[a-z]+|[0-9]+(?:\.[0-9]+)?")

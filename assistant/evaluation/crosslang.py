@@ -53,9 +53,9 @@ def mirrors(questions: Sequence[Mapping[str, Any]], docs: Path) -> list[dict[str
 
 def gate_record(settings: Settings, readings: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
     """Both gates' settings and each question's readings: the bridge's
-    (assistant/retrieve/bilingual.py; none for a question nothing of which translates) and the
-    multilingual space's, `space_fired`, `space_best_other`, `space_best_same`
-    (assistant/retrieve/crosslang.py; none where the side is off)."""
+    (assistant/retrieve/crosslang/bridge.py; none for a question nothing of which translates)
+    and the space's, `space_fired`, `space_best_other`, `space_best_same`
+    (assistant/retrieve/crosslang/space.py; none where the side is off)."""
     cfg = settings.retrieve
     return {
         "bilingual": cfg.bilingual,

@@ -13,7 +13,9 @@ hit@5, hit@10 and MRR@10 over answerable questions; in-window recall, the share 
 questions with a gold quote in a passage the packer puts into the prompt (`assistant.window`);
 and abstention accuracy over all questions, with its two errors: answerable questions refused
 and unanswerable ones answered. The LlamaIndex starter gets the same window: its top chunks, best
-first, packed into the same token budget.
+first, packed into the same token budget. A report also names the CPU it ran on (`host`) and
+keeps each question's outcome (`outcomes`), what a record (bench/eval_*.json) holds a later run
+to (`record.py`).
 
 A passage hits a gold item when it comes from the gold file (for PDFs, its page span includes
 the gold page) and contains the gold quote once both have all whitespace removed and are
@@ -37,6 +39,7 @@ from typing import Any, Protocol
 from assistant.answer import Assistant, should_abstain
 from assistant.cite import parse_markers
 from assistant.evaluation.crosslang import direction, gate_record, is_crosslang, mirrors
+from assistant.evaluation.record import as_recorded, this_cpu
 from assistant.window import fill_window, snapshot_neighbours, window_counter
 from core.config import Settings
 from core.errors import KbError
@@ -109,18 +112,27 @@ class Outcome:
     window: list[Hit]
 
 
+def first_gold(q: dict[str, Any], outcome: Outcome) -> int:
+    """The rank of the first passage of the top 10 that holds q's gold; 0: none does."""
+    ranked = outcome.ranked[:10]
+    return next((i for i, p in enumerate(ranked, 1) if passage_hits(p, q["gold"])), 0)
+
+
+def gold_in_window(q: dict[str, Any], outcome: Outcome) -> bool:
+    return any(passage_hits(p, q["gold"]) for p in outcome.window)
+
+
 def _metrics(subset: Sequence[dict[str, Any]], results: dict[str, Outcome]) -> dict[str, Any]:
     answerable = [q for q in subset if q["answerable"]]
     unanswerable = len(subset) - len(answerable)
     sums = dict.fromkeys(METRICS, 0.0)
     for q in answerable:
         outcome = results[q["id"]]
-        ranked = outcome.ranked[:10]
-        first = next((i for i, p in enumerate(ranked, 1) if passage_hits(p, q["gold"])), 0)
+        first = first_gold(q, outcome)
         for k in (1, 5, 10):
             sums[f"hit@{k}"] += 1.0 if first and first <= k else 0.0
         sums["mrr@10"] += 1.0 / first if first else 0.0
-        sums["in_window"] += any(passage_hits(p, q["gold"]) for p in outcome.window)
+        sums["in_window"] += gold_in_window(q, outcome)
     refused = sum(1 for q in answerable if results[q["id"]].abstained)
     answered = sum(1 for q in subset if not q["answerable"] and not results[q["id"]].abstained)
     out: dict[str, Any] = {  # None: no answerable question to score
@@ -133,7 +145,24 @@ def _metrics(subset: Sequence[dict[str, Any]], results: dict[str, Outcome]) -> d
     out["answered"] = round(answered / max(unanswerable, 1), 3)
     out["counts"] = f"refused {refused}/{len(answerable)}, answered {answered}/{unanswerable}"
     out["questions"] = len(subset)
+    out["answerable"] = len(answerable)
     return out
+
+
+def question_outcomes(
+    questions: Sequence[dict[str, Any]], results: dict[str, Outcome]
+) -> dict[str, dict[str, Any]]:
+    """Each question's outcome as a record keeps it (`record.as_recorded`), by id."""
+    return {
+        q["id"]: as_recorded(
+            q["answerable"],
+            q["lang"],
+            first_gold(q, results[q["id"]]) or None,
+            gold_in_window(q, results[q["id"]]),
+            results[q["id"]].abstained,
+        )
+        for q in questions
+    }
 
 
 def score(
@@ -290,13 +319,11 @@ def citation_precision(
 def by_direction(
     questions: Sequence[dict[str, Any]],
     outcomes: dict[str, Outcome],
-    parts: Parts,
-    docs: Path,
     control: Sequence[dict[str, Any]],
+    controls: dict[str, Outcome],
 ) -> dict[str, dict[str, Any]]:
     """A cross-language set's metrics per direction ("en→zh"), each beside its control: the
-    `mirror_of` questions retrieved from the same store (`crosslang.mirrors`)."""
-    controls = evaluate_ours(parts, docs, control) if control else {}
+    `mirror_of` questions (`crosslang.mirrors`) and their outcomes from the same store."""
     out: dict[str, dict[str, Any]] = {}
     for way in sorted({direction(q) for q in questions}):
         subset = [q for q in questions if direction(q) == way]
@@ -330,25 +357,28 @@ def run_eval(
     score our retrieval (and, with `llm`, the model's citations), then the starter's."""
     questions = load_questions(set_dir / "qa.jsonl")
     folder = set_docs(set_dir, docs)
-    report: dict[str, Any] = {"set": str(set_dir)}
+    report: dict[str, Any] = {"set": str(set_dir), "host": this_cpu()}
+    kept: dict[str, dict[str, Any]] = {}  # each system's outcomes, by question
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
         parts = open_parts(eval_settings(settings, Path(tmp)))
         try:
             readings: dict[str, dict[str, float]] = {}
             outcomes = evaluate_ours(
                 parts, folder, questions, lambda qid, r: readings.__setitem__(
-                    qid, {**r.crossing, **{f"space_{k}": v for k, v in r.crosslang.items()}})
+                    qid, {**r.bridge_gate, **{f"space_{k}": v for k, v in r.space_gate.items()}})
             )
             ours = score(questions, outcomes)
+            kept["ours"] = question_outcomes(questions, outcomes)
             if is_crosslang(questions):  # by direction, beside the same facts asked alike
-                report["directions"] = by_direction(
-                    questions, outcomes, parts, folder, mirrors(questions, folder)
-                )
+                control = mirrors(questions, folder)
+                controls = evaluate_ours(parts, folder, control) if control else {}
+                report["directions"] = by_direction(questions, outcomes, control, controls)
                 report["gate"] = gate_record(settings, readings)
+                kept["control"] = question_outcomes(control, controls)
             if any(q.get("history") for q in questions):  # the control: follow-ups alone
-                report["ours_alone"] = score(
-                    questions, evaluate_ours(parts, folder, questions, history=False)
-                )
+                alone = evaluate_ours(parts, folder, questions, history=False)
+                report["ours_alone"] = score(questions, alone)
+                kept["ours_alone"] = question_outcomes(questions, alone)
             if llm:
                 report["citations"] = citation_precision(parts.assistant, questions, llm_lang)
         finally:
@@ -358,4 +388,5 @@ def run_eval(
         report["llamaindex_starter"] = score(
             questions, evaluate_llamaindex_starter(settings, folder, questions)
         )
+    report["outcomes"] = kept
     return report

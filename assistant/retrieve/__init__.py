@@ -1,0 +1,20 @@
+"""Retrieval: the question's best passages among those its asker may see. BM25 and the dense side
+run side by side over an in-memory snapshot of the live chunks, the groups' mask applied before
+anything leaves; their candidates are fused with further rankings by RRF.
+
+    retriever.py    `Retriever.retrieve` in its steps, and the snapshot kept fresh
+    snapshot.py     the snapshot of live chunks, their group masks and documents in force
+    lexical.py      BM25 over jieba and English words, the paraphrase table
+    dense.py        the dense side, on a worker thread
+    fuse.py         RRF and score fusion (pure)
+    rankings.py     the coverage, title and amount rankings; newest versions first
+    asked_amount.py the amount a question asks for
+    rerank.py       the optional cross-encoder
+
+    crosslang/      questions across languages: the bridge and the space
+
+It imports core, store and, from the assistant floor's hall, the answerability features and the
+passages' rendering (what the dense side counts ahead). A new ranking is one function in
+rankings.py (`RANKINGS`); a new side of retrieval a module beside dense.py, started and waited
+for in `Retriever.retrieve`.
+"""

@@ -4,8 +4,8 @@ worker thread while the question's own thread scores BM25 (`DenseSearch.start`, 
 Most users see most of the corpus: Chroma's unfiltered index is over-fetched (fast) and the
 allowed live rows kept. A small store, or a user who may see a small share of the corpus, gets
 an exact search over just the vectors that user may see (Chroma's own metadata filter costs
-10-100 times more; bench/retrieve_latency.py). While the question waits for this side, the best
-lexical candidates are counted ahead for packing.
+10-100 times more; bench/query/retrieve_latency.py). While the question waits for this side,
+the best lexical candidates are counted ahead for packing.
 
     dense = DenseSearch(store, count_ahead=counter.prime)
     pending = dense.start(snap, "年假可以结转吗？", snap.allowed(["all"]), n=50)
@@ -47,7 +47,7 @@ MAX_FETCH = 1000
 # A store of at most this many live chunks is searched exactly whatever share the user sees:
 # its visible vectors, held in memory per group set, take less than Chroma's HNSW query (one
 # thread, 2-core machine: 0.03 ms at 600 vectors, 0.65 ms at 10,000; Chroma 1.7-2.0 ms on the
-# 600-chunk sample store in bench/overhead.py), and exact is at least as accurate as HNSW. But
+# 600-chunk sample store in bench/query/overhead.py), and exact is at least as accurate as HNSW. But
 # they are fetched from Chroma again for each new snapshot (after every write), on the first
 # question of each group set: 0.03-0.1 s for 600-2,000 vectors, 0.3 s for 5,000, 1.8 s for
 # 20,000 (load ~2). Larger stores keep Chroma.
@@ -69,7 +69,7 @@ _blas: Any = None
 def one_blas_thread() -> Iterator[None]:
     """BLAS on one thread for the block: a matrix-vector product over the visible vectors is
     too small to share, and on a busy 2-core machine waiting for a second thread cost 30 ms
-    where one thread took 1 ms (10,000 vectors; bench/retrieve_latency.py)."""
+    where one thread took 1 ms (10,000 vectors; bench/query/retrieve_latency.py)."""
     global _blas
     if _blas is None:
         from threadpoolctl import ThreadpoolController
@@ -102,12 +102,12 @@ class DenseSearch:
         waits for the interpreter lock until this thread waits too, and the embedding then
         ran after BM25 rather than beside it (English questions on the sample store, without
         the model server: the wait for the dense side 6.5 -> 4.5 ms p50; in the benches with
-        the server, no difference beyond their noise: docs/benchmarks-history.md, issue 12 fifth
-        pass).
+        the server, no difference beyond their noise: docs/benchmarks-history.md, "overhead and 1M,
+        fifth pass").
         Chroma's query and the embedding each give up and take back the interpreter lock
         more than once a call, so pure Python on this thread slows them (at 1M chunks a k=200
         query took 3.0 ms alone, 14.6 beside a thread running Python, 3.1 beside numpy; the
-        embedding 2.2 and 17.8 ms; docs/benchmarks-history.md, issue 12 sixth pass)."""
+        embedding 2.2 and 17.8 ms; docs/benchmarks-history.md, "1M and overhead, sixth pass")."""
         with self._starting:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(

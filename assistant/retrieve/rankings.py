@@ -8,7 +8,7 @@ searches again from, the lexical candidates, and each is one function of one sha
 
 `RANKINGS` names them for RRF and `ranking_weights` gives each its weight. `score_fused`
 combines the lexical and dense candidates into one ranking by their scores instead of their
-ranks (retrieve.fusion = "score").
+ranks (retrieve.fusion = "score"). `prefer_newest` sinks superseded versions in the fused list.
 
     query = Query("公司每周至少要让员工休息几天？", terms, allowed, candidates=50)
     lexical = [("c1", 9.0), ("c3", 8.0), ("c2", 7.0)]  # c3 "放假4天", c2 "每周至少休息一日"
@@ -18,13 +18,14 @@ ranks (retrieve.fusion = "score").
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from assistant.retrieve.asked_amount import expected_units, states_amount
 from assistant.retrieve.fuse import DENSE, LEXICAL, score_fuse, tied_ranks
 from assistant.retrieve.lexical import Weight
 from assistant.retrieve.snapshot import Mask, Snapshot
 from core.retrieve_settings import RetrieveSettings
+from core.types import Passage
 
 # (chunk id, score) pairs, best first: what BM25 and the dense side return.
 Scored = Sequence[tuple[str, float]]
@@ -118,3 +119,18 @@ def score_fused(
     scored = snap.bm25.scores_at(query_tokens, [snap.row_of[c] for c in extra], weight)
     bm25.update(zip(extra, (float(x) for x in scored), strict=True))
     return score_fuse({LEXICAL: bm25, DENSE: dict(dense)}, weights)
+
+
+def prefer_newest(
+    passages: list[Passage], question: str, superseded: dict[str, str]
+) -> list[Passage]:
+    """Superseded passages sink below current ones (their score halved) unless the question
+    names their version (`superseded`: doc id -> its version, for the documents a newer one
+    replaces)."""
+    ranked: list[tuple[float, int, Passage]] = []
+    for i, p in enumerate(passages):
+        named = p.superseded and superseded.get(p.doc_id, "") in question
+        demoted = p.superseded and not named
+        score = p.score * 0.5 if demoted else p.score
+        ranked.append((-score, i, replace(p, score=score) if demoted else p))
+    return [p for _, _, p in sorted(ranked)]

@@ -21,12 +21,12 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date
 
 from assistant.answerable import features
-from assistant.retrieve.bilingual import Bilingual, Bridge
-from assistant.retrieve.crosslang import CROSSLANG, Crossing, CrossLanguage
+from assistant.retrieve.crosslang.bridge import Bridge, BridgeRanking
+from assistant.retrieve.crosslang.space import SPACE, Pending, SpaceMatch, SpaceSearch
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
@@ -35,6 +35,7 @@ from assistant.retrieve.rankings import (
     Query,
     Ranking,
     Scored,
+    prefer_newest,
     ranking_weights,
     score_fused,
 )
@@ -52,8 +53,8 @@ logger = logging.getLogger(__name__)
 # How the lexical and dense candidates are combined (retrieve.fusion): by their ranks, each an
 # RRF input, or by their standardised scores into one ranking (`rankings.score_fused`).
 FUSIONS = ("rrf", "score")
-# The RRF input of the question carried into the other language (`bilingual.Bridge`).
-CARRIED = "carried"
+# The RRF input of the question carried into the other language (`crosslang/bridge.py`).
+BRIDGE = "carried"
 
 
 @dataclass
@@ -70,11 +71,25 @@ class Retrieval:
     # What the answerability model weighs (assistant/answerable.py).
     evidence: dict[str, float] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    # The lexical bridge to the other language's documents (bilingual.py): its gate's
-    # readings (empty: none).
-    crossing: dict[str, float] = field(default_factory=dict)
-    # The cross-language side's gate (crosslang.py): fired, best_other, best_same; {} when off.
-    crosslang: dict[str, float] = field(default_factory=dict)
+    # The bridge to the other language (crosslang/bridge.py): its gate's readings (empty:
+    # none).
+    bridge_gate: dict[str, float] = field(default_factory=dict)
+    # The space's gate (crosslang/space.py): fired, best_other, best_same; {} when off.
+    space_gate: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A question on its way through `Retriever.retrieve`: what each of its steps reads."""
+
+    question: str
+    text: str  # the question and a follow-up's context words: what the dense sides embed
+    context: str
+    lang: str
+    groups: Sequence[str]
+    day: date  # which documents are in force
+    snap: Snapshot
+    allowed: Mask  # the groups' passages in force on `day`
 
 
 class Retriever:
@@ -105,13 +120,13 @@ class Retriever:
         self._refresher: threading.Thread | None = None
         # `count_ahead`: the token counter's `prime`, for the wait on the dense side
         self.dense = DenseSearch(store, count_ahead)
-        # the question searched in the other language too (assistant/retrieve/bilingual.py)
-        self.bilingual = (
-            Bilingual(settings.retrieve, settings.base_dir, self.synonyms)
+        # the question's words carried into the other language (crosslang/bridge.py)
+        self.bridge = (
+            Bridge(settings.retrieve, settings.base_dir, self.synonyms)
             if settings.retrieve.bilingual
             else None
         )
-        self.crosslang = CrossLanguage(store)  # the multilingual space, where the store has one
+        self.space = SpaceSearch(store)  # the store's crosslang space, where it has one
 
     def snapshot(self) -> Snapshot:
         """The current snapshot. Without a refresher thread the ledger's generation is read on
@@ -185,94 +200,121 @@ class Retriever:
         cfg = self.settings.retrieve
         k = k or cfg.top_k
         t0 = time.perf_counter()
-        snap = self.snapshot()
-        day = self.today()
-        allowed = snap.allowed(groups, day)
-        lang = detect_lang(question)
-        text = f"{question} {context}" if context else question
-        weights = self._weights(lang)
+        asked = self._asked(question, groups, context)
+        weights = self._weights(asked.lang)
         pending = None
         if weights[DENSE] > 0:
-            pending = self.dense.start(snap, text, allowed, cfg.candidates)
-        crossing = self.crosslang.start(snap, text, lang, allowed)
-        terms = tokenize_query(question, synonyms=self.synonyms)
-        weight: dict[str, float] | None = None
-        if context:
-            supplied = [t for t in tokenize_query(context, synonyms=self.synonyms)
-                        if t not in terms]
-            weight = dict.fromkeys(supplied, cfg.history_weight)
-            terms = terms + supplied
-        query = Query(text, terms, allowed, cfg.candidates, weight)
-        lexical = snap.bm25.search(terms, cfg.candidates, allowed, weight)
+            pending = self.dense.start(asked.snap, asked.text, asked.allowed, cfg.candidates)
+        space_pending = self.space.start(asked.snap, asked.text, asked.lang, asked.allowed)
+        query, lexical = self._lexical(asked)
         t1 = time.perf_counter()
-        more = {n: rank(snap, query, lexical) for n, rank in RANKINGS.items() if weights[n] > 0}
-        # the bridge waits for the multilingual space's gap where that gap gates it
-        gated = cfg.bilingual_dense_gate and crossing is not None
-        bridge = None if gated else self._bridge(snap, question, lang, allowed, lexical)
+        more = {n: rank(asked.snap, query, lexical) for n, rank in RANKINGS.items()
+                if weights[n] > 0}
+        # the bridge waits for the space's gap where that gap gates it
+        gated = cfg.bilingual_dense_gate and space_pending is not None
+        bridge = None if gated else self._bridge(asked, lexical)
         t2 = time.perf_counter()
-        dense, dense_ms = self.dense.wait(pending, snap, lexical) if pending else ([], {})
+        dense, dense_ms = self.dense.wait(pending, asked.snap, lexical) if pending else ([], {})
         t3 = time.perf_counter()
-        cross = self.crosslang.wait(crossing, cfg.crosslang_margin, cfg.candidates) if (
-            crossing) else Crossing()
-        if cross.hits:
-            more[CROSSLANG] = [c for c, _ in cross.hits]
-            weights[CROSSLANG] = cfg.crosslang_weight
-        if gated:
-            gap = cross.best_other - cross.best_same if cross.best_other else None
-            bridge = self._bridge(snap, question, lang, allowed, lexical, gap)
-        if bridge is not None:
-            more, weights = {**more, CARRIED: bridge.ranking}, {**weights, CARRIED: bridge.weight}
+        match, bridge = self._across(asked, space_pending, gated, bridge, lexical, more, weights)
         crossed = time.perf_counter()
-        if cross.hits:  # the other language's passages ranked only by the sides that read it
-            own = self.crosslang.own_language(snap, lang)
-            fused = self._fuse(
-                snap, query, lexical, [(c, s) for c, s in dense if own[snap.row_of[c]]],
-                more, weights)
-        else:
-            fused = self._fuse(snap, query, lexical, dense, more, weights)
-        passages = self._candidates(snap, fused, groups, k, day)
+        passages = self._passages(asked, query, lexical, dense, more, weights, match, k)
         t4 = time.perf_counter()
-        if self.reranker is not None:
-            passages = self.reranker.rerank(text, passages)
-        passages = self._prefer_newest(passages, text, snap.superseded_for(groups, day))
-        carried = bridge.terms if bridge is not None and cfg.bilingual_evidence else []
-        found = self._found(snap, text, lang, passages[:k], lexical, dense, carried)
-        found.crossing = bridge.gate if bridge is not None else {}
+        found = self._final(asked, passages, k, lexical, dense, bridge)
         found.timings_ms = {
-            # BM25 and the mask (snapshot and mask lookups before it included)
-            "lexical": (t1 - t0) * 1000,
-            # the other rankings of the lexical candidates, still beside the dense side
-            "lexical_more": (t2 - t1) * 1000,
-            # the wait for the dense side, which ran beside the lexical one
-            "dense": (t3 - t2) * 1000,
-            # what the dense side itself took: question embedding, search
-            **dense_ms,
-            # the wait for the cross-language side beyond the dense one, and its own steps
-            "crosslang": (crossed - t3) * 1000,
-            **cross.timings_ms,
+            "lexical": (t1 - t0) * 1000,  # the snapshot, the mask and BM25
+            "lexical_more": (t2 - t1) * 1000,  # the other rankings, beside the dense side
+            "dense": (t3 - t2) * 1000,  # the wait for the dense side, which ran beside them
+            **dense_ms,  # what the dense side itself took: question embedding, search
+            "crosslang": (crossed - t3) * 1000,  # the wait for the space beyond it, the bridge
+            **match.timings_ms,  # what the space itself took
             "rerank": (time.perf_counter() - t4) * 1000,
             "retrieve": (time.perf_counter() - t0) * 1000,
         }
-        if crossing:
-            found.crosslang = {"fired": float(cross.fired), "best_other": cross.best_other,
-                               "best_same": cross.best_same}
+        if space_pending:
+            found.space_gate = {"fired": float(match.fired), "best_other": match.best_other,
+                                "best_same": match.best_same}
         return found
 
-    def _bridge(
-        self,
-        snap: Snapshot,
-        question: str,
-        lang: str,
-        allowed: Mask,
-        lexical: Scored,
-        gap: float | None = None,
-    ) -> Bridge | None:
+    # --- the steps of `retrieve` -------------------------------------------------------------
+    def _asked(self, question: str, groups: Sequence[str], context: str) -> _Asked:
+        """The question, over the current snapshot and today's mask of the groups."""
+        snap = self.snapshot()
+        day = self.today()
+        allowed = snap.allowed(groups, day)
+        text = f"{question} {context}" if context else question
+        return _Asked(question, text, context, detect_lang(question), groups, day, snap, allowed)
+
+    def _lexical(self, asked: _Asked) -> tuple[Query, Scored]:
+        """The question's BM25 terms (a follow-up's context words among them, each weighing
+        retrieve.history_weight) and their best candidates."""
+        cfg = self.settings.retrieve
+        terms = tokenize_query(asked.question, synonyms=self.synonyms)
+        weight: dict[str, float] | None = None
+        if asked.context:
+            supplied = [t for t in tokenize_query(asked.context, synonyms=self.synonyms)
+                        if t not in terms]
+            weight = dict.fromkeys(supplied, cfg.history_weight)
+            terms = terms + supplied
+        query = Query(asked.text, terms, asked.allowed, cfg.candidates, weight)
+        return query, asked.snap.bm25.search(terms, cfg.candidates, asked.allowed, weight)
+
+    def _across(self, asked: _Asked, pending: Pending | None, gated: bool,
+                bridge: BridgeRanking | None, lexical: Scored, more: dict[str, Ranking],
+                weights: dict[str, float]) -> tuple[SpaceMatch, BridgeRanking | None]:
+        """The other language's rankings: the space's match (waited for) and the bridge (ranked
+        now where the space's gap gates it), each added to `more` and `weights` when it found
+        something."""
+        cfg = self.settings.retrieve
+        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates) if (
+            pending) else SpaceMatch()
+        if match.hits:
+            more[SPACE] = [c for c, _ in match.hits]
+            weights[SPACE] = cfg.crosslang_weight
+        if gated:
+            gap = match.best_other - match.best_same if match.best_other else None
+            bridge = self._bridge(asked, lexical, gap)
+        if bridge is not None:
+            more[BRIDGE] = bridge.ranking
+            weights[BRIDGE] = bridge.weight
+        return match, bridge
+
+    def _bridge(self, asked: _Asked, lexical: Scored,
+                gap: float | None = None) -> BridgeRanking | None:
         """The question carried into the other language and searched (None: off, or nothing
-        of it translates, and the old path is taken); `gap`: the multilingual space's reading
-        for its gate (retrieve.bilingual_dense_gate)."""
-        if self.bilingual is None:
+        of it translates, and the old path is taken); `gap`: the space's reading for its gate
+        (retrieve.bilingual_dense_gate)."""
+        if self.bridge is None:
             return None
-        return self.bilingual.bridge(snap.bm25, question, lang, allowed, lexical, gap)
+        return self.bridge.rank(asked.snap.bm25, asked.question, asked.lang, asked.allowed,
+                                lexical, gap)
+
+    def _passages(self, asked: _Asked, query: Query, lexical: Scored, dense: Hits,
+                  more: dict[str, Ranking], weights: dict[str, float], match: SpaceMatch,
+                  k: int) -> list[Passage]:
+        """The passages of the best fused candidates. The other language's passages, when the
+        space let them in, are ranked only by the sides that read them, not the dense side."""
+        snap = asked.snap
+        if match.hits:
+            own = self.space.own_language(snap, asked.lang)
+            dense = [(c, s) for c, s in dense if own[snap.row_of[c]]]
+        fused = self._fuse(snap, query, lexical, dense, more, weights)
+        return self._candidates(snap, fused, asked.groups, k, asked.day)
+
+    def _final(self, asked: _Asked, passages: list[Passage], k: int, lexical: Scored,
+               dense: Hits, bridge: BridgeRanking | None) -> Retrieval:
+        """The best `k` passages, reranked where a reranker is set and superseded versions
+        sunk, with the evidence the answerability model weighs and the bridge's gate."""
+        if self.reranker is not None:
+            passages = self.reranker.rerank(asked.text, passages)
+        superseded = asked.snap.superseded_for(asked.groups, asked.day)
+        passages = prefer_newest(passages, asked.text, superseded)
+        evidence = self.settings.retrieve.bilingual_evidence
+        carried = bridge.terms if bridge is not None and evidence else []
+        found = self._found(asked.snap, asked.text, asked.lang, passages[:k], lexical, dense,
+                            carried)
+        found.bridge_gate = bridge.gate if bridge is not None else {}
+        return found
 
     def _weights(self, lang: str) -> dict[str, float]:
         """Each ranking's RRF weight for a question in `lang`; the dense side weighs nothing
@@ -349,16 +391,3 @@ class Retriever:
             lexical_scaled=lexical_scaled,
             evidence=evidence,
         )
-
-    @staticmethod
-    def _prefer_newest(
-        passages: list[Passage], question: str, superseded: dict[str, str]
-    ) -> list[Passage]:
-        """Superseded passages sink below current ones unless the question names their version."""
-        ranked: list[tuple[float, int, Passage]] = []
-        for i, p in enumerate(passages):
-            named = p.superseded and superseded.get(p.doc_id, "") in question
-            demoted = p.superseded and not named
-            score = p.score * 0.5 if demoted else p.score
-            ranked.append((-score, i, replace(p, score=score) if demoted else p))
-        return [p for _, _, p in sorted(ranked)]

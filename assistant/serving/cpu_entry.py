@@ -1,15 +1,15 @@
 """vLLM's OpenAI server for the CPU build, its worker's idle spin cut short.
 
-vLLM's worker reads each step from its scheduler through shared memory and, for a second after
-each read (`SpinCondition.busy_loop_s`, 1 s in vLLM 0.32), waits by polling with sched_yield
-rather than sleeping: after every answer, and every answer a reader stopped, it keeps one core
-busy for a second. On a CPU machine shared with the app (2 cores here) a question asked in that
-second waits for a core (retrieve p50 10 -> 22 ms in bench/overhead.py;
-docs/benchmarks-history.md, issue 12 third pass). `llm.cpu_idle_spin_s` (0.2 s) sets how long it
-polls before it sleeps on vLLM's wake-up socket, as it does after its second; the server's
-environment carries it as KB_VLLM_IDLE_SPIN_S to every vLLM process. Not 0: between steps the
-worker then sleeps on that socket every time, and with the tiny test model it missed wake-ups
-(first tokens after 3-5 s, 5 s being vLLM's recheck interval).
+vLLM's worker reads each step from its scheduler through shared memory and, for a second after each
+read (`SpinCondition.busy_loop_s`, 1 s in vLLM 0.32), waits by polling with sched_yield rather than
+sleeping: after every answer, and every answer a reader stopped, it keeps one core busy for a
+second. On a CPU machine shared with the app (2 cores here) a question asked in that second waits
+for a core (retrieve p50 10 -> 22 ms in bench/query/overhead.py; docs/benchmarks-history.md,
+"overhead and 1M, third pass"). `llm.cpu_idle_spin_s` (0.2 s) sets how long it polls before it
+sleeps on vLLM's wake-up socket, as it does after its second; the server's environment carries it as
+KB_VLLM_IDLE_SPIN_S to every vLLM process. Not 0: between steps the worker then sleeps on that
+socket every time, and with the tiny test model it missed wake-ups (first tokens after 3-5 s, 5 s
+being vLLM's recheck interval).
 
     python -m assistant.serving.cpu_entry --model .cache/test-model --port 8000 ...
 

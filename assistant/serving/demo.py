@@ -23,9 +23,9 @@ import threading
 from pathlib import Path
 from typing import Protocol
 
-from assistant.endpoint import endpoint_url, probe
+from assistant.llm.endpoint import endpoint_url, probe
+from assistant.llm.tokens import local_model_dir
 from assistant.serving.serve import VllmServer
-from assistant.tokens import local_model_dir
 from core.config import Settings
 from core.errors import ConfigError
 from core.offline import HUB_OFFLINE_ENV

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.endpoint import probe
-from assistant.tokens import local_model_dir
+from assistant.llm.endpoint import probe
+from assistant.llm.tokens import local_model_dir
 from core.config import LlmSettings, Settings
 from core.errors import ConfigError, GenerationUnavailable
 from core.offline import OFFLINE_ENV

@@ -22,6 +22,20 @@ returns that hash with the parse (`ParsedDoc.sha256`), so the hash a document is
 is that of the bytes its passages came from, whatever happens to the file meanwhile. Each
 worker's temp files (copies, OCR images, LibreOffice's output) live in a folder of the pool's
 that goes when the worker is killed or the pool closes.
+
+The parsers, each imported when a file of its kind comes:
+
+    pdf.py         PDF pages to blocks, with their printed page labels
+    pdf_tables.py  ruled tables as rows under their header
+    ocr.py         OCR of scanned pages (Tesseract)
+    page_words.py  where a cited sentence stands on a page
+    word.py        .docx to blocks: headings, tables, notes, text boxes
+    legacy_doc.py  legacy .doc through LibreOffice
+    clean.py       text clean-up
+
+It imports core and, from the ingest floor's hall, the worker processes (ingest/processes.py)
+and `open_beneath` (ingest/discover.py). A new file type gets its parser here, a kind from
+`sniff` and a branch in `_parse_kind`.
 """
 
 from __future__ import annotations
@@ -117,30 +131,7 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
             raise _too_large(path, size, settings)
         if size == 0:
             raise NoText(f"{path.name}: empty file (0 bytes); nothing to ingest, remove it")
-        kind = sniff(path)
-        # Each kind's parser is imported when a file of that kind comes: a process that only
-        # hands files to workers (ingest, re-index, the app) imports neither (pypdf and
-        # python-docx: ~0.25 s); the workers' server imports both once (`_start_method`)
-        if kind == "pdf":
-            from ingest.parse.ocr import ocr_options
-            from ingest.parse.pdf import parse_pdf
-
-            parsed = parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
-                               table_seconds=settings.file_timeout_s * TABLE_SHARE,
-                               ocr=ocr_options(settings))
-        elif kind == "doc":
-            from ingest.parse.legacy_doc import doc_to_docx
-            from ingest.parse.word import parse_docx
-
-            with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
-                parsed = parse_docx(doc_to_docx(path, Path(folder)),
-                                    int(settings.max_unpacked_mb * 1024 * 1024),
-                                    settings.max_blocks)
-        else:
-            from ingest.parse.word import parse_docx
-
-            parsed = parse_docx(path, int(settings.max_unpacked_mb * 1024 * 1024),
-                                settings.max_blocks)
+        parsed = _parse_kind(path, sniff(path), settings)
         if len(parsed.blocks) > settings.max_blocks:
             raise TooManyBlocks(
                 f"{path.name}: {len(parsed.blocks)} blocks (paragraphs, headings, tables) is "
@@ -162,6 +153,27 @@ def parse_file(path: Path, settings: IngestSettings) -> ParsedDoc:
         ) from exc
 
 
+def _parse_kind(path: Path, kind: str, settings: IngestSettings) -> ParsedDoc:
+    """`path` parsed by the parser of its `kind` (what `sniff` found)."""
+    # Each kind's parser is imported when a file of that kind comes: a process that only
+    # hands files to workers (ingest, re-index, the app) imports neither (pypdf and
+    # python-docx: ~0.25 s); the workers' server imports both once (`_start_method`)
+    if kind == "pdf":
+        from ingest.parse.ocr import ocr_options
+        from ingest.parse.pdf import parse_pdf
+
+        return parse_pdf(path, settings.pdf_passwords, tables=settings.pdf_tables,
+                         table_seconds=settings.file_timeout_s * TABLE_SHARE,
+                         ocr=ocr_options(settings))
+    from ingest.parse.word import parse_docx
+
+    unpacked = int(settings.max_unpacked_mb * 1024 * 1024)
+    if kind == "doc":
+        from ingest.parse.legacy_doc import doc_to_docx
+
+        with tempfile.TemporaryDirectory(prefix="kb-doc-") as folder:
+            return parse_docx(doc_to_docx(path, Path(folder)), unpacked, settings.max_blocks)
+    return parse_docx(path, unpacked, settings.max_blocks)
 def _too_large(path: Path, size: int, settings: IngestSettings) -> TooLarge:
     return TooLarge(
         f"{path.name}: {size / 1024 / 1024:.1f} MB is over ingest.max_file_mb = "
@@ -210,7 +222,7 @@ def _start_method() -> ForkServerContext | SpawnContext:
     A fresh interpreter importing them took 0.3-0.5 s a worker, which every ingest, upload and
     re-index paid, however small; a fork of the server takes ~10 ms, plus what the program's
     main module imports, which each worker still runs, as under spawn
-    (docs/benchmarks-history.md, issue 12 seventh pass)."""
+    (docs/benchmarks-history.md, "every CPU goal on an AMD EPYC host")."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")

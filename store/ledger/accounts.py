@@ -2,12 +2,12 @@
 with their password hash, groups and API token hash; the web sessions every app process of a
 deployment shares (kept as the SHA-256 of their tokens); and the login throttle's counts.
 
-A user's `epoch` moves on when their password changes, when they are disabled or enabled, and
-when their sessions are ended (`kb users logout`): a session opened under an older epoch no
-longer counts (ui/users.py checks it). `disabled` is an admin's choice; a record the directory
-turned off (its password field `directory$<source>-off`) reads as disabled too, without it.
-A deleted account takes its sessions and conversations with it, so a new account of the same
-name starts with none of them.
+A user's `epoch` moves on when their password changes, when they are disabled or enabled, and when
+their sessions are ended (`kb users logout`): a session opened under an older epoch no longer counts
+(ui/identity/users.py checks it). `disabled` is an admin's choice; a record the directory turned off
+(its password field `directory$<source>-off`) reads as disabled too, without it. A deleted account
+takes its sessions and conversations with it, so a new account of the same name starts with none of
+them.
 """
 
 from __future__ import annotations

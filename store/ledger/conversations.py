@@ -1,4 +1,4 @@
-"""Conversations (tables `conversations`, `conversation_turns`; issue 15): a user's threads of
+"""Conversations (tables `conversations`, `conversation_turns`): a user's threads of
 questions, each turn kept with its answer and citations so a thread reads back as it was shown.
 Every method takes the owner: a conversation id of another user reads as no conversation.
 Their text is kept with personal numbers masked where the ledger masks (`LedgerBase.keep`).

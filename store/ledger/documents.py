@@ -289,7 +289,7 @@ class Documents(LedgerBase):
             tokens=[r[7].split() for r in rows],
         )
 
-    # --- the live chunks in batches (issue 12: a snapshot of a million chunks) -------------
+    # --- the live chunks in batches (a snapshot of a million chunks) ----------------------
     def chunk_batches(self, size: int = 20_000) -> Iterator[ChunkTable]:
         """`chunk_table` in pieces of at most `size` rows, read by one statement (one consistent
         view of the ledger), so a large store's rows never sit in memory all at once. Equal

@@ -156,7 +156,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
-    # --- 008_sessions (issue 13): web sessions and the login throttle, shared by every app
+    # --- 008_sessions: web sessions and the login throttle, shared by every app
     # process of a deployment. Session tokens are kept as their SHA-256 only.
     (
         "008_sessions",
@@ -205,7 +205,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX jobs_batch ON jobs (batch, seq)
         """,
     ),
-    # --- 010_login_attempts (issue 28): the throttle reserves an attempt before the password
+    # --- 010_login_attempts: the throttle reserves an attempt before the password
     # check; its rows carry the attempt's id, so a login that succeeds takes back its own.
     (
         "010_login_attempts",
@@ -214,7 +214,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX login_failures_attempt ON login_failures (attempt)
         """,
     ),
-    # --- 011_turn_searched_for (issue 25): what retrieval searched for, a follow-up read with
+    # --- 011_turn_searched_for: what retrieval searched for, a follow-up read with
     # its history, so a resumed conversation shows it under the answer as it was shown.
     (
         "011_turn_searched_for",
@@ -222,7 +222,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE conversation_turns ADD COLUMN searched_for TEXT NOT NULL DEFAULT '';
         """,
     ),
-    # --- 012_audit (issue 26): the audit trail, append-only and hash-chained (store/ledger/
+    # --- 012_audit: the audit trail, append-only and hash-chained (store/ledger/
     # audit.py); a prune leaves a checkpoint the chain is verified from.
     (
         "012_audit",
@@ -249,7 +249,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
-    # --- 013_approved_answers (issue 27): answers admins approved, served before retrieval
+    # --- 013_approved_answers: answers admins approved, served before retrieval
     # (store/ledger/approved.py), with the passages they cite and each document's sha256 then.
     (
         "013_approved_answers",
@@ -284,7 +284,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX approved_citations_doc ON approved_citations (doc_id)
         """,
     ),
-    # --- 014_document_dates (issue 27): when a document is reviewed and stops applying
+    # --- 014_document_dates: when a document is reviewed and stops applying
     # (core/policy_dates.py), and which of its dates an admin set rather than its sidecar.
     (
         "014_document_dates",
@@ -294,7 +294,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE documents ADD COLUMN admin_dates TEXT NOT NULL DEFAULT '[]'
         """,
     ),
-    # --- 015_sources (issue 27): the folders kept in sync (store/ledger/sources.py, ingest/
+    # --- 015_sources: the folders kept in sync (store/ledger/sources.py, ingest/
     # sync.py): each source's last pass, its state (ok, braked, failed, running) and why.
     (
         "015_sources",

@@ -1,6 +1,6 @@
 """What was asked and what users made of it (tables `questions`, `feedback`, `gap_notes`): each
 question with its answer, mode, cited chunks and timings; each user's rating of an answer; and
-the admins' notes on knowledge gaps (the admin view, ui/web/insights.py). Their text is kept
+the admins' notes on knowledge gaps (the admin view, ui/admin/insights.py). Their text is kept
 with personal numbers masked where the ledger masks (`LedgerBase.keep`).
 """
 

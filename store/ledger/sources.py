@@ -1,7 +1,7 @@
 """The folders kept in sync (table `sync_sources`, migration 015_sources): each source's last
 pass (when, files seen, changed, failed, deleted, renamed), its state and why, when it is due
 next; and the two document operations a pass needs beyond ingestion: a source's documents read
-by their root, and a renamed file's document moved to its new path (ingest/sync.py).
+by their root, and a renamed file's document moved to its new path (ingest/sync/folder.py).
 
     ledger.source_documents("/mnt/hr")["leave.pdf"].status -> "ok"
     ledger.save_sync_state(SyncState("hr", "/mnt/hr", state="braked", reason="12 of 40 ..."))

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from assistant.answer import should_abstain
 from assistant.answer_json import answer_to_json
-from assistant.loopguard import LoopGuard
+from assistant.llm.loopguard import LoopGuard
 from assistant.prompt import LOOPED
 from core.types import Answer, Turn
 from devtools.ports import free_port

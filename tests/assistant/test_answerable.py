@@ -95,6 +95,7 @@ def test_asking_words_are_not_what_is_asked_about() -> None:
     assert not asks("婚假") and not asks("week")
 
 
+@pytest.mark.slow  # scikit-learn's import (SciPy) takes seconds
 def test_fit_matches_scikit_learn() -> None:
     sklearn = pytest.importorskip("sklearn.linear_model")
     rng = np.random.default_rng(0)

@@ -1,11 +1,14 @@
-"""`kb eval` on the public sets, in CI: our retrieval must not fall more than 0.02 below the
-values recorded in bench/eval_public.json (and bench/eval_public2.json, the harder set), and
-must stay ahead of the LlamaIndex starter on the public set."""
+"""`kb eval` on the public sets, in CI: no figure of our retrieval may fall more than one
+question's worth below its record in bench/eval_public.json (and bench/eval_public2.json, the
+harder set; `assistant/evaluation/record.py`: what another CPU's arithmetic can move, and no
+more), and ours must stay ahead of the LlamaIndex starter on the public set. A figure that falls
+further fails with the questions whose outcome moved against the record."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -20,6 +23,7 @@ from assistant.evaluation.evaluate import (
     run_eval,
     score,
 )
+from assistant.evaluation.record import check
 from ui.cli import main
 from ui.wiring import open_services
 
@@ -27,7 +31,16 @@ REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "bench" / "eval_public.json"
 RECORDED2 = REPO / "bench" / "eval_public2.json"
 RECORDED_FOLLOWUP = REPO / "bench" / "eval_followup.json"
-TOLERANCE = 0.02
+LANGS = ("en", "zh")
+GATED = (*METRICS, "refused")  # each against its record (record.py: which are strict)
+
+
+def held(report: dict[str, Any], recorded: Path) -> str:
+    """"" when each language's figures held their record; else what fell and what moved."""
+    record = json.loads(recorded.read_text("utf-8"))
+    now, was = report["ours"], record["ours"]
+    outcomes = (report["outcomes"]["ours"], record["outcomes"]["ours"])
+    return check({lang: now[lang] for lang in LANGS}, was, GATED, outcomes, recorded.name)
 
 
 def test_quote_hit_rules() -> None:
@@ -67,16 +80,12 @@ def test_score_splits_languages_kinds_window_and_abstention_errors() -> None:
 @pytest.mark.slow
 def test_public_eval_holds_the_recorded_values(make_settings, shared: Path) -> None:
     report = run_eval(make_settings(), shared / "eval" / "public", open_services, baseline=True)
-    recorded = json.loads(RECORDED.read_text("utf-8"))["ours"]
     ours, starter = report["ours"], report["llamaindex_starter"]
-    print(json.dumps(report, indent=1))
-    for lang in ("en", "zh"):
+    print(json.dumps({k: report[k] for k in ("host", "ours", "llamaindex_starter")}, indent=1))
+    failed = held(report, RECORDED)
+    assert not failed, failed
+    for lang in LANGS:
         for metric in METRICS:
-            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (
-                lang,
-                metric,
-                ours[lang],
-            )
             assert ours[lang][metric] >= starter[lang][metric], (lang, metric, "behind the starter")
 
 
@@ -85,25 +94,18 @@ def test_public2_eval_holds_the_recorded_values(make_settings, shared: Path) -> 
     """The harder set (issue 10), ours only: the starter's figures on it are recorded in
     bench/eval_public2.json, and re-measuring them would cost CI minutes."""
     report = run_eval(make_settings(), shared / "eval" / "public2", open_services, baseline=False)
-    recorded = json.loads(RECORDED2.read_text("utf-8"))["ours"]
-    ours = report["ours"]
-    print(json.dumps(report, indent=1))
-    for lang in ("en", "zh"):
-        for metric in METRICS:
-            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (
-                lang,
-                metric,
-                ours[lang],
-            )
+    print(json.dumps({k: report[k] for k in ("host", "ours")}, indent=1))
+    failed = held(report, RECORDED2)
+    assert not failed, failed
 
 
 @pytest.mark.slow
 def test_followup_eval_holds_the_recorded_values_and_the_targets(
     make_settings, shared: Path
 ) -> None:
-    """The follow-up set (issue 25), read with each item's history: no value more than the
-    tolerance below bench/eval_followup.json; window recall at least 0.95 per language, at most
-    one answerable follow-up refused per language, and topic switches no worse than the
+    """The follow-up set (issue 25), read with each item's history: no value more than one
+    question's worth below bench/eval_followup.json; window recall at least 0.95 per language,
+    at most one answerable follow-up refused per language, and topic switches no worse than the
     follow-up searched for alone (the control, `ours_alone`, which must show the loss the
     history mends)."""
     report = run_eval(
@@ -113,12 +115,11 @@ def test_followup_eval_holds_the_recorded_values_and_the_targets(
         baseline=False,
         docs=shared / "eval" / "public2" / "docs",
     )
-    recorded = json.loads(RECORDED_FOLLOWUP.read_text("utf-8"))["ours"]
     ours, alone = report["ours"], report["ours_alone"]
-    print(json.dumps(report, indent=1))
-    for lang in ("en", "zh"):
-        for metric in METRICS:
-            assert ours[lang][metric] >= recorded[lang][metric] - TOLERANCE, (lang, metric)
+    print(json.dumps({k: report[k] for k in ("host", "ours", "ours_alone")}, indent=1))
+    failed = held(report, RECORDED_FOLLOWUP)
+    assert not failed, failed
+    for lang in LANGS:
         assert ours[lang]["in_window"] >= 0.95, ours[lang]
         assert ours[lang]["counts"].startswith(("refused 0/", "refused 1/")), ours[lang]
         switch = ours[lang]["kinds"]["switch"]["in_window"]
@@ -131,6 +132,29 @@ def test_a_set_without_its_documents_says_where_to_find_them(tmp_path: Path) -> 
     result = CliRunner().invoke(main, ["eval", str(tmp_path), "--no-baseline"])
     assert result.exit_code != 0
     assert f"{tmp_path / 'docs'}: no such folder of documents; pass --docs DIR" in result.output
+
+
+@pytest.mark.slow
+def test_kb_eval_records_a_run_in_one_command(make_settings, tmp_path: Path) -> None:
+    """`kb eval --record FILE` writes the run as the record: the CPU, each question's outcome,
+    today's date, and the old record's command and note kept."""
+    record = tmp_path / "eval_samples.json"
+    old = {"command": "kb eval data/samples --record …", "date": "2000-01-01", "note": "why"}
+    record.write_text(json.dumps(old), "utf-8")
+    env = {"KB_EMBED_CACHE": str(make_settings().embed.cache), "KB_EMBED_MULTILINGUAL_MODEL": ""}
+    args = ["eval", str(REPO / "data" / "samples"), "--no-baseline", "--record", str(record)]
+    result = CliRunner().invoke(main, [*args, "--config", str(REPO / "config.toml")], env=env)
+    assert result.exit_code == 0, result.output
+    text = record.read_text("utf-8")
+    new = json.loads(text)
+    assert (new["command"], new["note"]) == (old["command"], old["note"])
+    assert new["date"] != old["date"] and new["host"]["cpu"] and "set" not in new
+    questions = load_questions(REPO / "data" / "samples" / "qa.jsonl")
+    assert set(new["outcomes"]["ours"]) == {q["id"] for q in questions}
+    some = next(iter(new["outcomes"]["ours"]))
+    assert f'"{some}": {{"lang": ' in text  # one question a line
+    assert new["ours"]["en"]["answerable"] == sum(q["answerable"] for q in questions
+                                                  if q["lang"] == "en")  # fmt: skip
 
 
 @pytest.mark.vllm

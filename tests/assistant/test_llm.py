@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from assistant.endpoint import endpoint_url, probe
-from assistant.llm import LlmClient
-from assistant.tokens import LocalTokenCounter
+from assistant.llm.client import LlmClient
+from assistant.llm.endpoint import endpoint_url, probe
+from assistant.llm.tokens import LocalTokenCounter
 from core.errors import (
     GenerationError,
     GenerationTimeout,
@@ -205,7 +205,7 @@ def test_a_prompt_the_packer_bounded_is_counted_after_the_answer_not_before(
 
     counter = CallCounter(8, sent)
     client = client_with(handler, counter=counter)
-    with caplog.at_level(logging.WARNING, logger="assistant.llm"):
+    with caplog.at_level(logging.WARNING, logger="assistant.llm.client"):
         assert list(client.stream(CHAT, max_tokens=96, prompt_bound=4000)) == ["x"]
     assert counter.counted_after == [1]  # once, after the request went out
     assert "we counted 8 prompt tokens" in caplog.text  # and it still catches a disagreement
@@ -229,7 +229,7 @@ def test_length_refusal_shrinks_max_tokens_once_and_logs_a_defect(
             return httpx.Response(400, json={"error": {"message": refusal}})
         return httpx.Response(200, content=sse(chunk("ok")))
 
-    with caplog.at_level(logging.WARNING, logger="assistant.llm"):
+    with caplog.at_level(logging.WARNING, logger="assistant.llm.client"):
         assert list(client_with(handler).stream(CHAT, max_tokens=97)) == ["ok"]
     assert sent == [97, 96]
     assert "defect" in caplog.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assistant.loopguard import LoopGuard
+from assistant.llm.loopguard import LoopGuard
 
 
 def run(pieces: list[str]) -> tuple[LoopGuard, int]:

@@ -236,6 +236,7 @@ def test_packed_prompt_never_exceeds_the_window(
     assert packed == in_document_order(packed)
 
 
+@pytest.mark.slow  # 40 packings counted by the model's tokenizer
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     passages=st.lists(PASSAGE, min_size=1, max_size=12), question=st.one_of(ZH, EN), history=HISTORY

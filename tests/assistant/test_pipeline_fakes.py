@@ -203,8 +203,8 @@ def test_the_prompt_bound_handed_to_the_client_holds_with_the_real_tokenizer(
 ) -> None:
     """Issue 12: the client skips counting a prompt the packing bounded; the bound must be at
     least the prompt's own count (the test model's tokenizer) and leave room for the answer."""
+    from assistant.llm.tokens import LocalTokenCounter
     from assistant.serving.testmodel import build_test_model
-    from assistant.tokens import LocalTokenCounter
     from devtools.vllm_server import MODEL_DIR
 
     settings = settings_for(tmp_path)

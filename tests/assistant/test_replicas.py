@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from assistant.llm import LlmClient
-from assistant.replicas import ReplicaPool
+from assistant.llm.client import LlmClient
+from assistant.llm.replicas import ReplicaPool
 from assistant.serving.serve import VllmServer
 from core.errors import GenerationUnavailable
 from devtools.ports import free_port

@@ -285,9 +285,9 @@ def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs
 def test_counting_ahead_leaves_retrieval_and_packing_as_they_were(make_settings: Any) -> None:
     """Over the sample documents, with the test model's counter (built here when absent): the
     same passages, evidence and packed window with the lines counted ahead as without."""
+    from assistant.llm.tokens import LocalTokenCounter
     from assistant.retrieve.retriever import Retriever
     from assistant.serving.testmodel import build_test_model
-    from assistant.tokens import LocalTokenCounter
     from assistant.window import fill_window, snapshot_neighbours
     from devtools.vllm_server import MODEL_DIR
     from store.store import open_store

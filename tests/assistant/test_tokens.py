@@ -14,10 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assistant.llm import LlmClient
-from assistant.prompt import build_messages
-from assistant.serving.testmodel import build_test_model, default_reference
-from assistant.tokens import (
+from assistant.llm.client import LlmClient
+from assistant.llm.tokens import (
     LazyTokenCounter,
     LocalTokenCounter,
     RemoteTokenCounter,
@@ -27,6 +25,8 @@ from assistant.tokens import (
     split_at_passages,
     split_at_seams,
 )
+from assistant.prompt import build_messages
+from assistant.serving.testmodel import build_test_model, default_reference
 from core.config import LlmSettings
 from devtools.vllm_server import MODEL_DIR
 
@@ -141,6 +141,7 @@ def test_a_block_is_counted_once_per_passage_it_has_not_seen() -> None:
     assert len(counter._passages) == len(split_at_passages(block)) + 1
 
 
+@pytest.mark.slow  # 300 long texts through the model's tokenizer, twice each
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=LONG_TEXT)
 def test_a_long_text_counts_as_tokenizing_it_whole(counter: LocalTokenCounter, text: str) -> None:
@@ -152,7 +153,7 @@ def test_a_long_text_counts_as_tokenizing_it_whole(counter: LocalTokenCounter, t
 def test_counts_stay_exact_when_the_remembered_pieces_are_forgotten(
     monkeypatch: pytest.MonkeyPatch, counter: LocalTokenCounter
 ) -> None:
-    import assistant.tokens as tokens
+    import assistant.llm.tokens as tokens
 
     monkeypatch.setattr(tokens, "PIECES_KEPT", 4)
     backend = counter._tokenizer.backend_tokenizer

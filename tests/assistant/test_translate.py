@@ -5,7 +5,7 @@ the store holds the other language, searched for beside the question, dropped wh
 from __future__ import annotations
 
 from assistant.followup import Reading
-from assistant.translate import translated, usable_translation
+from assistant.retrieve.crosslang.translate import translated, usable_translation
 from core.errors import GenerationError
 from tests.support.fakes import FakeGenerator
 

@@ -1,12 +1,12 @@
-"""bench/approved_match.py's scoring, pure: which questions ask the same fact, what counts as a
-hit or a false match, and the sweep's choice (most hits with no false match)."""
+"""bench/quality/approved_match.py's scoring, pure: which questions ask the same fact, what
+counts as a hit or a false match, and the sweep's choice (most hits with no false match)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from assistant.approved.index import MatchIndex, Thresholds
-from bench.approved_match import figures, outcome, same_fact, sweep
+from bench.quality.approved_match import figures, outcome, same_fact, sweep
 from core.types import ApprovedAnswer
 
 

@@ -1,4 +1,4 @@
-"""bench/load.py's report: `python -m bench load` reads the JSON on its last line (issue 28:
+"""bench/load/askers.py's report: `python -m bench load` reads the JSON on its last line (issue 28:
 the bench printed only a table, and `python -m bench load` said "failed (exit 0)"); "busy"
 refusals are counted apart from errors; a bench's report is kept when it exits non-zero."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import last_json, ratios, run_command
-from bench.load import BUSY_PAGE, LoadResult, Outcome, printout, report
+from bench.load.askers import BUSY_PAGE, LoadResult, Outcome, printout, report
 
 LOADED = "at once, page + API"
 

@@ -140,7 +140,7 @@ def leftovers(settings: Settings) -> list[str]:
             found.append(f"{staged} staged chunks")
         if store.ledger.get_meta("dirty") == "1":
             found.append("dirty")
-        space = store.multilingual  # the multilingual space's own collection (issue 29)
+        space = store.space  # the multilingual space's own collection (issue 29)
         kept = {store.collection} | ({space.collection} if space else set())
         stray = [c for c in store.vectors.collections() if c not in kept]
         if stray:

@@ -266,6 +266,7 @@ def _compact(text: str) -> str:
     return re.sub(r"\s+", "", unicodedata.normalize("NFC", text))
 
 
+@pytest.mark.slow  # parses every document of ../shared/eval/public (seconds each)
 def test_gold_quotes_survive_parsing(shared: Path) -> None:
     """Every gold quote of the public set is in the parsed text (PDF: on the gold page's blocks)."""
     public = shared / "eval" / "public"

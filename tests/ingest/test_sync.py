@@ -17,8 +17,8 @@ from core.sources_settings import SourceSettings
 from core.types import ApprovedAnswer, ApprovedCitation
 from devtools.postgres import with_ledger
 from ingest.discover import doc_id_for
-from ingest.sync import sync_source
-from ingest.sync_schedule import keep_in_sync, source_states
+from ingest.sync.folder import sync_source
+from ingest.sync.schedule import keep_in_sync, source_states
 from store.store import Store
 from ui.wiring import store_for
 

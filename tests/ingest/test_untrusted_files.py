@@ -26,7 +26,7 @@ from ingest import triage
 from ingest.discover import doc_id_for, sha256_file
 from ingest.parse import ParsePool
 from ingest.pipeline import ingest_paths
-from ingest.sync import sync_source
+from ingest.sync.folder import sync_source
 from store.store import Store
 from ui.cli import main
 from ui.wiring import open_assistant, store_for

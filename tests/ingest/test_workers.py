@@ -88,9 +88,9 @@ def test_two_workers_make_the_store_one_worker_makes(
     assert first["vectors"].shape == second["vectors"].shape
     assert np.abs(first["vectors"]).sum() > 0
     # one worker embeds several files' passages per batch (ingest/embed_ahead.py), the workers one
-    # file's: other batch shapes, so bfloat16 rounds a little differently (cosine > 0.9999)
-    np.testing.assert_allclose(second["vectors"], first["vectors"], atol=2e-3)
-    assert np.einsum("ij,ij->i", first["vectors"], second["vectors"]).min() > 0.9999
+    # file's: other batch shapes, which float32 sums in another order (within 1e-6)
+    np.testing.assert_allclose(second["vectors"], first["vectors"], atol=1e-6)
+    assert np.einsum("ij,ij->i", first["vectors"], second["vectors"]).min() > 0.999999
     assert store_problems(two) == []
 
     # run again with two workers: nothing changed, nothing is embedded

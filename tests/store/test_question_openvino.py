@@ -42,7 +42,7 @@ def test_questions_on_openvino_equal_numpys_within_their_precision(
     assert ours.shape == exact.shape == (len(QUESTIONS), encoder.dim)
     assert list(encoder._requests) == [32, None]  # padded to 32 tokens, or the dynamic model
     cosines = (ours * exact).sum(axis=1)
-    # float32: equal to rounding; bfloat16 (as passages are embedded) is ~1.4e-5 off
+    # float32 (as passages are embedded): equal to rounding; bfloat16 is ~1.4e-5 off
     assert np.all(1 - cosines < within), cosines
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 

@@ -85,8 +85,8 @@ class Running:
     settings: Settings
     tokens: dict[str, str]
     assistant: Any
-    app: Any  # ui.web.page.App: the handlers, for calls a browser cannot make
-    guard: Any = None  # ui.security.auth.LoginGuard of the server (tests reset it)
+    app: Any  # ui.page.app.App: the handlers, for calls a browser cannot make
+    guard: Any = None  # ui.identity.login.LoginGuard of the server (tests reset it)
 
     def client(self, user: str | None) -> Any:
         from gradio_client import Client

@@ -46,7 +46,7 @@ def ask(client: Any, question: str, lang: str = "en") -> list[Any]:
 
 
 def searched_lines(message: dict[str, Any]) -> list[str]:
-    """The "Searched for: …" lines of a chat message (ui/web/render.py: searched_line)."""
+    """The "Searched for: …" lines of a chat message (ui/page/render.py: searched_line)."""
     return re.findall(r'<p class="kb-searched">(.*?)</p>', message_text(message))
 
 

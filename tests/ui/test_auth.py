@@ -19,10 +19,10 @@ from core.errors import KbError
 from core.types import User
 from store.ledger import Ledger
 from tests.support.stores import ledger_before
-from ui.security.auth import LoginGuard, SessionTable, login_check
-from ui.signin.directory import SignIn
-from ui.users import Users
-from ui.web import admin
+from ui.admin import uploads
+from ui.identity.login import LoginGuard, SessionTable, login_check
+from ui.identity.signin import SignIn
+from ui.identity.users import Users
 
 
 class Clock:
@@ -202,11 +202,11 @@ def test_group_names_follow_one_rule(bad: str) -> None:
 
 def test_long_and_colliding_upload_names(tmp_path: Path) -> None:
     long = "差" * 90 + ".pdf"  # 270 bytes of UTF-8: over the 255 a file name may have
-    name = admin.safe_name(long, "pdf")
+    name = uploads.safe_name(long, "pdf")
     assert len(name.encode()) <= 255 and name.endswith(".pdf") and name.startswith("差")
     taken: set[str] = set()
-    first = admin.unique_target(tmp_path, admin.safe_name("a b.pdf", "pdf"), taken)
-    second = admin.unique_target(tmp_path, admin.safe_name("a_b.pdf", "pdf"), taken)
+    first = uploads.unique_target(tmp_path, uploads.safe_name("a b.pdf", "pdf"), taken)
+    second = uploads.unique_target(tmp_path, uploads.safe_name("a_b.pdf", "pdf"), taken)
     assert (first.name, second.name) == ("a_b.pdf", "a_b-2.pdf")
 
 
@@ -251,7 +251,7 @@ def test_kb_users_commands(tmp_path: Path) -> None:
 
 def test_model_errors_stay_in_the_log() -> None:
     from core.types import Answer, Citation
-    from ui.web import render
+    from ui.page import render
 
     why = "vLLM at http://10.1.2.3:8000/v1 did not answer /tokenize (connection refused)"
     only = Answer("Passages [1]", citations=[Citation(1, "leave.pdf", 3, "", "5 days", "c1")],

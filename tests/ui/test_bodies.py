@@ -15,21 +15,21 @@ import pytest
 
 from tests.ui.conftest import PASSWORDS
 from tests.ui.test_trust import login
-from ui.web import api
+from ui.api import kb_api
 
 NESTED = b"[" * 100_000
 QUESTION = {"question": "How many days of annual leave can I carry over?"}
 
 
 def test_parse_ask_says_in_one_line_what_is_wrong() -> None:
-    assert api.parse_ask(json.dumps(QUESTION).encode()).question == QUESTION["question"]
+    assert kb_api.parse_ask(json.dumps(QUESTION).encode()).question == QUESTION["question"]
     for raw, said in [(NESTED, "nested too deeply"), (b'{"question": ' + NESTED, "too deeply"),
                       (b"\xff", "not JSON"), (b"", "not JSON"),
                       (b'{"question": "a", "history": [{"question": 1}]}',
                        "history.0.question: Input should be a valid string; "
                        "history.0.answer: Field required")]:
         with pytest.raises(ValueError, match="^[^\n]*$") as caught:
-            api.parse_ask(raw)
+            kb_api.parse_ask(raw)
         assert said in str(caught.value)
 
 
@@ -43,11 +43,11 @@ def largest_question() -> bytes:
     JSON escape pair (U+1F600, 12 bytes), and both history and a conversation id, which the
     route refuses (422) once it has parsed them."""
     smile = "\U0001f600"
-    turn = {"question": smile * longest(api.PastTurn, "question"),
-            "answer": smile * longest(api.PastTurn, "answer")}
-    body = {"question": smile * longest(api.AskRequest, "question"),
-            "history": [turn] * longest(api.AskRequest, "history"),
-            "conversation_id": "c" * longest(api.AskRequest, "conversation_id")}
+    turn = {"question": smile * longest(kb_api.PastTurn, "question"),
+            "answer": smile * longest(kb_api.PastTurn, "answer")}
+    body = {"question": smile * longest(kb_api.AskRequest, "question"),
+            "history": [turn] * longest(kb_api.AskRequest, "history"),
+            "conversation_id": "c" * longest(kb_api.AskRequest, "conversation_id")}
     return json.dumps(body).encode()
 
 
@@ -106,7 +106,7 @@ def test_oversized_bodies_get_413_and_the_server_stays_responsive(login_server: 
     assert declared_only(url, "/api/ask", big, auth).startswith("HTTP/1.1 413")
     assert declared_only(url, "/login", big).startswith("HTTP/1.1 413")  # no login needed
     # Gradio's routes answer before any of the body is read: the guard asks for a login first,
-    # and refuses the routes the app does not use (ui/security/guard.py)
+    # and refuses the routes the app does not use (ui/identity/guard.py)
     assert declared_only(url, "/gradio_api/queue/join", big).startswith("HTTP/1.1 401")
     assert declared_only(url, "/gradio_api/run/ask", big).startswith("HTTP/1.1 404")
     assert declared_only(url, "/api/ask", cap + 1, auth).startswith("HTTP/1.1 413")

@@ -16,11 +16,11 @@ import httpx
 import pytest
 
 from assistant.serving.testmodel import build_test_model
-from bench.load import ask_page, page_client
+from bench.load.askers import ask_page, page_client
 from devtools.vllm_server import MODEL_DIR
 from tests.ui.conftest import PASSWORDS, Running, Store, _serve
 from tests.ui.test_app import ask
-from ui.web.gate import Gate
+from ui.gate import Gate
 
 pytestmark = pytest.mark.slow
 

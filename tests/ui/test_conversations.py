@@ -35,7 +35,7 @@ from tests.ui.test_app import (
     searched_lines,
 )
 from ui.conversations import WITHHELD, Conversations, title_from
-from ui.web.handlers import Conversation
+from ui.handlers import Conversation
 from ui.wiring import users_for
 
 LEAVE = "How many days of annual leave can I carry over?"

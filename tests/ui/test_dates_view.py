@@ -21,8 +21,8 @@ from core.types import Citation
 from tests.support.stores import ingest_paths, list_documents
 from tests.ui.test_app import FakeRequest
 from ui.cli import main
-from ui.web import render
-from ui.web.page import App
+from ui.page import render
+from ui.page.app import App
 from ui.wiring import ledger_for, open_services, users_for
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "docs"

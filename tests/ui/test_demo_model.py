@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from assistant.endpoint import probe
+from assistant.llm.endpoint import probe
 from assistant.serving.testmodel import build_test_model
 from core.config import load_settings
 from devtools.ports import free_port

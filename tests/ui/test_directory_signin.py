@@ -26,8 +26,8 @@ from devtools.system_deps import skip_or_fail
 from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from tests.ui.test_audit_web import waiting_for
-from ui.security.auth import DIRECTORY_DOWN, SessionTable, shared_cookie_id
-from ui.signin.ldap import Ldap
+from ui.identity.ldap import Ldap
+from ui.identity.login import DIRECTORY_DOWN, SessionTable, shared_cookie_id
 from ui.wiring import LDAP_PASSWORD_ENV, users_for
 
 REFRESH_S = 1.0

@@ -14,7 +14,7 @@ import pytest
 from core.errors import ConfigError
 from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_trust import login
-from ui.security.metrics_access import MetricsAccess
+from ui.web.metrics_access import MetricsAccess
 
 TOKEN = "scrape-token-for-tests"
 

@@ -25,7 +25,7 @@ from gradio.utils import get_upload_folder
 from devtools.chromium import Page
 from tests.ui.conftest import PASSWORDS
 from tests.ui.test_app import HR_FILES, ask, message_text
-from ui.security.guard import SessionOwners
+from ui.identity.guard import SessionOwners
 
 HR_SECRET = "What is the merit increase budget of the compensation review? zq-deeplink"
 

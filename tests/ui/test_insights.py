@@ -10,7 +10,7 @@ from pathlib import Path
 
 from core.types import Answer, Citation, QuestionRecord
 from store.ledger import Ledger
-from ui.web import insights
+from ui.admin import insights
 
 DAY = 86_400.0
 

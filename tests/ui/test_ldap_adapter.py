@@ -13,7 +13,7 @@ import pytest
 from core.auth_settings import AuthSettings
 from core.errors import DirectoryUnavailable
 from devtools.ldap_server import PEOPLE, READER_DN, READER_PASSWORD, RunningLdap, make_certificates
-from ui.signin.ldap import Ldap
+from ui.identity.ldap import Ldap
 
 
 def _auth(url: str, ca_file: Path, starttls: bool) -> AuthSettings:

@@ -1,7 +1,7 @@
 """Issue 11, load: askers at once against the real app (loopback) with the real vLLM test
 server, half through the page (gradio_client, logged in), half through `POST /api/ask`: every
 question answered by the model, none refused for length, no error. A fixed count and a time
-limit; no timing is asserted (figures come from bench/load.py, in BENCHMARKS.md).
+limit; no timing is asserted (figures come from bench/load/askers.py, in BENCHMARKS.md).
 
 CI runs 8 askers; the 50-asker variant is marked `load` and run by hand:
 `pytest tests/ui/test_load.py -m load`.
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from bench.load import ask_page, page_client, run_load
+from bench.load.askers import ask_page, page_client, run_load
 from devtools.vllm_server import free_port
 from tests.ui.conftest import PASSWORDS, Running, Store, _serve
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.ui.conftest import PASSWORDS
-from ui.security.auth import LOGIN_NICE
+from ui.identity.login import LOGIN_NICE
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from reportlab.pdfgen.canvas import Canvas
 from core.types import Passage
 from ingest.parse.ocr import Word
 from ingest.parse.page_words import cited_boxes, find_boxes
-from ui.web.marks import draw_boxes, mark_page, what_to_mark
-from ui.web.render import passage_html
+from ui.page.marks import draw_boxes, mark_page, what_to_mark
+from ui.page.render import passage_html
 
 DPI = 80
 HEIGHT = A4[1]

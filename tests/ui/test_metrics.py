@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from core.types import Answer, Citation, FileOutcome, IngestReport
-from ui.web.metrics import Metrics
+from ui.metrics import Metrics
 
 
 def sample(metrics: Metrics, name: str, **labels: str) -> float:

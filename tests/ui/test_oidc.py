@@ -17,7 +17,7 @@ import pytest
 
 from devtools.oidc_provider import RunningProvider, running_provider
 from devtools.ports import free_port
-from ui.security.oidc import OidcClient, OidcError, Pending, seal, unseal
+from ui.identity.oidc import OidcClient, OidcError, Pending, seal, unseal
 
 SECRET = "client-s3cret"  # the provider takes any secret; kb sends it (client_secret_basic)
 CALLBACK = "http://127.0.0.1:7860/login/oidc/callback"
@@ -206,7 +206,7 @@ def test_the_callbacks_error_text_cannot_forge_a_log_line(provider: RunningProvi
     line breaks and other control characters never reach the message that is logged."""
     client = OidcClient(provider.issuer, "kb", SECRET)
     _, pending = client.start(CALLBACK)
-    forged = "x\r\n2026-12-06 02:00:00,000 INFO ui.security.auth: login of alice from 10.0.0.1"
+    forged = "x\r\n2026-12-06 02:00:00,000 INFO ui.identity.login: login of alice from 10.0.0.1"
     with pytest.raises(OidcError) as refused:
         client.finish(pending, {"error": "access_denied\n", "error_description": forged,
                                 "state": pending.state}, CALLBACK)

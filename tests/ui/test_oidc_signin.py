@@ -26,8 +26,8 @@ from tests.ui.conftest import PASSWORDS, Running, Store, _login_settings, _serve
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from tests.ui.test_audit_web import waiting_for
 from tests.ui.test_directory_signin import wait_beside_a_due_page
-from ui.security.oidc import OidcClient
-from ui.signin.oidc_web import PENDING_COOKIE
+from ui.identity.oidc import OidcClient
+from ui.identity.oidc_web import PENDING_COOKIE
 from ui.wiring import OIDC_SECRET_ENV, users_for
 
 pytestmark = pytest.mark.slow
@@ -321,7 +321,7 @@ def test_the_callbacks_error_text_reaches_the_log_as_one_line(
 ) -> None:
     caplog.set_level(logging.INFO)
     client, _ = start(oidc_app)
-    forged = "x\n2026-12-06 02:00:00,000 INFO ui.security.auth: login of alice from 10.0.0.1"
+    forged = "x\n2026-12-06 02:00:00,000 INFO ui.identity.login: login of alice from 10.0.0.1"
     query = urllib.parse.urlencode({"error": "access_denied", "error_description": forged})
     reply = client.get(f"login/oidc/callback?{query}")
     assert reply.status_code == 502

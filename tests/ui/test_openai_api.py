@@ -1,4 +1,4 @@
-"""Issue 25: the OpenAI-compatible endpoint (`ui/web/openai_api.py`) and the streamed
+"""Issue 25: the OpenAI-compatible endpoint (`ui/api/openai_api.py`) and the streamed
 `POST /api/ask`. The pure parts (messages to history, kb's sources list) and the routes over a
 fake assistant first; then the official `openai` client against the real app (uvicorn on
 loopback, the sample store, the model unreachable: retrieval-only answers), and once against the
@@ -31,11 +31,9 @@ from tests.ui.test_app import HR_FILES, HR_QUESTIONS
 from tests.ui.test_bodies import declared_only
 from tests.ui.test_busy import api_ask, metric, stalled_server
 from tests.ui.test_trust import login
-from ui.web.api import MAX_QUESTION_CHARS, MAX_TURNS, AskRequest, api_router
-from ui.web.asking import MAX_JSON_VALUES, Asking, EventStream
-from ui.web.gate import Gate
-from ui.web.metrics import Metrics
-from ui.web.openai_api import (
+from ui.api.asking import MAX_JSON_VALUES, Asking, EventStream
+from ui.api.kb_api import MAX_QUESTION_CHARS, MAX_TURNS, AskRequest, api_router
+from ui.api.openai_api import (
     MAX_MESSAGES,
     MAX_PARTS,
     MODEL_ID,
@@ -45,6 +43,8 @@ from ui.web.openai_api import (
     sources_text,
     strip_sources,
 )
+from ui.gate import Gate
+from ui.metrics import Metrics
 from ui.wiring import users_for
 
 QUESTION = "How many days of unused annual leave can I carry over?"
@@ -528,7 +528,7 @@ def test_bad_bodies_get_400_and_oversized_ones_413(login_server: Running) -> Non
     with pytest.raises(openai.BadRequestError, match="last user message"):
         ask(client, {"role": "system", "content": SYSTEM})
     url, token = login_server.url, login_server.tokens["bob"]
-    # the body cap of /api/ask holds here too (ui/security/bodies.py), before the body is read
+    # the body cap of /api/ask holds here too (ui/web/bodies.py), before the body is read
     big = login_server.settings.ui.max_body_bytes + 1
     reply = declared_only(url, "/v1/chat/completions", big, f"Authorization: Bearer {token}\r\n")
     assert reply.startswith("HTTP/1.1 413")

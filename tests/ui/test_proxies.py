@@ -1,11 +1,11 @@
-"""Which address a request comes from (ui/security/proxies.py): pure, no server."""
+"""Which address a request comes from (ui/identity/proxies.py): pure, no server."""
 
 from __future__ import annotations
 
 import pytest
 
 from core.errors import ConfigError
-from ui.security.proxies import TrustedProxies, parse_address
+from ui.identity.proxies import TrustedProxies, parse_address
 
 NONE = TrustedProxies.parse([], "ui.trusted_proxies")
 LOCAL = TrustedProxies.parse(["127.0.0.1", "10.0.0.0/24", "2001:db8::/32"], "ui.trusted_proxies")

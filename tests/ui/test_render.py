@@ -9,8 +9,9 @@ from pathlib import Path
 
 from core.config import Settings
 from core.types import Answer, Citation, Passage
-from ui.web import admin, render
-from ui.web.i18n import lang_from_header, t
+from ui.admin import uploads
+from ui.i18n import lang_from_header, t
+from ui.page import render
 
 
 def passage(chunk_id: str = "c1", superseded: bool = False) -> Passage:
@@ -65,26 +66,26 @@ def test_highlight_and_escape() -> None:
 def test_sniff_type_checks_content_not_the_name(tmp_path: Path) -> None:
     pdf = tmp_path / "a.docx"
     pdf.write_bytes(b"%PDF-1.7\n...")
-    assert admin.sniff_type(pdf) == "pdf"
+    assert uploads.sniff_type(pdf) == "pdf"
     docx = tmp_path / "b.pdf"
     with zipfile.ZipFile(docx, "w") as zf:
         zf.writestr("[Content_Types].xml", "<x/>")
         zf.writestr("word/document.xml", "<x/>")
-    assert admin.sniff_type(docx) == "docx"
+    assert uploads.sniff_type(docx) == "docx"
     other_zip = tmp_path / "c.docx"
     with zipfile.ZipFile(other_zip, "w") as zf:
         zf.writestr("hello.txt", "hi")
-    assert admin.sniff_type(other_zip) is None
+    assert uploads.sniff_type(other_zip) is None
     text = tmp_path / "d.pdf"
     text.write_text("hello")
-    assert admin.sniff_type(text) is None
+    assert uploads.sniff_type(text) is None
 
 
 def test_safe_names_and_stored_uploads(tmp_path: Path) -> None:
-    assert admin.safe_name("../../etc/差旅 费 (2024).PDF", "pdf") == "差旅_费_2024.pdf"
-    assert admin.safe_name("..\\..\\x.docx", "docx") == "x.docx"
-    assert admin.safe_name(".pdf", "pdf") == "upload.pdf"
-    assert admin.safe_name("$(rm -rf).pdf", "pdf") == "rm_-rf.pdf"
+    assert uploads.safe_name("../../etc/差旅 费 (2024).PDF", "pdf") == "差旅_费_2024.pdf"
+    assert uploads.safe_name("..\\..\\x.docx", "docx") == "x.docx"
+    assert uploads.safe_name(".pdf", "pdf") == "upload.pdf"
+    assert uploads.safe_name("$(rm -rf).pdf", "pdf") == "rm_-rf.pdf"
     settings = Settings().with_store(tmp_path / "store")
     good = tmp_path / "tmp1"
     good.write_bytes(b"%PDF-1.4 tiny")
@@ -92,7 +93,7 @@ def test_safe_names_and_stored_uploads(tmp_path: Path) -> None:
     bad.write_text("not a pdf")
     big = tmp_path / "tmp3"
     big.write_bytes(b"%PDF-" + b"0" * (51 * 1024 * 1024))
-    stored, rejected = admin.store_uploads(
+    stored, rejected = uploads.store_uploads(
         settings, [(good, "../Leave policy.pdf"), (bad, "x.pdf"), (big, "big.pdf")], ["hr", "all"])
     assert stored == [tmp_path / "store" / "uploads" / "all+hr" / "Leave_policy.pdf"]
     assert [r.name for r in rejected] == ["x.pdf", "big.pdf"]

@@ -53,7 +53,7 @@ def write_handbook(path: Path) -> None:
 @dataclass
 class Handbook:
     client: TestClient
-    app: Any  # ui.web.page.App
+    app: Any  # ui.page.app.App
     chunks: list[tuple[str, tuple[str, ...], str]]  # (chunk id, heading path, text) in order
     secret: str  # a chunk of a document of group hr only
 

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from core.auth_settings import AuthSettings
 from core.errors import ConfigError
-from ui.signin.directory import check_auth
-from ui.signin.groups import group_names, map_groups
-from ui.signin.header import session_cookies, split_groups, with_session
-from ui.signin.ldap import dn_value, fill, filter_value, in_chain_filter
+from ui.identity.groups import group_names, map_groups
+from ui.identity.header import session_cookies, split_groups, with_session
+from ui.identity.ldap import dn_value, fill, filter_value, in_chain_filter
+from ui.identity.signin import check_auth
 
 
 def test_filter_values_escape_every_special_character() -> None:

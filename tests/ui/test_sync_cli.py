@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from core.config import load_settings
 from ingest import pipeline
+from ui.admin import uploads
 from ui.cli import main
-from ui.web import admin
 from ui.wiring import store_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def test_sync_once_brakes_then_an_admin_confirms(make_settings: Any, tmp_path: P
     settings = dataclasses.replace(settings, embed=make_settings().embed)
     temp = tmp_path / "upload-temp.pdf"
     shutil.copy2(SAMPLES / "Employee-Leave-Policy.pdf", temp)
-    stored, rejected = admin.store_uploads(settings, [(temp, "Employee-Leave-Policy.pdf")],
+    stored, rejected = uploads.store_uploads(settings, [(temp, "Employee-Leave-Policy.pdf")],
                                            ["all"])
     assert rejected == []
     with store_for(settings) as store:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from core.sources_settings import SourceSettings
-from ingest.sync import sync_source
+from ingest.sync.folder import sync_source
 from tests.ui.conftest import PASSWORDS, _serve
 from ui.wiring import store_for, users_for
 

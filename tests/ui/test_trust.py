@@ -20,7 +20,7 @@ import pytest
 
 from tests.ui.conftest import PASSWORDS, SAMPLES
 from tests.ui.test_app import HR_FILES, HR_QUESTIONS, FakeRequest, ask, hr_chunk_ids, message_text
-from ui.web.handlers import Conversation
+from ui.handlers import Conversation
 from ui.wiring import users_for
 
 pytestmark = pytest.mark.slow
@@ -77,7 +77,7 @@ def test_failed_logins_lock_out_and_are_logged(login_server: Any, fresh_guard: A
                                                caplog: pytest.LogCaptureFixture) -> None:
     """Finding 3: no throttling, no lockout, failures not logged where an operator sees them."""
     url = login_server.url + "login"
-    caplog.set_level(logging.WARNING, logger="ui.security.auth")
+    caplog.set_level(logging.WARNING, logger="ui.identity.login")
     codes = [httpx.post(url, data={"username": "bob", "password": f"guess-{i}"}).status_code
              for i in range(4)]
     assert codes[:3] == [400, 400, 400] and codes[3] == 429, codes

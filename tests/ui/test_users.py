@@ -12,8 +12,8 @@ from core.access import parse_groups
 from core.errors import KbError
 from core.types import Answer, Citation
 from store.ledger import Ledger
-from ui.security.auth import SessionTable
-from ui.users import AccountRefused, Users, hash_password, verify_password
+from ui.identity.login import SessionTable
+from ui.identity.users import AccountRefused, Users, hash_password, verify_password
 
 
 @pytest.fixture

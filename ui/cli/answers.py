@@ -1,4 +1,4 @@
-"""`kb answers ...`: approved answers from the shell (issue 27): list them (suspended ones first,
+"""`kb answers ...`: approved answers from the shell: list them (suspended ones first,
 with the reason), add, edit, remove, export as JSON lines and import them back. Every change is
 in the audit trail.
 

@@ -46,8 +46,8 @@ def _groups(value: str | None) -> list[str] | None:
 
 @contextmanager
 def _progress_bar(enabled: bool, store: Store) -> Iterator[Progress | None]:
-    """A bar of the files, and one of the passages the multilingual space embeds at the end of
-    the write (store/multilingual.py: minutes for a store built before it was on)."""
+    """A bar of the files, and one of the passages the crosslang space embeds at the end of
+    the write (store/crosslang_space.py: minutes for a store built before it was on)."""
     if not enabled:
         yield None
         return
@@ -65,13 +65,13 @@ def _progress_bar(enabled: bool, store: Store) -> Iterator[Progress | None]:
                                   dynamic_ncols=True, leave=False))
         space_bar[0].update(done - space_bar[0].n)
 
-    if store.multilingual is not None:
-        store.multilingual.progress = update_space
+    if store.space is not None:
+        store.space.progress = update_space
     try:
         yield update
     finally:
-        if store.multilingual is not None:
-            store.multilingual.progress = None
+        if store.space is not None:
+            store.space.progress = None
         for one in (bar, *space_bar):
             one.close()
 

@@ -76,7 +76,7 @@ def status(settings: Settings, url: str | None, as_json: bool) -> None:
     kb llm status
     kb llm status --url http://10.0.0.5:8000/v1 --json
     """
-    from assistant.endpoint import endpoint_url, probe
+    from assistant.llm.endpoint import endpoint_url, probe
 
     result = probe(url or endpoint_url(settings.llm))
     if as_json:

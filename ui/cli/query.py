@@ -3,9 +3,10 @@ read them."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +14,10 @@ from core.access import parse_groups
 from core.config import Settings
 from core.types import Answer
 from ui.cli.common import shown, with_settings
+
+if TYPE_CHECKING:  # imported where used: `kb --help` stays quick
+    from assistant.answer import Assistant
+    from assistant.pack import Count
 
 
 def _groups(value: str | None, settings: Settings) -> list[str]:
@@ -95,10 +100,8 @@ def retrieve_command(
     kb retrieve "年假可以结转吗？" --json
     kb retrieve --questions qa.jsonl --json
     """
-    from assistant.answer import should_abstain
-    from assistant.answer_json import passage_to_json
-    from assistant.evaluation.evaluate import earlier_turns, load_questions
-    from assistant.window import fill_window, snapshot_neighbours, window_counter
+    from assistant.evaluation.evaluate import load_questions
+    from assistant.window import window_counter
     from ui.wiring import services_for
 
     if (question is None) == (questions_file is None):
@@ -110,40 +113,47 @@ def retrieve_command(
         items = [{"id": None, "question": question}]
     count = window_counter(settings)
     with services_for(settings) as services:
-        retriever = services.assistant.retriever
         for item in items:
-            reading = services.assistant.read(item["question"], earlier_turns(item))
-            searched_for = reading.text
-            retrieval = retriever.retrieve(
-                reading.question, _groups(groups, settings), context=reading.context
-            )
-            abstain = should_abstain(retrieval, settings)
-            packed = fill_window(
-                retrieval.passages,
-                searched_for,
-                retrieval.lang,
-                count,
-                settings,
-                snapshot_neighbours(retriever.snapshot()),
-            )
-            passages = [passage_to_json(p, n) for n, p in enumerate(packed, 1)]
-            if as_json:
-                line: dict[str, Any] = {
-                    "abstain": abstain,
-                    "searched_for": searched_for,
-                    "passages": passages,
-                }
-                if questions_file is not None:
-                    line = {"id": item.get("id"), **line}
-                click.echo(_dump(line))
+            line = _packed(services.assistant, item, _groups(groups, settings), settings, count)
+            if not as_json:
+                _echo_packed(item["question"], line)
                 continue
-            click.echo(f"{item['question']}" + ("  (would abstain)" if abstain else ""))
-            if searched_for != item["question"]:
-                click.echo(f"  searched for: {searched_for}")
-            for p in passages:
-                where = _place(p["page"], p["section"], p["page_label"])
-                click.echo(f"  {p['rank']}. {shown(p['file'])} {shown(where)}  {p['score']:.4f}")
-                click.echo(f"     {p['text'][:160]!r}")
+            if questions_file is not None:
+                line = {"id": item.get("id"), **line}
+            click.echo(_dump(line))
+
+
+def _packed(assistant: Assistant, item: dict[str, Any], groups: list[str], settings: Settings,
+            count: Count) -> dict[str, Any]:
+    """What one item of `kb retrieve` puts into the prompt: whether it would be refused, what
+    was searched for (a follow-up read with its `history`) and the passages as packed."""
+    from assistant.answer import should_abstain
+    from assistant.answer_json import passage_to_json
+    from assistant.evaluation.evaluate import earlier_turns
+    from assistant.window import fill_window, snapshot_neighbours
+
+    retriever = assistant.retriever
+    reading = assistant.read(item["question"], earlier_turns(item))
+    retrieval = retriever.retrieve(reading.question, groups, context=reading.context)
+    packed = fill_window(retrieval.passages, reading.text, retrieval.lang, count, settings,
+                         snapshot_neighbours(retriever.snapshot()))
+    return {
+        "abstain": should_abstain(retrieval, settings),
+        "searched_for": reading.text,
+        "passages": [passage_to_json(p, n) for n, p in enumerate(packed, 1)],
+    }
+
+
+def _echo_packed(question: str, line: dict[str, Any]) -> None:
+    """`kb retrieve`'s lines for one question: what was searched for, then each passage as
+    packed, its place and score and the start of its text."""
+    click.echo(f"{question}" + ("  (would abstain)" if line["abstain"] else ""))
+    if line["searched_for"] != question:
+        click.echo(f"  searched for: {line['searched_for']}")
+    for p in line["passages"]:
+        where = _place(p["page"], p["section"], p["page_label"])
+        click.echo(f"  {p['rank']}. {shown(p['file'])} {shown(where)}  {p['score']:.4f}")
+        click.echo(f"     {p['text'][:160]!r}")
 
 
 @click.command("eval")
@@ -164,6 +174,12 @@ def retrieve_command(
     default=None,
     help="With --llm: only questions in this language.",
 )
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report as this record (bench/eval_*.json), keeping its note and command.",
+)
 @with_settings
 def eval_command(
     settings: Settings,
@@ -173,6 +189,7 @@ def eval_command(
     llm: bool,
     llm_lang: str | None,
     docs: Path | None,
+    record: Path | None,
 ) -> None:
     """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter. Items
     with `history` are follow-ups, searched for as read with their earlier questions.
@@ -181,8 +198,10 @@ def eval_command(
     kb eval ../shared/eval/public
     kb eval ../shared/eval/followup --docs ../shared/eval/public2/docs
     kb eval ../shared/eval/crosslang --docs ../shared/eval/public2/docs
+    kb eval ../shared/eval/public --no-baseline --record bench/eval_public.json
     """
-    from assistant.evaluation.evaluate import METRICS, run_eval
+    from assistant.evaluation.evaluate import run_eval
+    from assistant.evaluation.record import dumps, rerecorded
     from ui.wiring import open_services
 
     report = run_eval(
@@ -194,9 +213,21 @@ def eval_command(
         llm_lang=llm_lang,
         docs=docs,
     )
+    if record is not None:
+        old = json.loads(record.read_text("utf-8")) if record.is_file() else {}
+        today = datetime.date.today().isoformat()
+        record.write_text(dumps(rerecorded(old, report, today)) + "\n", encoding="utf-8")
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
-        return
+        click.echo(dumps(report))
+    else:
+        _echo_report(report)
+
+
+def _echo_report(report: dict[str, Any]) -> None:
+    """`kb eval`'s table: each system's metrics by language (and kind), a cross-language set's
+    directions and gate, and the citation precision when the model was asked."""
+    from assistant.evaluation.evaluate import METRICS
+
     # ours_alone: a follow-up set's questions searched for without their history (the control)
     for system in ("ours", "ours_alone", "llamaindex_starter"):
         if system not in report:

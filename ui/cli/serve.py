@@ -34,7 +34,7 @@ def serve_command(settings: Settings, host: str | None, port: int | None, demo: 
     kb serve --host 0.0.0.0 --port 8080
     """
     from ingest.pipeline import ingest_paths, list_documents
-    from ui.web.handlers import DEMO_USER
+    from ui.handlers import DEMO_USER
     from ui.web.server import serve
     from ui.wiring import store_for
 

@@ -1,4 +1,4 @@
-"""`kb sync`: keep the folders of `[[sources]]` in step with the store (ingest/sync.py), and
+"""`kb sync`: keep the folders of `[[sources]]` in step with the store (ingest/sync/folder.py), and
 what `kb worker` runs between jobs (`SourceRunner`). Each pass that changes something goes to
 the audit trail (`sync.run`, with every rename `sync.rename` and delete `sync.delete`), as does
 one that changes the source's state (braked, failed, ok again).
@@ -18,8 +18,8 @@ import click
 
 from core.config import Settings
 from core.sources_settings import SourceSettings
-from ingest.sync import SyncReport, sync_source
-from ingest.sync_schedule import checked_sources, keep_in_sync, run_due
+from ingest.sync.folder import SyncReport, sync_source
+from ingest.sync.schedule import checked_sources, keep_in_sync, run_due
 from store.retention import scheduled_passes
 from store.store import Store
 from ui.audit import AuditTrail, cli_actor

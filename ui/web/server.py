@@ -1,5 +1,5 @@
 """The web server: FastAPI with `POST /api/ask`, the OpenAI-compatible `/v1/` routes,
-`GET /metrics`, the cited page and section routes, and the page (`ui/web/page.py`) mounted at
+`GET /metrics`, the cited page and section routes, and the page (`ui/page/app.py`) mounted at
 `/` behind the login, its routes guarded.
 
     app = create_server(services)   # FastAPI: the routes + the page behind a login
@@ -7,8 +7,8 @@
 
 Cited PDF pages come from `GET /page/{chunk_id}` and cited Word sections from
 `GET /section/{chunk_id}`, which check the asker's groups again (404 outside them). Gradio's
-sessions, uploads and files are guarded (`ui/security/guard.py`), its bodies capped
-(`ui/security/bodies.py`) and its temp folder private; only admins may upload.
+sessions, uploads and files are guarded (`ui/identity/guard.py`), its bodies capped
+(`ui/web/bodies.py`) and its temp folder private; only admins may upload.
 """
 
 from __future__ import annotations
@@ -31,35 +31,35 @@ from core.config import Settings
 from core.errors import AccessDenied, KbError
 from core.types import User
 from store.retention import RetentionSchedule
+from ui.admin.sources import watch_sources
+from ui.api.asking import Asking
+from ui.api.kb_api import api_router
+from ui.api.openai_api import openai_router
 from ui.audit import cli_actor, settings_digest
-from ui.people import PersonalData
-from ui.security.auth import (
+from ui.handlers import DEMO_USER
+from ui.i18n import t
+from ui.identity.follow import FollowFirst
+from ui.identity.guard import GradioState, GuardGradio, SessionOwners, keep_private
+from ui.identity.header import TrustedHeader
+from ui.identity.login import (
     LoginGuard,
     SessionTable,
     client_address,
     login_check,
     shared_cookie_id,
 )
-from ui.security.bodies import BodyLimit, body_cap
-from ui.security.guard import GradioState, GuardGradio, SessionOwners, keep_private
-from ui.security.metrics_access import MetricsAccess
-from ui.security.proxies import TrustedProxies
-from ui.signin.directory import SignIn
-from ui.signin.follow import FollowFirst
-from ui.signin.header import TrustedHeader
-from ui.signin.oidc_web import START as OIDC_START
-from ui.signin.oidc_web import oidc_router
-from ui.web import render
-from ui.web.api import api_router
-from ui.web.asking import Asking
-from ui.web.chat import ChatHandlers
-from ui.web.handlers import DEMO_USER
-from ui.web.i18n import t
+from ui.identity.oidc_web import START as OIDC_START
+from ui.identity.oidc_web import oidc_router
+from ui.identity.proxies import TrustedProxies
+from ui.identity.signin import SignIn
+from ui.metrics import CONTENT_TYPE, Metrics
+from ui.page import render
+from ui.page.app import App, build_app
+from ui.page.chat import ChatHandlers
+from ui.people import PersonalData
+from ui.web.bodies import BodyLimit, body_cap
 from ui.web.login_notice import LoginNotice
-from ui.web.metrics import CONTENT_TYPE, Metrics
-from ui.web.openai_api import openai_router
-from ui.web.page import App, build_app
-from ui.web.sources_view import watch_sources
+from ui.web.metrics_access import MetricsAccess
 from ui.wiring import Services, open_services, settle_heap, sign_in_for
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ SessionUser = Callable[[Request], User | None]
 def create_server(services: Services, demo: bool | None = None) -> FastAPI:
     """FastAPI with `POST /api/ask` and `GET /page/{chunk_id}`, and the page at `/` behind the
     login (none in demo mode), with Gradio's sessions, uploads and files guarded and its temp
-    folder private (`ui/security/guard.py`)."""
+    folder private (`ui/identity/guard.py`)."""
     users, ui = services.users, services.settings.ui
     demo = ui.demo if demo is None else demo
     blocks = build_app(services, demo)
@@ -138,8 +138,8 @@ def signed_in_user(sessions: SessionTable, cookies: list[str], demo: bool) -> Se
 
 def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
                 scrapers: MetricsAccess) -> FastAPI:
-    """FastAPI with the app's own routes: the API (`ui/web/api.py`), the OpenAI-compatible one
-    (`ui/web/openai_api.py`), `/metrics`, and the cited page and section routes; no schema or
+    """FastAPI with the app's own routes: the API (`ui/api/kb_api.py`), the OpenAI-compatible one
+    (`ui/api/openai_api.py`), `/metrics`, and the cited page and section routes; no schema or
     docs pages."""
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
     # one gate, and one set of answering threads, for the page and both APIs
@@ -184,7 +184,7 @@ def _guard_gradio(mounted: FastAPI, gradio_app: Any, blocks: gr.Blocks,
     user's, uploads for admins, unused routes refused) and a cap on their bodies; its temp
     folder private."""
     keep_private(Path(gradio_app.uploaded_file_dir))
-    # a session hash is its first user's: Gradio binds it to nobody (ui/security/guard.py)
+    # a session hash is its first user's: Gradio binds it to nobody (ui/identity/guard.py)
     gradio = GradioState(gradio_app)
     owners = SessionOwners(4 * blocks.state_session_capacity, gradio.known)
     # bodies are capped inside GuardGradio (which settles the address the refusal logs);
@@ -195,7 +195,7 @@ def _guard_gradio(mounted: FastAPI, gradio_app: Any, blocks: gr.Blocks,
 
 
 def _follow_the_ledger(services: Services) -> None:
-    """See what other processes ingest (issue 13), and show in /metrics which ledger
+    """See what other processes ingest, and show in /metrics which ledger
     generation this process answers from and the audit trail's head."""
     settings, assistant = services.settings, services.assistant
     if settings.retrieve.refresh_s > 0:
@@ -310,7 +310,7 @@ def record_start(services: Services, demo: bool | None) -> None:
 
 # How long a thread running Python keeps the GIL while another waits for it (Python's default:
 # 5 ms). A page's request takes the GIL back many times (each ledger read lets it go); behind a
-# login flood's threads it waited up to the interval each time (issue 26, bench.login_flood).
+# login flood's threads it waited up to the interval each time (bench.load.login_flood).
 SWITCH_INTERVAL_S = 0.001
 
 

@@ -1,0 +1,177 @@
+"""The space, the embedding side of crosslang retrieval: the question embedded by the multilingual
+embedder into the store's crosslang space (`store/crosslang_space.py`) and matched against every
+allowed passage, on a worker thread beside BM25; the passages in the other language become one more
+RRF ranking, but only when they earn it.
+
+The gate: the multilingual embedder scores passages of both languages for the question; a
+same-language question's best match is in its own language, a question whose answer is written
+in the other language finds that passage scoring near or above the best of its own. The other
+language's passages are fused (weight retrieve.crosslang_weight) when the best of them scores
+at least the best same-language passage plus retrieve.crosslang_margin (negative: the
+embedder favours its own language). A store with passages of one language only, or whose
+space is not ready (`CrosslangSpace.ready`), gets nothing from this side.
+
+    space = SpaceSearch(store)
+    pending = space.start(snap, "How many days of annual leave?", "en", allowed)
+    ...  # BM25 on this thread
+    found = space.wait(pending, margin=-0.02, n=50)   # SpaceMatch: hits, fired, best scores
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from assistant.retrieve.dense import Hits, one_blas_thread
+from assistant.retrieve.snapshot import Mask, Snapshot
+from core.text import detect_lang
+from store.crosslang_space import CrosslangSpace
+from store.store import Store
+
+SPACE = "crosslang"  # the ranking's name in RRF
+WORKERS = 2  # questions embedded at once by the multilingual embedder (it holds a lock)
+# A store of at most this many live chunks has its multilingual vectors held in memory (50,000
+# x 384 float32: 77 MB) and scored exactly; a larger one asks Chroma for the nearest FETCH.
+HELD_UP_TO = 50_000
+FETCH = 1000
+
+
+@dataclass
+class SpaceMatch:
+    """What the space found for one question."""
+
+    hits: Hits = field(default_factory=list)  # other-language passages, best first; [] if not fired
+    fired: bool = False  # the gate let them in
+    best_other: float = 0.0  # the best cosine among passages in the other language
+    best_same: float = 0.0  # ... and in the question's own
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Space:
+    """One snapshot's passages in the crosslang space."""
+
+    generation: int
+    matrix: npt.NDArray[np.float32]  # row i: snapshot row i's vector (zeros when absent)
+
+
+@dataclass
+class _Asked:
+    """A question on its way: its multilingual vector and what it was asked over."""
+
+    space: CrosslangSpace
+    snap: Snapshot
+    lang: str
+    allowed: Mask
+    vector: npt.NDArray[np.float32]
+    embed_ms: float
+
+
+Pending = Future[_Asked]
+
+
+class SpaceSearch:
+    """One retriever's space side: its worker threads and the space's vectors of the
+    current snapshot."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._workers: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._space: _Space | None = None
+        self._langs: tuple[int, npt.NDArray[np.bool_]] | None = None
+
+    def start(self, snap: Snapshot, question: str, lang: str, allowed: Mask) -> Pending | None:
+        """The question's multilingual vector (and this snapshot's space, where it is held in
+        memory), made on a worker thread; None when the side is off for this snapshot: no
+        space ready, or no passage in the other language."""
+        space = self.store.space
+        if space is None or not space.ready(snap.generation):
+            return None
+        if ("en" if lang == "zh" else "zh") not in self.languages(snap):
+            return None  # one language only: nothing to cross to, and nothing to pay
+        with self._lock:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(max_workers=WORKERS,
+                                                   thread_name_prefix="crosslang")
+        return self._workers.submit(self._embed, space, snap, question, lang, allowed)
+
+    def _embed(
+        self, space: CrosslangSpace, snap: Snapshot, question: str, lang: str, allowed: Mask
+    ) -> _Asked:
+        t0 = time.perf_counter()
+        vector = space.query_vector(question)
+        if len(snap.ids) <= HELD_UP_TO:
+            self._space_of(snap, space)
+        return _Asked(space, snap, lang, allowed, vector, (time.perf_counter() - t0) * 1000)
+
+    def _space_of(self, snap: Snapshot, space: CrosslangSpace) -> _Space:
+        """The snapshot's vectors in the space, fetched once per snapshot."""
+        with self._lock:
+            held = self._space
+            if held is not None and held.generation == snap.generation:
+                return held
+            matrix = self.store.vectors.vectors(space.collection, snap.ids)
+            self._space = _Space(snap.generation, matrix)
+            return self._space
+
+    def _chinese(self, snap: Snapshot) -> npt.NDArray[np.bool_]:
+        """Which rows of the snapshot are Chinese passages (core.text.detect_lang), once per
+        snapshot."""
+        with self._lock:
+            if self._langs is None or self._langs[0] != snap.generation:
+                zh = np.fromiter((detect_lang(t) == "zh" for t in snap.texts), dtype=bool,
+                                 count=len(snap.texts))
+                self._langs = (snap.generation, zh)
+            return self._langs[1]
+
+    def own_language(self, snap: Snapshot, lang: str) -> npt.NDArray[np.bool_]:
+        """Which rows of the snapshot are passages in `lang`, the question's language."""
+        zh = self._chinese(snap)
+        return zh if lang == "zh" else ~zh
+
+    def languages(self, snap: Snapshot) -> set[str]:
+        """The languages of the snapshot's passages ("en", "zh")."""
+        zh = self._chinese(snap)
+        return {lang for lang, present in (("zh", zh.any()), ("en", (~zh).any())) if present}
+
+    def _scores(self, asked: _Asked) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+        """Rows and their cosines: every row of a store held in memory, else the nearest
+        FETCH of Chroma's index."""
+        snap = asked.snap
+        if len(snap.ids) <= HELD_UP_TO:
+            matrix = self._space_of(snap, asked.space).matrix
+            with one_blas_thread():
+                return np.arange(len(snap.ids)), matrix @ asked.vector
+        hits = self.store.vectors.query(asked.space.collection, asked.vector, FETCH)
+        kept = [(snap.row_of[c], s) for c, s in hits if c in snap.row_of]
+        rows = np.array([r for r, _ in kept], dtype=np.intp)
+        return rows, np.array([s for _, s in kept], dtype=np.float32)
+
+    def wait(self, pending: Pending, margin: float, n: int) -> SpaceMatch:
+        """The gate and the other language's best `n` allowed passages (see the module)."""
+        asked = pending.result()
+        t0 = time.perf_counter()
+        rows, scores = self._scores(asked)
+        visible = asked.allowed[rows]
+        rows, scores = rows[visible], scores[visible]
+        zh = self._chinese(asked.snap)[rows]
+        other = zh if asked.lang == "en" else ~zh
+        found = SpaceMatch(timings_ms={"crosslang_embed": asked.embed_ms})
+        if other.any():
+            found.best_other = float(scores[other].max())
+            found.best_same = float(scores[~other].max()) if (~other).any() else -1.0
+            found.fired = found.best_other >= found.best_same + margin
+        if found.fired:
+            order = np.argsort(-scores[other], kind="stable")[:n]
+            ids = asked.snap.ids
+            found.hits = [(ids[r], float(s)) for r, s in
+                          zip(rows[other][order], scores[other][order], strict=True)]
+        found.timings_ms["crosslang_search"] = (time.perf_counter() - t0) * 1000
+        return found
+

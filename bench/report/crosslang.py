@@ -1,0 +1,56 @@
+"""The figures of BENCHMARKS.md's section on questions across languages, and of its detail in
+docs/benchmarks-history.md: `kb eval` of ../shared/eval/crosslang by direction
+(bench/eval_crosslang.json), what the cross-language side costs (`python -m bench crosslang`,
+bench/query/crosslang.py), what a perfect translation would add
+(bench/quality/crosslang_translate.py) and the multilingual space as evidence for refusing
+(bench/quality/crosslang_abstain.py)."""
+
+from __future__ import annotations
+
+from bench.report.recorded import Recorded
+from bench.report.sections import rows
+
+TRANSLATIONS = ("defaults", "defaults + perfect translation", "perfect translation alone")
+
+
+def crosslang(rec: Recorded) -> dict[str, str]:
+    found = rec.report("crosslang")
+    before, ways = found["before"], found["directions"]
+    cost = rec.report("crosslang_cost")
+    ingest, by_set = cost["ingest"], cost["by_set"]
+    without, with_ = cost["retrieve_without"]["p95_ms"], cost["retrieve_with"]["p95_ms"]
+    perfect = rec.report("crosslang_translate")
+    return {
+        "rows": rows([[way, f"{before[way[:2]]['in_window']:.3f}",
+                       f"{sides['cross']['in_window']:.3f}",
+                       sides["cross"]["counts"].split(",")[0].removeprefix("refused "),
+                       f"{sides['control']['in_window']:.3f}"] for way, sides in ways.items()]),
+        "run": rec.run_line("crosslang"),
+        "ms_per_passage": str(ingest["ms_per_passage"]), "passages": f"{ingest['passages']:,}",
+        "space_s": str(ingest["multilingual_space_s"]), "ingest_s": str(ingest["ingest_s"]),
+        "store_mb": str(ingest["store_mb"]), "store_mb_with": str(ingest["store_mb_with_space"]),
+        "without_p95": str(without), "with_p95": str(with_), "ratio": f"{with_ / without:.2f}×",
+        "added": str(cost["p95_added_ms"]),
+        "added_public2": str(by_set["public2"]["p95_added_ms"]),
+        "added_crosslang": str(by_set["crosslang"]["p95_added_ms"]),
+        "embed_p50": str(cost["multilingual_question_embed"]["p50_ms"]),
+        "embed_p95": str(cost["multilingual_question_embed"]["p95_ms"]),
+        "run_cost": rec.run_line("crosslang_cost"),
+        "translate": rows([[name, *perfect[name].values()] for name in TRANSLATIONS]),
+        "run_translate": rec.run_line("crosslang_translate"), **abstain(rec),
+    }
+
+
+def abstain(rec: Recorded) -> dict[str, str]:
+    found = rec.report("crosslang_abstain")
+    shipped, added = list(found["features"].items())
+    fits = [[label, *(f"{fold['abstain_acc']:.3f} ({fold['refused']}, {fold['answered']})"
+                      for fold in (checks["zh"]["other_sets"]["public"],
+                                   checks["zh"]["other_sets"]["public2"],
+                                   checks["zh"]["two_fold"]))]
+            for label, checks in ((f"shipped ({shipped[0]})", shipped[1]),
+                                  (f"with the space ({added[0]})", added[1]))]
+    auc = found["auc"]["zh"]
+    return {"abstain_rows": rows(fits), "auc_space": str(auc["multilingual"]),
+            "auc_lexical": str(auc["lexical"]), "auc_amount_mass": str(auc["amount_mass"]),
+            "run_abstain": rec.run_line("crosslang_abstain")}
