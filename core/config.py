@@ -12,9 +12,9 @@ and a one-line comment. Research knobs (ranking and fusion weights, candidate co
 thresholds, sizes tuned by measurement) are marked `tuning` (core/config_fields.py): their
 defaults live here only, `docs/tuning.md` gives the measurement behind each, and a config file
 or a `KB_` variable may still set them. The `[auth]` and `[audit]` sections are in
-core/auth_settings.py, `[privacy]` and `[retention]` in core/privacy_settings.py, `[retrieve]`
-in core/retrieve_settings.py, `[sync]` and the `[[sources]]`
-array in core/sources_settings.py.
+core/settings/auth.py, `[privacy]` and `[retention]` in core/settings/privacy.py, `[retrieve]`
+in core/settings/retrieve.py, `[sync]` and the `[[sources]]`
+array in core/settings/sources.py.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
 """
@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.auth_settings import AuditSettings, AuthSettings
 from core.config_fields import doc, tuning
 from core.errors import ConfigError
-from core.privacy_settings import PrivacySettings, RetentionSettings
-from core.retrieve_settings import RetrieveSettings
-from core.sources_settings import SourceSettings, SyncSettings, read_sources
+from core.settings.auth import AuditSettings, AuthSettings
+from core.settings.privacy import PrivacySettings, RetentionSettings
+from core.settings.retrieve import RetrieveSettings
+from core.settings.sources import SourceSettings, SyncSettings, read_sources
 
 logger = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ class Settings:
     privacy: PrivacySettings = field(default_factory=PrivacySettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
-    # the folders kept in sync, `[[sources]]` (core/sources_settings.py); not a section of keys
+    # the folders kept in sync, `[[sources]]` (core/settings/sources.py); not a section of keys
     sources: tuple[SourceSettings, ...] = ()
     base_dir: Path = field(default=Path("."), metadata=doc("folder relative paths start from"))
 

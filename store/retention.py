@@ -1,9 +1,9 @@
 """The retention pass: every kind of record kept past its limit (`[retention]`,
-core/privacy_settings.py) removed, the audit trail pruned (`audit.keep_days`), text written
+core/settings/privacy.py) removed, the audit trail pruned (`audit.keep_days`), text written
 before masking was on masked, and the pass recorded in the audit trail with its counts. People
-on legal hold keep their records (store/ledger/people.py).
+on legal hold keep their records (store/ledger/privacy/people.py).
 
-The ledger's rows go a batch at a time (store/ledger/retention.py), each batch one short
+The ledger's rows go a batch at a time (store/ledger/privacy/retention.py), each batch one short
 transaction of a few rows followed by a pause, so a question recorded during a pass waits for
 one such transaction at most (bench/retention_pass.py measures `POST /api/ask` during a pass
 over a million questions). Files go too: uploads of documents since deleted (moved aside to
@@ -36,7 +36,7 @@ from pathlib import Path
 from core.config import Settings
 from core.privacy import mask_personal
 from store.ledger import AuditEntry, Ledger
-from store.ledger.retention import TEXTS, Marker
+from store.ledger.privacy.retention import TEXTS, Marker
 
 logger = logging.getLogger(__name__)
 

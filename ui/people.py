@@ -1,7 +1,7 @@
 """What kb keeps about one person, as the CLI and the page ask for it: their data as JSON (`kb
 users export`, the page's "My data" button), its erasure (`kb users erase`), and legal holds
 (`kb users hold`, `kb users release`), each recorded in the audit trail. The tables that name
-people, and the SQL, are the ledger's (store/ledger/people.py).
+people, and the SQL, are the ledger's (store/ledger/privacy/people.py).
 
     people = PersonalData(ledger, trail, actor="cli:hr")
     people.export("alice")["questions"][0]["question"] -> "How many sick days do I get?"

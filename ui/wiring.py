@@ -20,9 +20,9 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.auth_settings import AuthSettings
 from core.config import Settings
 from core.ports import Generator
+from core.settings.auth import AuthSettings
 from core.text import load_segmenter
 from store.embed.embedder import torch_device
 from store.lazy_vectors import LazyVectorIndex

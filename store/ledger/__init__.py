@@ -30,12 +30,12 @@ says which one a ledger speaks, for the few statements that must differ.
     questions.py      questions, feedback, notes on knowledge gaps
     conversations.py  conversations and their turns
     audit.py          the audit trail: appended, chained by hash, verified, pruned, redacted
-    audit_chain.py    how a record of the trail is hashed and checked (both of its forms)
-    people.py         what names a person: legal holds, a person's data, its erasure
-    retention.py      records past their retention deleted, old text masked, a batch at a time
     sources.py        the folders kept in sync: each one's last pass and state, its documents
     approved.py       approved answers and their citations, suspended when a cited doc changes
     migrations.py     the schema, as named migrations
+
+    privacy/          what names a person: legal holds, a person's data and its erasure, the
+                      retention pass's batches, the audit records' redactable form
 
 Only these modules speak SQL (and the embedding cache, store/embed/embedder.py, in its own
 file; tests/test_layers.py checks it): everyone else calls `Ledger`'s typed methods.
@@ -52,9 +52,9 @@ from store.ledger.audit import Audit, AuditCheck, AuditEntry, AuditRecord
 from store.ledger.conversations import Conversations
 from store.ledger.documents import KEPT_NOTE, ChunkTable, Documents
 from store.ledger.migrations import MIGRATIONS
-from store.ledger.people import PERSONAL, People, PersonalTable
+from store.ledger.privacy.people import PERSONAL, People, PersonalTable
+from store.ledger.privacy.retention import Retention
 from store.ledger.questions import Questions
-from store.ledger.retention import Retention
 from store.ledger.runs import Job, Runs
 from store.ledger.sources import SyncSources, SyncState
 from store.ledger.sql import WriterSession, postgres_ddl, redact_url, to_postgres

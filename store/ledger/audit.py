@@ -4,7 +4,7 @@ deleted or moved in the database is found by `verify`.
 
 A record's hash is the SHA-256 of its canonical form: its sequence number, time, actor, event,
 object, outcome, the previous record's hash and the salted digest of its address and details
-(store/ledger/audit_chain.py, which also keeps the older form of records written before
+(store/ledger/privacy/audit_chain.py, which also keeps the older form of records written before
 018_privacy). Appends take turns across threads and processes (SQLite: BEGIN IMMEDIATE;
 PostgreSQL: an advisory lock), read the head and write the next sequence number, which is the
 primary key: the chain cannot fork.
@@ -35,7 +35,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.ledger.audit_chain import (
+from store.ledger.base import LedgerBase
+from store.ledger.privacy.audit_chain import (
     AUDIT_COLUMNS,
     GENESIS,
     UNREDACTED,
@@ -49,7 +50,6 @@ from store.ledger.audit_chain import (
     redaction,
     unwalked_problem,
 )
-from store.ledger.base import LedgerBase
 from store.ledger.sql import AUDIT_KEY, LOCK_SPACE, Connection
 
 __all__ = ["GENESIS", "Audit", "AuditCheck", "AuditEntry", "AuditRecord"]
@@ -160,7 +160,7 @@ class Audit(LedgerBase):
     def verify_audit(self, expect: tuple[int, str] | None = None) -> AuditCheck:
         """Walk the chain from the newest checkpoint (or the start) and stop at the first record
         that was edited, deleted or moved, or redacted other than by an erasure of its person
-        (store/ledger/audit_chain.py); a prune record must match its checkpoint. The chain
+        (store/ledger/privacy/audit_chain.py); a prune record must match its checkpoint. The chain
         must pass through the head stored at the last append (`meta.audit_head`, read before
         the walk, so records appended meanwhile follow it), number and hash, and through
         `expect`: a head kept outside the ledger, (number, its hash or the hash's first hex
@@ -238,7 +238,7 @@ class Audit(LedgerBase):
     def redact_audit(self, name: str, by_seq: int, batch: int = 500) -> tuple[int, int]:
         """Replace the address and details of the records about `name` (its actor or object)
         before erasure record `by_seq` with a marker naming it, a batch per transaction; the
-        chain still verifies (store/ledger/audit_chain.py). (records redacted, records left
+        chain still verifies (store/ledger/privacy/audit_chain.py). (records redacted, records left
         whole: written before the digest form, version 1)."""
         about = ("(actor = ? OR object = ?) AND seq < ? AND event NOT IN (?, ?)")
         args = (name, name, by_seq, *UNREDACTED)

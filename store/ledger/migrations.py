@@ -329,11 +329,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         UPDATE users SET disabled = 0 WHERE password_hash LIKE 'directory$%-off'
         """,
     ),
-    # --- 018_privacy: what kb keeps about people (store/ledger/people.py, store/retention.py).
-    # Audit records written from here on commit to a salted digest of their address and details
-    # (version 2, store/ledger/audit_chain.py), so an erasure can redact them; earlier ones stay
-    # version 1 and verify as before. Legal holds; indexes the retention pass and an erasure
-    # look rows up by (time, person) with.
+    # --- 018_privacy: what kb keeps about people (store/ledger/privacy/people.py,
+    # store/retention.py). Audit records written from here on commit to a salted digest of their
+    # address and details (version 2, store/ledger/privacy/audit_chain.py), so an erasure can
+    # redact them; earlier ones stay version 1 and verify as before. Legal holds; indexes the
+    # retention pass and an erasure look rows up by (time, person) with.
     (
         "018_privacy",
         """

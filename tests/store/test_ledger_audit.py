@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from store.ledger import AuditEntry, Ledger
-from store.ledger.audit_chain import GENESIS, AuditRecord, hash_of, particulars_digest
+from store.ledger.privacy.audit_chain import GENESIS, AuditRecord, hash_of, particulars_digest
 
 
 @pytest.fixture

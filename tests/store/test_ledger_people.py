@@ -16,10 +16,10 @@ import pytest
 from core.config import Settings
 from core.errors import KbError
 from core.privacy import mask_personal
-from core.privacy_settings import RetentionSettings
+from core.settings.privacy import RetentionSettings
 from core.types import Answer
 from store.ledger import MIGRATIONS, PERSONAL, AuditEntry, Ledger
-from store.ledger.audit_chain import GENESIS, record_hash
+from store.ledger.privacy.audit_chain import GENESIS, record_hash
 from store.retention import prune_pass
 
 DAY = 86400.0

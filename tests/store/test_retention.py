@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from core.config import Settings
-from core.privacy_settings import RetentionSettings
+from core.settings.privacy import RetentionSettings
 from core.types import DocMeta
 from store.ledger import Ledger
 from store.retention import DELETED, EXPORTS, prune_pass

@@ -2,9 +2,9 @@
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
 `docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`, `prune.py`,
-with what they share in `common.py`) and is imported only when it runs. It imports the ui hall (wiring,
-audit), web/ (for `kb serve`) and the floors below; the next command is a module here named in
-`COMMAND_MODULES`.
+with what they share in `common.py`) and is imported only when it runs. It imports the ui hall
+(wiring, audit), web/ (for `kb serve`) and the floors below; the next command is a module here
+named in `COMMAND_MODULES`.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"

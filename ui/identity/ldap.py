@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from core.auth_settings import AuthSettings
 from core.errors import DirectoryUnavailable
+from core.settings.auth import AuthSettings
 
 logger = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from core.access import check_group
-from core.auth_settings import AuthSettings
 from core.errors import ConfigError, DirectoryUnavailable, KbError
+from core.settings.auth import AuthSettings
 from core.types import User
 from ui.identity.groups import map_groups
 from ui.identity.ldap import Ldap, Person

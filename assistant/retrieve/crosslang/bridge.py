@@ -30,7 +30,7 @@ import numpy as np
 from assistant.answerable import asks
 from assistant.retrieve.crosslang.glossary import Dictionary, Glossary, load_glossary
 from assistant.retrieve.lexical import BM25Index, BoolMask, Synonyms
-from core.retrieve_settings import RetrieveSettings
+from core.settings.retrieve import RetrieveSettings
 from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, _segmenter, stem, tokenize
 
 # How surely a word translates: the glossary's terms are reviewed; a dictionary word with one

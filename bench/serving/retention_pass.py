@@ -17,8 +17,8 @@ Each pass's p95 is compared with the p95 of the questions asked while no pass ra
 between and after them), in the same run, as a ratio; the pass's own report (batches, the
 longest batch's transaction) is kept beside it.
 
-    .venv/bin/python -m bench.retention_pass --questions 1000000
-    .venv/bin/python -m bench.retention_pass --questions 100000 --quiet-s 20   # a quick look
+    .venv/bin/python -m bench.serving.retention_pass --questions 1000000
+    .venv/bin/python -m bench.serving.retention_pass --questions 100000 --quiet-s 20   # a quick look
 """
 
 from __future__ import annotations
@@ -39,14 +39,14 @@ import httpx
 import numpy as np
 
 from bench.common import SAMPLE_STORE, Host, ensure_sample_store, questions
-from bench.openai_overhead import bench_user
+from bench.serving.openai_overhead import bench_user
 from core.offline import offline_environment
 from core.types import Answer
 from devtools.app_processes import start_app, stop, wait_ready
 from devtools.ports import free_port
 from store.ledger import Ledger
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GOAL_RATIO = 1.10
 NO_LIMITS = {f"KB_RETENTION_{kind}_DAYS": "0" for kind in
              ("QUESTIONS", "GAPS", "FEEDBACK", "CONVERSATIONS", "UPLOADS", "LOGS")}

@@ -19,7 +19,7 @@ from typing import Any
 
 from core.errors import KbError
 from store.ledger.audit import Audit, AuditEntry
-from store.ledger.audit_chain import ERASE_EVENT
+from store.ledger.privacy.audit_chain import ERASE_EVENT
 
 
 @dataclass(frozen=True)
