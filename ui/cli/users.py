@@ -18,8 +18,8 @@ import click
 from core.access import parse_groups
 from core.config import Settings
 from ui.cli.common import with_settings
+from ui.identity.users import Users
 from ui.people import PersonalData, iso
-from ui.users import Users
 from ui.wiring import users_for
 
 
