@@ -1,8 +1,8 @@
 """What kb keeps about a person, from the command line, on SQLite and PostgreSQL: `kb users
 export` gives their data as JSON (no secrets, personal numbers masked); `kb users hold` keeps it
 through `kb prune` and refuses `kb users erase` until `kb users release`; `kb users erase`
-leaves nothing of theirs but the audit records naming them, redacted, and `kb audit verify`
-still passes, through a head kept before; each step is in the audit trail."""
+leaves nothing of theirs but the audit records naming them, redacted (nor the admin tab's
+downloads, which may hold their questions), and `kb audit verify` still passes, through a head kept before; each step is in the audit trail."""
 
 from __future__ import annotations
 
@@ -70,9 +70,13 @@ def test_export_hold_erase_and_verify(tmp_path: Path, ledger_url: str) -> None:
     assert kb(["users", "release", "bob"], store, ledger_url).exit_code == 0
 
     head = kb(["audit", "verify"], store, ledger_url).output.split("head ")[-1].strip()
+    download = store / "cache" / "exports" / "gaps.csv"  # an admin's download of the log
+    download.parent.mkdir(parents=True, exist_ok=True)
+    download.write_text("bob's sick leave? call *******5678\n", encoding="utf-8")
     result = kb(["users", "erase", "bob", "--yes"], store, ledger_url)
     assert result.exit_code == 0, result.output
     assert "questions 1" in result.output and "users 1" in result.output
+    assert "exports 1" in result.output and not download.exists()
     verified = kb(["audit", "verify", "--expect", head], store, ledger_url)
     assert verified.exit_code == 0, verified.output
     left = json.loads(kb(["users", "export", "bob"], store, ledger_url).output)
