@@ -18,7 +18,7 @@ between and after them), in the same run, as a ratio; the pass's own report (bat
 longest batch's transaction) is kept beside it.
 
     .venv/bin/python -m bench.serving.retention_pass --questions 1000000
-    .venv/bin/python -m bench.serving.retention_pass --questions 100000 --quiet-s 20   # a quick look
+    .venv/bin/python -m bench retention           # the quick look: 20,000 questions
 """
 
 from __future__ import annotations

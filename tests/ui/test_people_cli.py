@@ -2,7 +2,8 @@
 export` gives their data as JSON (no secrets, personal numbers masked); `kb users hold` keeps it
 through `kb prune` and refuses `kb users erase` until `kb users release`; `kb users erase`
 leaves nothing of theirs but the audit records naming them, redacted (nor the admin tab's
-downloads, which may hold their questions), and `kb audit verify` still passes, through a head kept before; each step is in the audit trail."""
+downloads, which may hold their questions), and `kb audit verify` still passes, through a head
+kept before; each step is in the audit trail."""
 
 from __future__ import annotations
 
