@@ -5,8 +5,8 @@ on legal hold keep their records (store/ledger/privacy/people.py).
 
 The ledger's rows go a batch at a time (store/ledger/privacy/retention.py), each batch one short
 transaction of a few rows followed by a pause, so a question recorded during a pass waits for
-one such transaction at most (bench/retention_pass.py measures `POST /api/ask` during a pass
-over a million questions). Files go too: uploads of documents since deleted (moved aside to
+one such transaction at most (bench/serving/retention_pass.py measures `POST /api/ask` during a
+pass over a million questions). Files go too: uploads of documents since deleted (moved aside to
 `uploads/.deleted/` when a pass first finds them deleted, removed `uploads_days` later), the
 log files kb writes in the store (the model server's, `logs/`) not written for `logs_days`, and
 the admin tab's downloads (`cache/exports/`) after a day.
@@ -51,7 +51,7 @@ BATCH = 50
 PAUSE_S, PAUSE_SHARE = 0.1, 2.0
 FRESH_UPLOAD_S = 3600.0  # an upload younger than this may still be on its way in: never moved
 DELETED = ".deleted"  # the uploads' folder for the files of deleted documents
-# The admin tab's downloads (ui/web/handlers.py: knowledge gaps, the audit trail as CSV), in the
+# The admin tab's downloads (ui/admin/documents.py: knowledge gaps, the audit trail as CSV), in the
 # store: questions and audit records written out, kept a day.
 EXPORTS = Path("cache") / "exports"
 EXPORTS_DAYS = 1.0
