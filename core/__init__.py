@@ -3,7 +3,6 @@ object, the exception tree, the domain types, the text rules both pipelines foll
 interfaces to outside services.
 
     config.py            `Settings`, read once from config.toml and `KB_` variables, its sections
-    config_fields.py     a field as an operator's key or a research knob (docs/tuning.md)
     offline.py           the environment that keeps every library off the model hubs
     errors.py            the exception tree, drawn in its docstring
     types.py             the domain types (`Chunk`, `Passage`, `Answer`, `DocRecord`, ...)
@@ -13,8 +12,9 @@ interfaces to outside services.
     policy_dates.py      when a document applies: effective, review-by and expiry dates
     privacy.py           personal numbers (ID, phone, e-mail, bank card) found and masked
 
-    settings/            the sections of `Settings` with modules of their own (`[auth]`,
-                         `[retrieve]`, `[[sources]]`, `[privacy]`, `[retention]`)
+    settings/            the sections with a module each: `[auth]`, `[retrieve]`, the synced
+                         folders, `[channels]`, `[privacy]` and `[retention]`; a field as a
+                         key or a research knob
 
 It imports no other floor. A name two floors need lives here; the next settings section goes
 into settings/.

@@ -191,16 +191,16 @@ class Retriever:
 
         return halt
 
-    def retrieve(
-        self, question: str, groups: Sequence[str], k: int | None = None, context: str = ""
-    ) -> Retrieval:
+    def retrieve(self, question: str, groups: Sequence[str], k: int | None = None,
+                 context: str = "", only_lang: str | None = None) -> Retrieval:
         """The best `k` passages the groups may see, fused and version-aware. `context`: the
         words a follow-up's history supplies (assistant/followup.py), searched for beside the
-        question's own, their BM25 terms weighing retrieve.history_weight."""
+        question's own, their BM25 terms weighing retrieve.history_weight. `only_lang` ("en",
+        "zh"): passages in that language only."""
         cfg = self.settings.retrieve
         k = k or cfg.top_k
         t0 = time.perf_counter()
-        asked = self._asked(question, groups, context)
+        asked = self._asked(question, groups, context, only_lang)
         weights = self._weights(asked.lang)
         pending = None
         if weights[DENSE] > 0:
@@ -237,11 +237,15 @@ class Retriever:
         return found
 
     # --- the steps of `retrieve` -------------------------------------------------------------
-    def _asked(self, question: str, groups: Sequence[str], context: str) -> _Asked:
-        """The question, over the current snapshot and today's mask of the groups."""
+    def _asked(self, question: str, groups: Sequence[str], context: str,
+               only_lang: str | None = None) -> _Asked:
+        """The question, over the current snapshot and today's mask of the groups (narrowed to
+        `only_lang`'s passages where it is given)."""
         snap = self.snapshot()
         day = self.today()
         allowed = snap.allowed(groups, day)
+        if only_lang:
+            allowed = allowed & self.space.own_language(snap, only_lang)
         text = f"{question} {context}" if context else question
         return _Asked(question, text, context, detect_lang(question), groups, day, snap, allowed)
 

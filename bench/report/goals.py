@@ -36,7 +36,7 @@ def judge(rec: Recorded) -> Judged:
     found = Judged()
     for part in (quality_goals, followup_goals, crosslang_goals, owner_goals, ingest_pace,
                  reindex_goal, latency_goals, gpu_serving, load_goal, api_overhead_goal,
-                 signin_goals, retention_goal):
+                 mcp_goal, signin_goals, channels_goal, retention_goal):
         found.add(part(rec))
     return found
 
@@ -167,6 +167,17 @@ def api_overhead_goal(rec: Recorded) -> Judged:
                   {"openai": max(worst.values()) <= bound})
 
 
+def mcp_goal(rec: Recorded) -> Judged:
+    """Judged on a tool call through the official client at the current revision, every run;
+    the session's and the server's part (the call posted by hand) are shown beside it."""
+    reports = [entry["report"] for entry in rec.reports("mcp")]
+    bound = reports[0]["goal_ms"]
+    worst = {way: max(r[f"{way}_vs_api"]["p95_diff_ms"] for r in reports)
+             for way in ("mcp", "mcp_legacy", "mcp_raw")}
+    return Judged({way: f"{ms:+.2f}" for way, ms in worst.items()},
+                  {"mcp": worst["mcp"] <= bound})
+
+
 def signin_goals(rec: Recorded) -> Judged:
     ldap = rec.report("ldap_signin")
     flood = rec.report("login_flood")
@@ -182,3 +193,8 @@ def retention_goal(rec: Recorded) -> Judged:
     report = rec.report("retention")
     return Judged(met={"retention": report["errors"] == 0 and all(
         report[phase]["p95_ratio"] <= 1.10 for phase in PASSES)})
+
+
+def channels_goal(rec: Recorded) -> Judged:
+    ours = rec.report("channels_ack")
+    return Judged(met={"channels": ours["concurrent_max_ms"] <= ours["goal_max_ms"]})

@@ -88,6 +88,9 @@ SOURCES: dict[str, Source] = {
     # issue 25: the OpenAI-compatible endpoint against POST /api/ask, three runs of 300 rounds
     "openai": Source(tuple(f"{RESULTS}issue25-openai-overhead-{n}.json" for n in (1, 2, 3)),
                      bench="openai"),
+    # issue 41: the MCP server's ask tool against POST /api/ask and /v1, three runs of 1000 rounds
+    "mcp": Source(tuple(f"{RESULTS}issue41-mcp-overhead-{n}.json" for n in (1, 2, 3)),
+                  bench="mcp"),
     # issue 26: the audit trail's cost to a question; 40 wrong sign-ins at once, 10 runs, now
     # and with the code before it (ac51a22), their floods taking turns
     "audit": Source((f"{RESULTS}issue26-audit-latency.json",), bench="audit"),
@@ -101,6 +104,8 @@ SOURCES: dict[str, Source] = {
     # issue 43: POST /api/ask while a retention pass masks, then deletes, a million questions
     "retention": Source((f"{RESULTS}issue43-retention-pass.json",),
                         command="python -m bench.serving.retention_pass --questions 1000000"),
+    # issue 42: a chat platform's callbacks acknowledged while 20 arrive at once
+    "channels_ack": Source((f"{RESULTS}issue42-channels-ack.json",)),
     # issue 27: a sync pass over 10,000 unchanged files (ledger rows seeded), beside `kb ingest`
     "sync_unchanged": Source((f"{RESULTS}issue27-sync-unchanged.json",), bench="sync"),
     # issue 29: crosslang by direction (quality does not depend on the machine); what the

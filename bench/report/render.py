@@ -25,7 +25,7 @@ from bench.report.goals import values as goals
 from bench.report.owners import owners
 from bench.report.recorded import HISTORY, REPO, Recorded, anchor
 from bench.report.sections import followups, gpu, ingest, latency, quality
-from bench.report.servers import api_overhead, bodies, load, retention
+from bench.report.servers import api_overhead, bodies, channels, load, mcp_overhead, retention
 from bench.report.signin import signin
 
 PAGE = "BENCHMARKS.md"
@@ -41,7 +41,8 @@ ROOT_LINK = re.compile(r"\]\((?!https?:|#|\.\./)")  # a link from the repository
 SECTIONS: dict[str, Callable[[Recorded], dict[str, str]]] = {
     "quality": quality, "followup": followups, "crosslang": crosslang, "ingest": ingest,
     "latency": latency, "gpu": gpu, "load": load, "api": api_overhead, "signin": signin,
-    "bodies": bodies, "owners": owners, "retention": retention,
+    "bodies": bodies, "channels": channels, "owners": owners, "mcp": mcp_overhead,
+    "retention": retention,
 }
 
 
