@@ -118,7 +118,8 @@ def prune_pass(ledger: Ledger, settings: Settings, actor: str, now: float | None
     gaps = cutoff(keep.gaps_days, now)
     limits = {"questions": (keep.questions_days, gaps), "feedback": (keep.feedback_days, None),
               "conversation_turns": (keep.conversations_days, None),
-              "conversations": (keep.conversations_days, None)}
+              "conversations": (keep.conversations_days, None),
+              "channel_messages": (keep.conversations_days, None)}  # a chat thread's turns
     removed: Counter[str] = Counter()
     ledger.longest_transaction_s()  # from here on
     for table, (days, gaps_before) in limits.items():

@@ -33,8 +33,9 @@ class RetentionSettings:
     feedback_days: float = field(
         default=365.0, metadata=doc("thumbs up and down with their comments; 0: for ever"))
     conversations_days: float = field(
-        default=365.0, metadata=doc("conversation turns (a conversation goes with its last "
-                                     "turn); 0: for ever"))
+        default=365.0, metadata=doc("conversation turns, and answers in chat platforms' "
+                                     "threads (a conversation goes with its last turn); 0: for "
+                                     "ever"))
     uploads_days: float = field(
         default=30.0, metadata=doc("files of uploaded documents since deleted, counted from "
                                     "the pass that found them deleted; 0: for ever"))

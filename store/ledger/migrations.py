@@ -382,7 +382,9 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX feedback_question ON feedback (question_id);
         CREATE INDEX feedback_created ON feedback (created_at);
         CREATE INDEX feedback_user ON feedback (user);
-        CREATE INDEX conversation_turns_created ON conversation_turns (created_at)
+        CREATE INDEX conversation_turns_created ON conversation_turns (created_at);
+        CREATE INDEX channel_messages_created ON channel_messages (created_at);
+        CREATE INDEX channel_messages_asker ON channel_messages (asker)
         """,
     ),
 ]

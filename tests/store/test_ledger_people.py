@@ -71,6 +71,19 @@ def converse(ledger: Ledger, cid: str, owner: str, *turn_ages: float) -> None:
                       (time.time() - min(turn_ages) * DAY, cid))
 
 
+def chat(ledger: Ledger, asker: str, question: str, days_ago: float = 0.0) -> None:
+    """An answer kb posted in a chat platform's thread for `asker`, `days_ago` days ago."""
+    qid = ask(ledger, asker, question, days_ago)
+    ledger.add_channel_message("slack", "C1", f"t-{qid}", f"m-{qid}", qid, asker, question,
+                               f"answer to {question}")
+    ledger.db.execute("UPDATE channel_messages SET created_at = ? WHERE question_id = ?",
+                      (time.time() - days_ago * DAY, qid))
+
+
+def chats(ledger: Ledger) -> set[str]:
+    return {r[0] for r in ledger.db.execute("SELECT question FROM channel_messages")}
+
+
 def questions(ledger: Ledger) -> set[str]:
     return {r[0] for r in ledger.db.execute("SELECT question FROM questions")}
 
@@ -90,13 +103,18 @@ def test_a_pass_removes_what_is_past_its_limit_and_nothing_younger(ledger: Ledge
     held = ask(ledger, "bob", "bob's old question", 400)
     rate(ledger, held, "bob", -1, 400)
     converse(ledger, "c-bob", "bob", 400)
+    chat(ledger, "alice", "old in slack", 40)
+    chat(ledger, "alice", "young in slack", 10)
+    chat(ledger, "bob", "bob's old slack question", 400)
     ledger.hold_user("bob", "case 2026-14", "cli:legal")
 
     report = prune_pass(ledger, settings_for(tmp_path), "cli:ops", batch=2, pause_s=0)
 
     assert questions(ledger) == {"young plain", "old gap, abstained", "old gap, rated down",
-                                 "bob's old question"}
-    assert report.removed["questions"] == 2
+                                 "bob's old question", "young in slack",
+                                 "bob's old slack question"}
+    assert chats(ledger) == {"young in slack", "bob's old slack question"}
+    assert report.removed["questions"] == 3 and report.removed["channel_messages"] == 1
     assert report.removed["feedback"] == 2  # one with its question, one past its own limit
     feedback = {r[0] for r in ledger.db.execute("SELECT id FROM feedback")}
     assert old_rating not in feedback and len(feedback) == 2  # rated-down's and bob's
@@ -107,13 +125,14 @@ def test_a_pass_removes_what_is_past_its_limit_and_nothing_younger(ledger: Ledge
                                                                                  "c-bob"}
     assert (report.removed["conversation_turns"], report.removed["conversations"]) == (3, 1)
     record = next(ledger.audit_records(event="retention.pass"))
-    assert record.actor == "cli:ops" and '"questions":2' in record.details
+    assert record.actor == "cli:ops" and '"questions":3' in record.details
     assert ledger.verify_audit().ok
 
     ledger.release_user("bob")  # released: bob's records are past their limits like anyone's
     prune_pass(ledger, settings_for(tmp_path), "cli:ops", pause_s=0)
     assert "bob's old question" not in questions(ledger)
-    assert ledger.person_counts("bob")["conversations"] == 0
+    assert ledger.person_counts("bob")["conversations"] == 0 and chats(ledger) == {
+        "young in slack"}
 
 
 def test_limits_of_zero_keep_everything(ledger: Ledger, tmp_path: Path) -> None:
@@ -143,6 +162,7 @@ def fill_person(ledger: Ledger, name: str) -> None:
     rate(ledger, qid, name, -1)
     converse(ledger, f"conv-{name}", name, 0)
     ledger.add_conversation_turn(f"conv-{name}", name, f"{name}'s follow-up", Answer("b"))
+    chat(ledger, name, f"{name} in slack: may I work from home?")
     ledger.add_user(name, "scrypt$x", ["all"], True)
     ledger.set_gap_note(f"gap-{len(name)}", "the leave policy should answer this", name)
     ledger.open_session("t-" + name, name, 0, time.time(), time.time() + 3600)
@@ -162,9 +182,10 @@ def test_an_erased_persons_questions_are_gone_and_the_chain_verifies(ledger: Led
     done = ledger.erase_person("alice", "cli:hr", batch=1)
 
     assert not any(ledger.person_counts("alice").values()), ledger.person_counts("alice")
-    assert done["questions"] == 1 and done["conversation_turns"] == 2 and done["users"] == 1
+    assert done["questions"] == 2 and done["conversation_turns"] == 2 and done["users"] == 1
+    assert done["channel_messages"] == 1
     for table in ("questions", "feedback", "conversation_turns", "conversations", "gap_notes",
-                  "sessions", "login_failures", "users"):
+                  "sessions", "login_failures", "users", "channel_messages"):
         text = " ".join(str(v) for row in ledger.db.execute(f"SELECT * FROM {table}")
                         for v in tuple(row))
         assert "alice" not in text, table  # bob's rows alone, and the note without its author
@@ -173,7 +194,7 @@ def test_an_erased_persons_questions_are_gone_and_the_chain_verifies(ledger: Led
     about = list(ledger.audit_records(about="alice"))
     erase = about[-1]
     assert (erase.event, erase.object, erase.actor) == ("user.erase", "alice", "cli:hr")
-    assert '"questions":1' in erase.details
+    assert '"questions":2' in erase.details
     assert done["audit_redacted"] == 2 and done["audit_kept"] == 0
     for record in about[:-1]:
         assert record.details == f'{{"redacted_by":{erase.seq}}}' and record.address == ""
@@ -201,6 +222,8 @@ def test_every_personal_table_exists_with_its_columns(ledger: Ledger) -> None:
     assert {t.table for t in PERSONAL if t.export} | {"audit"} == set(data)
     assert data["questions"][0]["question"].startswith("alice: may I")
     assert [r["ordinal"] for r in data["conversation_turns"]] == [0, 1]
+    assert [(r["platform"], r["question"]) for r in data["channel_messages"]] == [
+        ("slack", "alice in slack: may I work from home?")]
     assert {r["event"] for r in data["audit"]} == {"signin", "user.groups"}
     assert "password_hash" not in data["users"][0]
 
@@ -283,6 +306,8 @@ def test_text_is_kept_masked_and_older_text_masked_by_the_next_pass(where: str,
     plain = Ledger(where)  # privacy.mask off
     try:
         ask(plain, "alice", f"before: my phone is {PHONE}")
+        plain.add_channel_message("slack", "C0", "t0", "m0", 1, "alice", f"old slack {PHONE}",
+                                  "")
     finally:
         plain.close()
     ledger = Ledger(where, mask=True)
@@ -295,22 +320,27 @@ def test_text_is_kept_masked_and_older_text_masked_by_the_next_pass(where: str,
             f"Dial {PHONE}", mode="fallback", raw_answer=f"raw {PHONE}",
             searched_for=f"mail me: alice@corp.example.cn {PHONE}"))
         ledger.set_gap_note("g", f"ask {PHONE}", "admin")
+        ledger.add_channel_message("slack", "C1", "t", "m", qid, "alice", f"slack {PHONE}",
+                                   f"call {PHONE}")
         ledger.append_audit([AuditEntry(time.time(), "alice", "", "export", "alice", "ok",
                                         {"file": f"{PHONE}.csv", "n": 13812345678})])
         assert questions(ledger) == {f"before: my phone is {PHONE}",
                                      "after: card **** **** **** 1111, phone *******5678"}
         everything = " ".join(str(v) for table in ("feedback", "conversation_turns",
-                                                   "conversations", "gap_notes")
+                                                   "conversations", "gap_notes",
+                                                   "channel_messages")
                               for row in ledger.db.execute(f"SELECT * FROM {table}")
                               for v in tuple(row))
-        assert PHONE not in everything and "alice@corp" not in everything
+        assert "alice@corp" not in everything  # and no phone but the one kept before:
+        assert PHONE not in everything.replace(f"old slack {PHONE}", "")
         details = next(ledger.audit_records(event="export")).details
         assert details == '{"file":"*******5678.csv","n":13812345678}'  # numbers stay numbers
 
         report = prune_pass(ledger, settings_for(tmp_path), "cli:ops", batch=1, pause_s=0)
-        assert report.masked == 1
+        assert report.masked == 2
         assert questions(ledger) == {"before: my phone is *******5678",
                                      "after: card **** **** **** 1111, phone *******5678"}
+        assert chats(ledger) == {"old slack *******5678", "slack *******5678"}
         assert ledger.verify_audit().ok
     finally:
         ledger.close()

@@ -47,6 +47,8 @@ AGED = {
         "conversations", "updated_at", ("id",),
         f"t.owner {_NOT_HELD} AND NOT EXISTS (SELECT 1 FROM conversation_turns u "
         "WHERE u.conversation_id = t.id)"),
+    "channel_messages": AgedTable("channel_messages", "created_at", ("id",),
+                                  f"t.asker {_NOT_HELD}"),
 }
 # Free text kept about people, by table (key columns, text columns), for `mask_batch`.
 TEXTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -56,6 +58,7 @@ TEXTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "conversations": (("id",), ("title",)),
     "conversation_turns": (("conversation_id", "ordinal"),
                            ("question", "answer", "raw_answer", "searched_for")),
+    "channel_messages": (("id",), ("question", "answer")),
 }
 Marker = list[Any] | None  # where a pass is: the time and key of the last row it looked at
 
