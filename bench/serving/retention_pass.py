@@ -39,7 +39,7 @@ import httpx
 import numpy as np
 
 from bench.common import SAMPLE_STORE, Host, ensure_sample_store, questions
-from bench.serving.openai_overhead import bench_user
+from bench.serving.in_turn import bench_user
 from core.offline import offline_environment
 from core.types import Answer
 from devtools.app_processes import start_app, stop, wait_ready
