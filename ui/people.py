@@ -68,8 +68,9 @@ class PersonalData:
     def export(self, name: str, actor: str | None = None, address: str = "local"
                ) -> dict[str, Any]:
         """Everything kept about `name`: their account (no secrets), questions, feedback,
-        conversations and their turns, sessions, notes on knowledge gaps, and the audit records
-        about them (as actor or object), personal numbers masked where the ledger masks."""
+        conversations and their turns, chat platforms' answers, sessions, notes on knowledge
+        gaps, and the audit records about them (as actor or object), personal numbers masked
+        where the ledger masks."""
         data = self.ledger.person_data(name)
         if not any(data.values()):
             raise KbError(f"nothing is kept about {name!r} (see `kb users list`)")
@@ -82,10 +83,10 @@ class PersonalData:
         return exported
 
     def erase(self, name: str, keep_account: bool = False) -> dict[str, int]:
-        """Remove `name`'s questions, feedback, conversations, sessions and account (unless
-        `keep_account`) from the ledger, take their name off notes on knowledge gaps, and
-        redact the audit records about them; the erasure is an audit record. KbError while
-        they are on legal hold, or when nothing names them."""
+        """Remove `name`'s questions, feedback, conversations, chat platforms' answers, sessions
+        and account (unless `keep_account`) from the ledger, take their name off notes on
+        knowledge gaps, and redact the audit records about them; the erasure is an audit
+        record. KbError while they are on legal hold, or when nothing names them."""
         if not any(self.ledger.person_counts(name).values()) and not any(
                 self.ledger.audit_records(about=name, limit=1)):
             raise KbError(f"nothing is kept about {name!r} (see `kb users list`)")

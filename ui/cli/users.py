@@ -187,7 +187,8 @@ def _people(users: Users, settings: Settings) -> PersonalData:
 @with_settings
 def users_export(settings: Settings, name: str) -> None:
     """Print everything kept about NAME as JSON: account (no secrets), questions, feedback,
-    conversations, sessions, notes, and the audit records about them (the export is recorded).
+    conversations, chat platforms' answers, sessions, notes, and the audit records about them
+    (the export is recorded).
 
     \b
     kb users export alice > alice.json
@@ -203,9 +204,9 @@ def users_export(settings: Settings, name: str) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask.")
 @with_settings
 def users_erase(settings: Settings, name: str, keep_account: bool, yes: bool) -> None:
-    """Remove NAME's questions, feedback, conversations, sessions and account everywhere kb keeps
-    them, and redact the audit records about them (the chain still verifies; the erasure is
-    recorded). Refused while NAME is on legal hold.
+    """Remove NAME's questions, feedback, conversations, chat platforms' answers, sessions and
+    account everywhere kb keeps them, and redact the audit records about them (the chain still
+    verifies; the erasure is recorded). Refused while NAME is on legal hold.
 
     \b
     kb users erase alice
