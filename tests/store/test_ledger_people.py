@@ -371,3 +371,26 @@ def test_the_masking_walk_stops_at_the_rows_there_when_it_began(ledger: Ledger) 
     assert done == {"masked": 2}
     assert ledger.mask_batch("questions", mask_personal, after, 3, upto) == ({}, None)
     assert f"asked meanwhile, call {PHONE}" in questions(ledger)
+
+
+def test_a_pass_finds_its_rows_by_index_never_by_scanning_a_table(tmp_path: Path) -> None:
+    """Each delete a pass runs finds its rows by an index (SQLite's plan): a delete that
+    scanned conversation_turns or conversations held the write turn for as long as the scan
+    took, batch after batch."""
+    ledger = Ledger(tmp_path / "ledger.sqlite", mask=True)
+    try:
+        for i in range(3):
+            converse(ledger, f"c{i}", "alice", 40, 40)
+            chat(ledger, "alice", f"old {i}", 40)
+            rate(ledger, ask(ledger, "alice", f"q {i} {PHONE}", 40), "alice", -1, 40)
+        statements: list[str] = []
+        ledger.db.set_trace_callback(statements.append)
+        prune_pass(ledger, settings_for(tmp_path), "cli:ops", batch=2, pause_s=0)
+        ledger.db.set_trace_callback(None)
+        scans = {(s, detail) for s in statements if s.startswith("DELETE")
+                 for *_, detail in ledger.db.execute("EXPLAIN QUERY PLAN " + s)
+                 if detail.startswith("SCAN") and "CONSTANT ROW" not in detail}
+        assert scans == set()
+        assert ledger.person_counts("alice")["conversation_turns"] == 0
+    finally:
+        ledger.close()

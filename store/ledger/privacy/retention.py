@@ -41,8 +41,8 @@ AGED = {
     "feedback": AgedTable("feedback", "created_at", ("id",), f"t.user {_NOT_HELD}"),
     "conversation_turns": AgedTable(
         "conversation_turns", "created_at", ("conversation_id", "ordinal"),
-        "t.conversation_id NOT IN (SELECT c.id FROM conversations c JOIN holds h "
-        "ON h.name = c.owner)"),
+        "NOT EXISTS (SELECT 1 FROM conversations c JOIN holds h ON h.name = c.owner "
+        "WHERE c.id = t.conversation_id)"),  # per row, by key: no scan of conversations
     "conversations": AgedTable(
         "conversations", "updated_at", ("id",),
         f"t.owner {_NOT_HELD} AND NOT EXISTS (SELECT 1 FROM conversation_turns u "
@@ -80,13 +80,21 @@ def _after(key: tuple[str, ...], first: str) -> str:
     return f"{first} >= ? AND NOT ({first} = ? AND {_compare(key, '<=')})"
 
 
-def _in_keys(key: tuple[str, ...], n: int) -> str:
-    """The condition "this row's key is one of `n` given".
+def _in_keys(key: tuple[str, ...], keys: list[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+    """The condition "this row's key is one of `keys`", and its arguments. A key of several
+    columns also names its first column's values apart: SQLite finds the rows of a row-value
+    IN by scanning the table, of a column's IN by the primary key's index.
 
-    _in_keys(("a", "b"), 2) -> "(a, b) IN (VALUES (?, ?), (?, ?))"
+    _in_keys(("a", "b"), [(1, 2), (1, 3)])
+        -> ("a IN (?) AND (a, b) IN (VALUES (?, ?), (?, ?))", [1, 1, 2, 1, 3])
     """
     one = f"({', '.join('?' * len(key))})"
-    return f"({', '.join(key)}) IN (VALUES {', '.join([one] * n)})"
+    rows = f"({', '.join(key)}) IN (VALUES {', '.join([one] * len(keys))})"
+    args = [v for k in keys for v in k]
+    if len(key) == 1:
+        return rows, args
+    first = list(dict.fromkeys(k[0] for k in keys))
+    return f"{key[0]} IN ({', '.join('?' * len(first))}) AND {rows}", [*first, *args]
 
 
 def _after_args(marker: list[Any]) -> list[Any]:
@@ -123,12 +131,12 @@ class Retention(LedgerBase):
         gone: dict[str, int] = {}
         with self.transaction() as db:
             for child, column in t.children:
-                gone[child] = int(db.execute(
-                    f"DELETE FROM {child} WHERE {_in_keys((column,), len(keys))}",
-                    [k[0] for k in keys]).rowcount)
+                match, args = _in_keys((column,), [k[:1] for k in keys])
+                gone[child] = int(db.execute(f"DELETE FROM {child} WHERE {match}",
+                                             args).rowcount)
+            match, args = _in_keys(tuple(f"t.{k}" for k in t.key), keys)
             gone[name] = int(db.execute(
-                f"DELETE FROM {t.table} AS t WHERE {t.keep} AND {_in_keys(t.key, len(keys))}",
-                [v for k in keys for v in k]).rowcount)
+                f"DELETE FROM {t.table} AS t WHERE {t.keep} AND {match}", args).rowcount)
         return gone, list(rows[-1])
 
     def mask_batch(self, name: str, mask: Callable[[str], str], after: Marker = None,
