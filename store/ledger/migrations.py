@@ -383,6 +383,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX feedback_created ON feedback (created_at);
         CREATE INDEX feedback_user ON feedback (user);
         CREATE INDEX conversation_turns_created ON conversation_turns (created_at);
+        CREATE INDEX conversations_updated ON conversations (updated_at);
         CREATE INDEX channel_messages_created ON channel_messages (created_at);
         CREATE INDEX channel_messages_asker ON channel_messages (asker)
         """,
