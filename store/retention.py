@@ -47,7 +47,8 @@ BATCH = 50
 # After each batch the pass waits PAUSE_SHARE times as long as the batch took, PAUSE_S at
 # least (0: no pause, for tests): with a batch's transaction at about 1.5 ms, about 1.5% of
 # the write turns go to the pass, and 2% of the writes of a question asked meanwhile waited
-# more than 1 ms (at 20 ms, 7.5%). A pass over a million questions takes about 40 minutes.
+# more than 1 ms (at 20 ms, 7.5%). Masking a million questions took 13 minutes, deleting them
+# 68 (docs/benchmarks-history.md, "A retention pass: the detail").
 PAUSE_S, PAUSE_SHARE = 0.1, 2.0
 FRESH_UPLOAD_S = 3600.0  # an upload younger than this may still be on its way in: never moved
 DELETED = ".deleted"  # the uploads' folder for the files of deleted documents
