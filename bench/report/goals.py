@@ -17,6 +17,7 @@ from bench.report.servers import PASSES, WAYS
 
 # issue 29: window recall and answerable refused per direction, p95 added to a question
 CROSS_WINDOW, CROSS_REFUSED, CROSS_MS = 0.80, 2, 5.0
+COLD_S = 1.5  # a cold `kb ask` (issue 38; issue 12's was 3 s)
 
 
 @dataclass
@@ -134,7 +135,7 @@ def latency_goals(rec: Recorded) -> Judged:
         {"million": str(max(million)), "million_within": f"{within} of {len(million)}",
          "share": f"{max(shares):.3f}"},
         {"million": within == len(million),
-         "cold": rec.report("cold")["kb"]["kb_ask_wall_s_median"] <= 3,
+         "cold": rec.report("cold")["kb"]["kb_ask_wall_s_median"] <= COLD_S,
          "share": max(shares) <= 0.10})
 
 

@@ -116,7 +116,9 @@ class SpaceSearch:
             held = self._space
             if held is not None and held.generation == snap.generation:
                 return held
-            matrix = self.store.vectors.vectors(space.collection, snap.ids)
+            rows = range(len(snap.ids))
+            matrix = self.store.stored_vectors(space.collection, snap.chunks(rows),
+                                               space.cached_name)
             self._space = _Space(snap.generation, matrix)
             return self._space
 
