@@ -93,6 +93,10 @@ BENCHES: dict[str, Bench] = {
                          "40 parallel wrong sign-ins: the slowest page request of each run"),
     "body-flood": Bench("load.body_flood", "--runs 3", "--runs 1", False,
                         "large bodies to /v1/chat/completions: another user's slowest request"),
+    "retention": Bench("serving.retention_pass", "--questions 1000000",
+                       "--questions 20000 --quiet-s 10", False,
+                       "POST /api/ask p95 while a retention pass runs over 1M logged questions "
+                       "vs no pass"),
     "channels-ack": Bench("load.channels_ack", "--rounds 3", "--rounds 1", False,
                           "signed chat callbacks of five platforms, 20 at once: the slowest "
                           "acknowledgement"),

@@ -10,9 +10,11 @@ interfaces to outside services.
     access.py            group names
     ports.py             the interfaces to outside services (embedder, vectors, generator, ...)
     policy_dates.py      when a document applies: effective, review-by and expiry dates
+    privacy.py           personal numbers (ID, phone, e-mail, bank card) found and masked
 
     settings/            the sections with a module each: `[auth]`, `[retrieve]`, the synced
-                         folders, `[channels]`; a field as a key or a research knob
+                         folders, `[channels]`, `[privacy]` and `[retention]`; a field as a
+                         key or a research knob
 
 It imports no other floor. A name two floors need lives here; the next settings section goes
 into settings/.

@@ -12,9 +12,10 @@ and a one-line comment. Research knobs (ranking and fusion weights, candidate co
 thresholds, sizes tuned by measurement) are marked `tuning` (core/settings/fields.py): their
 defaults live here only, `docs/tuning.md` gives the measurement behind each, and a config file
 or a `KB_` variable may still set them. The `[auth]` and `[audit]` sections are in
-core/settings/auth.py, `[retrieve]` in core/settings/retrieve.py, `[sync]` and the `[[sources]]`
-array in core/settings/sources.py, `[channels]` (a table per chat platform, set by
-`KB_CHANNELS_<PLATFORM>_<KEY>`) in core/settings/channels.py.
+core/settings/auth.py, `[privacy]` and `[retention]` in core/settings/privacy.py, `[retrieve]`
+in core/settings/retrieve.py, `[sync]` and the `[[sources]]` array in core/settings/sources.py,
+`[channels]` (a table per chat platform, set by `KB_CHANNELS_<PLATFORM>_<KEY>`) in
+core/settings/channels.py.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
 """
@@ -34,6 +35,7 @@ from core.errors import ConfigError
 from core.settings.auth import AuditSettings, AuthSettings
 from core.settings.channels import ChannelsSettings
 from core.settings.fields import doc, tuning
+from core.settings.privacy import PrivacySettings, RetentionSettings
 from core.settings.retrieve import RetrieveSettings
 from core.settings.sources import SourceSettings, SyncSettings, read_sources
 
@@ -267,6 +269,8 @@ class Settings:
     ui: UiSettings = field(default_factory=UiSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
+    privacy: PrivacySettings = field(default_factory=PrivacySettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
     channels: ChannelsSettings = field(default_factory=ChannelsSettings)
     # the folders kept in sync, `[[sources]]` (core/settings/sources.py); not a section of keys

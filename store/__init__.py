@@ -7,6 +7,8 @@ vector index, embedder) and hands it down; ingest writes to it, the assistant re
     lazy_vectors.py    Chroma opened on first use
     crosslang_space.py the crosslang space: every live passage in the multilingual embedder's
                        own collection, brought up to the live chunks at the end of every write
+    retention.py       the retention pass: the ledger's rows, deleted uploads, logs and downloads
+                       past their limits, run by `kb prune` and on a schedule
 
     embed/             the passage and question embedders and their cache
     ledger/            the ledger of record (SQLite or PostgreSQL), the only place SQL is spoken

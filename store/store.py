@@ -210,8 +210,9 @@ class Store:
 
 def open_ledger(settings: Settings) -> Ledger:
     """The store's ledger alone (accounts need nothing else): PostgreSQL at `store.ledger_url`,
-    else ledger.sqlite in the store folder."""
-    return Ledger(settings.store.ledger_url or settings.store_path() / "ledger.sqlite")
+    else ledger.sqlite in the store folder; it masks personal numbers with `privacy.mask`."""
+    return Ledger(settings.store.ledger_url or settings.store_path() / "ledger.sqlite",
+                  mask=settings.privacy.mask)
 
 
 def embed_cache_path(settings: Settings) -> Path:

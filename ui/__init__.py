@@ -8,6 +8,8 @@ every room may use; the rooms import each other one way only (tests/test_layers.
     i18n.py          Chinese and English labels; `Labels`, which follow the page's language
     gate.py          how many questions a process takes on at once (`ui.queue_depth`)
     handlers.py      what every handler of the page stands on: services, who asks, the gate
+    people.py        a person's data: its export (`kb users export`, the page's My data), its
+                     erasure, legal holds
 
     cli/             `kb`, the command line
     web/             the web process: one app serving the page, the APIs and sign-in

@@ -35,6 +35,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "language": ("Language", "语言"),
     "signed_in": ("Signed in as {user} · groups: {groups}", "当前用户 {user} · 用户组：{groups}"),
     "logout": ("Log out", "退出登录"),
+    "my_data": ("My data (JSON)", "我的数据 (JSON)"),
     "sources": ("Sources", "来源"),
     "synced_folders": ("Folders kept in sync", "同步文件夹"),
     "view_source": ("View source", "查看原文"),

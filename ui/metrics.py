@@ -1,6 +1,6 @@
 """What an operator watches: `/metrics` in Prometheus text format, and one structured log line per
-question and per ingested file. Each app process has its own registry (`Metrics()`), so tests
-and several apps in one process do not mix their counts.
+question and per ingested file (personal numbers masked: core/privacy.py). Each app process has
+its own registry (`Metrics()`), so tests and several apps in one process do not mix their counts.
 
     metrics = Metrics()
     metrics.answered(answer, lang="en", via="app")
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from core.privacy import mask_values
 from core.types import Answer, IngestReport
 
 logger = logging.getLogger("kb.events")
@@ -25,7 +27,11 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class Metrics:
-    def __init__(self) -> None:
+    """The counters of one app process; with `mask` (privacy.mask), its log lines carry
+    personal numbers masked (core/privacy.py)."""
+
+    def __init__(self, mask: bool = True) -> None:
+        self.mask = mask
         self.registry = CollectorRegistry()
         r = self.registry
         self.questions = Counter("kb_questions", "Questions answered, by mode and language",
@@ -61,15 +67,12 @@ class Metrics:
         self.questions.labels(mode=mode, lang=lang, via=via).inc()
         for stage, ms in answer.timings_ms.items():
             self.stage.labels(stage=stage).observe(ms / 1000)
-        logger.info(
-            "question %s",
-            json.dumps({
-                "id": answer.question_id, "user": user, "via": via, "lang": lang, "mode": mode,
-                "citations": len(answer.citations),
-                "verified": sum(1 for c in answer.citations if c.supported),
-                "ms": {k: round(v, 1) for k, v in answer.timings_ms.items()},
-            }),
-        )
+        logger.info("question %s", self._line({
+            "id": answer.question_id, "user": user, "via": via, "lang": lang, "mode": mode,
+            "citations": len(answer.citations),
+            "verified": sum(1 for c in answer.citations if c.supported),
+            "ms": {k: round(v, 1) for k, v in answer.timings_ms.items()},
+        }))
 
     def failed(self, kind: str, via: str) -> None:
         self.errors.labels(kind=kind, via=via).inc()
@@ -79,10 +82,14 @@ class Metrics:
         self.ingest_runs.inc()
         for outcome in report.outcomes:
             self.files.labels(outcome=outcome.outcome).inc()
-            logger.info("file %s", json.dumps({
+            logger.info("file %s", self._line({
                 "run": report.run_id, "path": outcome.path, "outcome": outcome.outcome,
                 "status": outcome.status, "reason": outcome.reason, "chunks": outcome.chunks,
-            }, ensure_ascii=False))
+            }))
+
+    def _line(self, fields: dict[str, Any]) -> str:
+        """A log line's JSON, its strings masked with `mask`."""
+        return json.dumps(mask_values(fields) if self.mask else fields, ensure_ascii=False)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -67,7 +67,7 @@ class Services:
         if self._metrics is None:
             from ui.metrics import Metrics
 
-            self._metrics = Metrics()
+            self._metrics = Metrics(mask=self.settings.privacy.mask)
         return self._metrics
 
     def close(self) -> None:

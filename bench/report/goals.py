@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from bench.report.recorded import CHOSEN_FLAGS, Recorded, times
 from bench.report.sections import LANGS, SETS, by_users, fraction, gpu_runs, held_out, meets
-from bench.report.servers import WAYS
+from bench.report.servers import PASSES, WAYS
 
 # issue 29: window recall and answerable refused per direction, p95 added to a question
 CROSS_WINDOW, CROSS_REFUSED, CROSS_MS = 0.80, 2, 5.0
@@ -37,7 +37,7 @@ def judge(rec: Recorded) -> Judged:
     found = Judged()
     for part in (quality_goals, followup_goals, crosslang_goals, owner_goals, ingest_pace,
                  reindex_goal, latency_goals, gpu_serving, load_goal, api_overhead_goal,
-                 mcp_goal, signin_goals, channels_goal):
+                 mcp_goal, signin_goals, channels_goal, retention_goal):
         found.add(part(rec))
     return found
 
@@ -186,6 +186,14 @@ def signin_goals(rec: Recorded) -> Judged:
         "ldap": all(ldap[way]["p95_ms"] <= 100 for way in ("search_then_bind", "bind_as_user")),
         "audit": rec.report("audit")["p95_added_ms"] <= 1,
         "flood": flood["runs_total"] >= 10 and flood["goal_met"]})
+
+
+def retention_goal(rec: Recorded) -> Judged:
+    """Met when the p95 of the questions asked during each pass (masking, pruning) is within
+    10% of theirs while no pass ran, in the same run, without an error."""
+    report = rec.report("retention")
+    return Judged(met={"retention": report["errors"] == 0 and all(
+        report[phase]["p95_ratio"] <= 1.10 for phase in PASSES)})
 
 
 def channels_goal(rec: Recorded) -> Judged:

@@ -103,6 +103,9 @@ SOURCES: dict[str, Source] = {
     "body_flood": Source((f"{RESULTS}issue36-body-flood.json",), date="2026-12-06",
                          command="python -m bench.load.body_flood --runs 3 --before "
                                  "/tmp/before (git archive 827761c)"),
+    # issue 43: POST /api/ask while a retention pass masks, then deletes, a million questions
+    "retention": Source((f"{RESULTS}issue43-retention-pass.json",),
+                        command="python -m bench.serving.retention_pass --questions 1000000"),
     # issue 42: a chat platform's callbacks acknowledged while 20 arrive at once
     "channels_ack": Source((f"{RESULTS}issue42-channels-ack.json",)),
     # issue 27: a sync pass over 10,000 unchanged files (ledger rows seeded), beside `kb ingest`

@@ -25,7 +25,7 @@ from bench.report.goals import values as goals
 from bench.report.owners import owners
 from bench.report.recorded import HISTORY, REPO, Recorded, anchor
 from bench.report.sections import followups, gpu, ingest, latency, quality
-from bench.report.servers import api_overhead, bodies, channels, load, mcp_overhead
+from bench.report.servers import api_overhead, bodies, channels, load, mcp_overhead, retention
 from bench.report.signin import signin
 
 PAGE = "BENCHMARKS.md"
@@ -42,6 +42,7 @@ SECTIONS: dict[str, Callable[[Recorded], dict[str, str]]] = {
     "quality": quality, "followup": followups, "crosslang": crosslang, "ingest": ingest,
     "latency": latency, "gpu": gpu, "load": load, "api": api_overhead, "signin": signin,
     "bodies": bodies, "channels": channels, "owners": owners, "mcp": mcp_overhead,
+    "retention": retention,
 }
 
 

@@ -3,8 +3,9 @@ askers at once through the page and the API (`python -m bench load`, bench/load/
 OpenAI-compatible endpoint against `POST /api/ask` (`python -m bench openai`,
 bench/serving/openai_overhead.py), the MCP server's `ask` tool against both (`python -m bench
 mcp`, bench/serving/mcp_overhead.py), another user's requests while large bodies are posted
-(bench/load/body_flood.py), and the chat platforms' callbacks acknowledged while 20 arrive at
-once (bench/load/channels_ack.py)."""
+(bench/load/body_flood.py), the chat platforms' callbacks acknowledged while 20 arrive at
+once (bench/load/channels_ack.py), and questions asked while a retention pass runs (`python -m
+bench retention`, bench/serving/retention_pass.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from bench.report.recorded import Recorded, span
 from bench.report.sections import rows
 
 WAYS = (("plain", "openai", "api"), ("streamed", "openai_stream", "api_stream"))
+PASSES = ("masking", "pruning")  # the retention benchmark's two passes, in the order they ran
 VARIANT_NAMES = {"api": "`/api/ask`", "openai": "`/v1`", "api_stream": "`/api/ask` streamed",
                  "openai_stream": "`/v1` streamed"}
 
@@ -125,3 +127,24 @@ def channels(rec: Recorded) -> dict[str, str]:
             "rounds": str(ours["rounds"]), "platforms": str(len(ours["platforms"])),
             "max": f"{ours['concurrent_max_ms']:.0f}",
             "load": f"{ours['host']['load_average'][0]:.0f}", "run": rec.run_line("channels_ack")}
+
+
+def retention(rec: Recorded) -> dict[str, str]:
+    """The questions asked while no pass ran and during each pass, and each pass's work."""
+    report = rec.report("retention")
+
+    def asked(found: dict[str, Any]) -> str:
+        return (f"{found['n']:,} | {found['p50_ms']:.1f} ms | {found['p95_ms']:.1f} ms | "
+                f"{found['max_ms']:.0f} ms")
+
+    found = [f"| no pass (before, between, after) | {asked(report['quiet'])} | – | – |"]
+    for phase in PASSES:
+        run = report[phase]
+        work = (f"{run['masked']:,} questions masked" if phase == "masking" else
+                f"{sum(run['removed'].values()):,} rows deleted")
+        found.append(f"| the {phase} pass | {asked(run['asked'])} | **{run['p95_ratio']:.3f}** | "
+                     f"{work}, {run['batches']:,} batches in {run['seconds'] / 60:.1f} min, "
+                     f"longest transaction {run['longest_transaction_ms']:.1f} ms |")
+    return {"rows": "\n".join(found), "questions": f"{report['questions_logged']:,}",
+            **{f"{phase}_ratio": f"{report[phase]['p95_ratio']:.3f}" for phase in PASSES},
+            "load": f"{report['host']['load_average'][0]:.0f}", "run": rec.run_line("retention")}

@@ -13,6 +13,8 @@ root that prints one JSON report, with its baseline from the same run.
                         each way in turn after a warm-up, the ways compared
     ldap_signin.py      the login check against a real `slapd`, beside a local password (`ldap`)
     refresh_delay.py    how soon other app processes answer from an upload (`refresh`)
+    retention_pass.py   `POST /api/ask` p95 while a retention pass runs over a million logged
+                        questions, beside no pass (`retention`)
 
     .venv/bin/python -m bench openai --full
     python3 -m bench.serving.gpu_serve run --prompts prompts.json --model /tmp/ernie ...

@@ -6,6 +6,7 @@ others into the one `Settings` object (`settings.auth`, `settings.channels`, ...
     retrieve.py  the `[retrieve]` section: candidates, fusion, across languages
     sources.py   the folders kept in sync (`[[sources]]`) and the brake on deletes (`[sync]`)
     channels.py  the chat platforms (`[channels]`, a table per platform, secrets from `KB_`)
+    privacy.py   what kb keeps about people: `[privacy]` (masking) and `[retention]` (days kept)
 
 It imports the core hall only (errors, group names), never core/config.py, which imports it. A
 new section with more than a handful of keys is a module here, read in core/config.py beside

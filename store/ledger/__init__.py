@@ -5,7 +5,7 @@ It holds documents (path, sha256, status, reason, groups, chunk count, times), t
 with their lexical tokens (this table is the lexical index: BM25 is built from it in memory),
 ingestion runs with per-file results and the ingest queue's jobs, and the query side's users,
 sessions, questions, feedback and conversations, the audit trail (who did what, hash-chained),
-and the answers admins approved. Schema changes are the named migrations of
+legal holds, and the answers admins approved. Schema changes are the named migrations of
 `store/ledger/migrations.py`, applied in order and recorded in the `migrations` table.
 
 Which chunks of a document are live is decided in one transaction (`replace_document`), so a
@@ -29,11 +29,14 @@ says which one a ledger speaks, for the few statements that must differ.
     accounts.py       users and API tokens, web sessions, the login throttle
     questions.py      questions, feedback, notes on knowledge gaps
     conversations.py  conversations and their turns
-    audit.py          the audit trail: appended, chained by hash, verified, pruned
+    audit.py          the audit trail: appended, chained by hash, verified, pruned, redacted
     sources.py        the folders kept in sync: each one's last pass and state, its documents
     approved.py       approved answers and their citations, suspended when a cited doc changes
     channels.py       the chat platforms: each event seen once, each answer posted and where
     migrations.py     the schema, as named migrations
+
+    privacy/          what names a person: legal holds, a person's data and its erasure, the
+                      retention pass's batches, the audit records' redactable form
 
 Only these modules speak SQL (and the embedding cache, store/embed/embedder.py, in its own
 file; tests/test_layers.py checks it): everyone else calls `Ledger`'s typed methods.
@@ -51,6 +54,8 @@ from store.ledger.channels import ChannelLog
 from store.ledger.conversations import Conversations
 from store.ledger.documents import KEPT_NOTE, ChunkTable, Documents
 from store.ledger.migrations import MIGRATIONS
+from store.ledger.privacy.people import PERSONAL, People, PersonalTable
+from store.ledger.privacy.retention import Retention
 from store.ledger.questions import Questions
 from store.ledger.runs import Job, Runs
 from store.ledger.sources import SyncSources, SyncState
@@ -62,9 +67,11 @@ __all__ = [
     "AuditRecord",
     "KEPT_NOTE",
     "MIGRATIONS",
+    "PERSONAL",
     "ChunkTable",
     "Job",
     "Ledger",
+    "PersonalTable",
     "SyncState",
     "WriterSession",
     "postgres_ddl",
@@ -73,8 +80,8 @@ __all__ = [
 ]
 
 
-class Ledger(Documents, Runs, Accounts, Questions, Conversations, Audit, Approved, SyncSources,
-             ChannelLog):
+class Ledger(Documents, Runs, Accounts, Questions, Conversations, People, Audit, Retention,
+             Approved, SyncSources, ChannelLog):
     """The ledger of one store. Safe to share between threads: each thread gets its own
     connection (SQLite: to the same file, in WAL mode; PostgreSQL: to the same database), so a
     transaction in one never meets another's.

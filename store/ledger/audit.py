@@ -2,10 +2,12 @@
 what outcome; append-only, each record chained to the one before by its hash, so a record edited,
 deleted or moved in the database is found by `verify`.
 
-A record's hash is the SHA-256 of its canonical form (`canonical`): its sequence number, time,
-actor, address, event, object, outcome, details and the previous record's hash. Appends take
-turns across threads and processes (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), read
-the head and write the next sequence number, which is the primary key: the chain cannot fork.
+A record's hash is the SHA-256 of its canonical form: its sequence number, time, actor, event,
+object, outcome, the previous record's hash and the salted digest of its address and details
+(store/ledger/privacy/audit_chain.py, which also keeps the older form of records written before
+019_privacy). Appends take turns across threads and processes (SQLite: BEGIN IMMEDIATE;
+PostgreSQL: an advisory lock), read the head and write the next sequence number, which is the
+primary key: the chain cannot fork.
 
 Deleting the newest records leaves no gap to find: every append also stores the new head
 (number and hash) in `meta.audit_head`, and `verify` requires the chain to pass through it and
@@ -16,7 +18,10 @@ someone who rewrites both.
 
 Pruning (`prune_audit`) deletes the records up to a time and leaves a checkpoint (the last pruned
 record's number and hash, how many went, who pruned and when); `verify` starts from the newest
-checkpoint, and the prune is itself a record of the chain, whose details must match it.
+checkpoint, and the prune is itself a record of the chain, whose details must match it. Records
+from the first one about a person on legal hold on are not pruned. An erasure (`redact_audit`)
+replaces a person's addresses and details with a marker naming the erasure record; their
+digests keep the chain verifiable.
 
     ledger.append_audit([AuditEntry(time.time(), "alice", "10.0.0.7", "signin", "alice", "ok",
                                     {"method": "password"})])
@@ -25,21 +30,31 @@ checkpoint, and the prune is itself a record of the chain, whose details must ma
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from store.ledger.base import LedgerBase
+from store.ledger.privacy.audit_chain import (
+    AUDIT_COLUMNS,
+    GENESIS,
+    UNREDACTED,
+    AuditRecord,
+    Redactions,
+    anchor_problem,
+    canonical_details,
+    link_problem,
+    matches_checkpoint,
+    new_row,
+    redaction,
+    unwalked_problem,
+)
 from store.ledger.sql import AUDIT_KEY, LOCK_SPACE, Connection
 
-GENESIS = "0" * 64  # the "previous hash" of the first record
-AUDIT_COLUMNS = ("seq", "at", "actor", "address", "event", "object", "outcome", "details",
-                 "prev", "hash")
-# How far from its place verify looks for the number a moved record was written under.
-_MOVED_WINDOW = 1000
+__all__ = ["GENESIS", "Audit", "AuditCheck", "AuditEntry", "AuditRecord"]
+_INSERT = (f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) "
+           f"VALUES ({', '.join('?' for _ in AUDIT_COLUMNS)})")
 
 
 @dataclass(frozen=True)
@@ -57,25 +72,6 @@ class AuditEntry:
 
 
 @dataclass(frozen=True)
-class AuditRecord:
-    """A stored record of the chain."""
-
-    seq: int
-    at: float
-    actor: str
-    address: str
-    event: str
-    object: str
-    outcome: str
-    details: str  # canonical JSON
-    prev: str
-    hash: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {c: getattr(self, c) for c in AUDIT_COLUMNS}
-
-
-@dataclass(frozen=True)
 class AuditCheck:
     """What `verify_audit` found: `ok`, how many records it checked, the chain's head, and the
     first bad record with what is wrong with it."""
@@ -88,39 +84,18 @@ class AuditCheck:
     problem: str = ""
 
 
-def canonical_details(details: dict[str, Any]) -> str:
-    """canonical_details({"b": 1, "a": "x"}) -> '{"a":"x","b":1}'"""
-    return json.dumps(details, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def record_hash(seq: int, at: float, actor: str, address: str, event: str, obj: str,
-                outcome: str, details: str, prev: str) -> str:
-    """The SHA-256 (hex) of a record's canonical form: a JSON array of its fields in order, the
-    time in microseconds.
-
-    record_hash(1, 0.0, "a", "", "signin", "a", "ok", "{}", GENESIS) -> "5b1f..." (64 hex)
-    """
-    form = [seq, round(at * 1e6), actor, address, event, obj, outcome, details, prev]
-    text = json.dumps(form, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _hash_of(row: AuditRecord, seq: int | None = None) -> str:
-    return record_hash(row.seq if seq is None else seq, row.at, row.actor, row.address,
-                       row.event, row.object, row.outcome, row.details, row.prev)
-
-
 def _record(row: Any) -> AuditRecord:
     return AuditRecord(int(row["seq"]), float(row["at"]), row["actor"], row["address"],
                        row["event"], row["object"], row["outcome"], row["details"], row["prev"],
-                       row["hash"])
+                       row["hash"], int(row["version"]), row["salt"], row["digest"])
 
 
 class Audit(LedgerBase):
-    """The audit trail: append, read, verify, prune."""
+    """The audit trail: append, read, verify, prune, redact."""
 
     def append_audit(self, entries: Sequence[AuditEntry]) -> int:
-        """Chain `entries` onto the trail, in order, in one transaction; the last one's number."""
+        """Chain `entries` onto the trail, in order, in one transaction; the last one's number.
+        Their details are masked first where the ledger masks (`LedgerBase.keep_values`)."""
         if not entries:
             return 0
         with self.transaction() as db:
@@ -128,15 +103,11 @@ class Audit(LedgerBase):
             rows = []
             for e in entries:
                 seq += 1
-                at = round(e.at, 6)
-                details = canonical_details(e.details)
-                digest = record_hash(seq, at, e.actor, e.address, e.event, e.object, e.outcome,
-                                     details, prev)
-                rows.append((seq, at, e.actor, e.address, e.event, e.object, e.outcome, details,
-                             prev, digest))
-                prev = digest
-            db.executemany(f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                row = new_row(seq, round(e.at, 6), e.actor, e.address, e.event, e.object,
+                              e.outcome, canonical_details(self.keep_values(e.details)), prev)
+                rows.append(row)
+                prev = row[AUDIT_COLUMNS.index("hash")]
+            db.executemany(_INSERT, rows)
             self.set_meta("audit_head", f"{seq} {prev}", db)
         return seq
 
@@ -149,9 +120,10 @@ class Audit(LedgerBase):
 
     def audit_records(self, since: float | None = None, until: float | None = None,
                       event: str = "", actor: str = "", limit: int | None = None,
-                      newest_first: bool = False) -> Iterator[AuditRecord]:
+                      newest_first: bool = False, about: str = "") -> Iterator[AuditRecord]:
         """The records in [since, until), of an event (or its prefix, "user." for every user
-        change) and an actor when given; oldest first unless `newest_first`."""
+        change), an actor, and a person (`about`: the record's actor or object) when given;
+        oldest first unless `newest_first`."""
         where: list[str] = ["1 = 1"]
         args: list[Any] = []
         for clause, value in (("at >= ?", since), ("at < ?", until)):
@@ -164,6 +136,10 @@ class Audit(LedgerBase):
         if actor:
             where.append("actor = ?")
             args.append(actor)
+        if about:
+            where.append("seq IN (SELECT seq FROM audit WHERE actor = ? UNION "
+                         "SELECT seq FROM audit WHERE object = ?)")
+            args += [about, about]
         order = "DESC" if newest_first else ""
         tail = f" LIMIT {int(limit)}" if limit is not None else ""
         cursor = self.db.execute(f"SELECT * FROM audit WHERE {' AND '.join(where)} "
@@ -183,7 +159,8 @@ class Audit(LedgerBase):
 
     def verify_audit(self, expect: tuple[int, str] | None = None) -> AuditCheck:
         """Walk the chain from the newest checkpoint (or the start) and stop at the first record
-        that was edited, deleted or moved; a prune record must match its checkpoint. The chain
+        that was edited, deleted or moved, or redacted other than by an erasure of its person
+        (store/ledger/privacy/audit_chain.py); a prune record must match its checkpoint. The chain
         must pass through the head stored at the last append (`meta.audit_head`, read before
         the walk, so records appended meanwhile follow it), number and hash, and through
         `expect`: a head kept outside the ledger, (number, its hash or the hash's first hex
@@ -200,19 +177,20 @@ class Audit(LedgerBase):
         checkpoint = self.audit_checkpoint()
         seq, prev = (int(checkpoint["seq"]), str(checkpoint["hash"])) if checkpoint \
             else (0, GENESIS)
-        count, pruned_seen = 0, checkpoint is None
+        count, pruned_seen, redactions = 0, checkpoint is None, Redactions()
         for row in self._audit_pages():
-            found = _link_problem(row, seq, prev) or _anchor_problem(row, anchors)
+            found = (link_problem(row, seq, prev) or anchor_problem(row, anchors)
+                     or redactions.meet(row))
             if found:
                 return AuditCheck(False, count, seq, prev, *found)
-            if checkpoint and row.event == "audit.prune" and _matches(row, checkpoint):
+            if checkpoint and row.event == "audit.prune" and matches_checkpoint(row, checkpoint):
                 pruned_seen = True
             seq, prev, count = row.seq, row.hash, count + 1
         if not pruned_seen:
             return AuditCheck(False, count, seq, prev, int(checkpoint["seq"]) if checkpoint
                               else 0, "the checkpoint has no matching audit.prune record "
                               "(checkpoint edited, or its prune record deleted)")
-        found = _unwalked_problem(anchors, seq, checkpoint)
+        found = redactions.unmet() or unwalked_problem(anchors, seq, checkpoint)
         if found:
             return AuditCheck(False, count, seq, prev, *found)
         return AuditCheck(True, count, seq, prev)
@@ -231,11 +209,14 @@ class Audit(LedgerBase):
     def prune_audit(self, before: float, actor: str, address: str = "") -> int:
         """Delete the records older than `before` and leave a checkpoint (the last pruned
         record's number and hash, the count, who, when) that verify starts from; the prune is
-        recorded in the chain too. How many records went."""
+        recorded in the chain too. Records from the first one about a person on legal hold
+        (`hold_user`) on are kept. How many records went."""
         with self.transaction() as db:
             last_seq, last_hash = self._audit_head(db)
-            row = db.execute("SELECT seq, hash FROM audit WHERE at < ? ORDER BY seq DESC "
-                             "LIMIT 1", (before,)).fetchone()
+            row = db.execute(
+                "SELECT seq, hash FROM audit WHERE at < ? AND seq < COALESCE((SELECT MIN(a.seq) "
+                "FROM audit a JOIN holds h ON h.name = a.actor OR h.name = a.object), "
+                "?) ORDER BY seq DESC LIMIT 1", (before, last_seq + 1)).fetchone()
             if row is None:
                 return 0
             upto, upto_hash = int(row[0]), str(row[1])
@@ -245,18 +226,36 @@ class Audit(LedgerBase):
             db.execute("DELETE FROM audit WHERE seq <= ?", (upto,))
             db.execute("INSERT INTO audit_checkpoints VALUES (?, ?, ?, ?, ?)",
                        (upto, upto_hash, pruned, actor, now))
-            entry = AuditEntry(now, actor, address, "audit.prune", f"records ..{upto}", "ok",
-                               {"through_seq": upto, "through_hash": upto_hash,
-                                "pruned": pruned, "before": before})
-            seq, at, details = last_seq + 1, round(now, 6), canonical_details(entry.details)
-            digest = record_hash(seq, at, actor, address, entry.event, entry.object, "ok",
-                                 details, last_hash)
-            db.execute(f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (seq, at, actor, address, entry.event, entry.object, "ok", details,
-                        last_hash, digest))
-            self.set_meta("audit_head", f"{seq} {digest}", db)
+            details = {"through_seq": upto, "through_hash": upto_hash, "pruned": pruned,
+                       "before": before}
+            prune_row = new_row(last_seq + 1, round(now, 6), actor, address, "audit.prune",
+                                f"records ..{upto}", "ok", canonical_details(details), last_hash)
+            db.execute(_INSERT, prune_row)
+            self.set_meta("audit_head", f"{last_seq + 1} {prune_row[AUDIT_COLUMNS.index('hash')]}",
+                          db)
         return pruned
+
+    def redact_audit(self, name: str, by_seq: int, batch: int = 500) -> tuple[int, int]:
+        """Replace the address and details of the records about `name` (its actor or object)
+        before erasure record `by_seq` with a marker naming it, a batch per transaction; the
+        chain still verifies (store/ledger/privacy/audit_chain.py). (records redacted, records left
+        whole: written before the digest form, version 1)."""
+        about = ("(actor = ? OR object = ?) AND seq < ? AND event NOT IN (?, ?)")
+        args = (name, name, by_seq, *UNREDACTED)
+        done = 0
+        while True:
+            with self.transaction() as db:
+                cursor = db.execute(
+                    "UPDATE audit SET address = '', salt = '', details = ? WHERE seq IN "
+                    f"(SELECT seq FROM audit WHERE {about} AND version >= 2 AND salt != '' "
+                    "ORDER BY seq LIMIT ?)", (redaction(by_seq), *args, batch))
+                changed = int(cursor.rowcount)
+            done += changed
+            if changed < batch:
+                break
+        left = int(self.db.execute(f"SELECT COUNT(*) FROM audit WHERE {about} AND version < 2",
+                                   args).fetchone()[0])
+        return done, left
 
 
 def _head_row(db: Connection) -> tuple[int, str]:
@@ -265,59 +264,3 @@ def _head_row(db: Connection) -> tuple[int, str]:
         row = db.execute(
             "SELECT seq, hash FROM audit_checkpoints ORDER BY seq DESC LIMIT 1").fetchone()
     return (int(row[0]), str(row[1])) if row else (0, GENESIS)
-
-
-def _link_problem(row: AuditRecord, seq: int, prev: str) -> tuple[int, str] | None:
-    """The first bad record and what is wrong, when `row` does not follow (`seq`, `prev`);
-    None when it does."""
-    if _hash_of(row) != row.hash:
-        for other in range(max(1, row.seq - _MOVED_WINDOW), row.seq + _MOVED_WINDOW):
-            if other != row.seq and _hash_of(row, other) == row.hash:
-                return row.seq, (f"record {row.seq} moved: it holds the record written as "
-                                 f"{other} (records reordered)")
-        return row.seq, f"record {row.seq} edited: its hash does not match its content"
-    if row.seq != seq + 1:
-        gone = f"{seq + 1}" if row.seq == seq + 2 else f"{seq + 1}..{row.seq - 1}"
-        return seq + 1, f"record {gone} deleted: the chain jumps from {seq} to {row.seq}"
-    if row.prev != prev:
-        return seq, (f"record {seq} edited and re-hashed, or replaced: record {row.seq} does "
-                     "not follow it")
-    return None
-
-
-def _anchor_problem(row: AuditRecord, anchors: dict[int, list[tuple[str, str]]]
-                    ) -> tuple[int, str] | None:
-    """(row.seq, what is wrong) when `row` is not the record a head names; None when it is
-    (or no head names its number)."""
-    for name, digest in anchors.get(row.seq, ()):
-        if not row.hash.startswith(digest):
-            return row.seq, (f"record {row.seq} edited and re-hashed, or replaced: its hash "
-                             f"{row.hash[:16]}… is not {name}'s {digest[:16]}…")
-    return None
-
-
-def _unwalked_problem(anchors: dict[int, list[tuple[str, str]]], seq: int,
-                      checkpoint: dict[str, Any] | None) -> tuple[int, str] | None:
-    """(the first bad record, what is wrong) for a head the walk, which ended at `seq`, did
-    not reach: records deleted from the end, or a head pruned behind the checkpoint, which
-    cannot be checked; None when every head was met."""
-    start = int(checkpoint["seq"]) if checkpoint else 0
-    for number, heads in sorted(anchors.items()):
-        for name, digest in heads:
-            if number > seq:
-                return seq + 1, (f"records {seq + 1}..{number} deleted from the end ({name} "
-                                 f"is record {number})")
-            if checkpoint and number == start and not str(checkpoint["hash"]).startswith(
-                    digest):
-                return start, f"the checkpoint after record {start} is not {name}"
-            if number < start:
-                return number, (f"{name}, record {number}, was pruned (the checkpoint is after "
-                                f"record {start}): check against a head kept since")
-    return None
-
-
-def _matches(row: AuditRecord, checkpoint: dict[str, Any]) -> bool:
-    details = json.loads(row.details)
-    return bool(details.get("through_seq") == int(checkpoint["seq"])
-                and details.get("through_hash") == checkpoint["hash"]
-                and details.get("pruned") == int(checkpoint["pruned"]))

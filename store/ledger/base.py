@@ -19,8 +19,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from core.errors import ConfigError, StoreError
+from core.privacy import mask_personal, mask_values
 from store.ledger.migrations import MIGRATIONS
 from store.ledger.sql import (
     LOCK_SPACE,
@@ -37,9 +39,12 @@ from store.ledger.sql import (
 
 class LedgerBase:
     """The connections, migrations, transactions and `meta` of one ledger; `where` is the SQLite
-    file, or a `postgresql://` URL."""
+    file, or a `postgresql://` URL. With `mask`, the free text people write (questions,
+    answers, comments, notes, conversations, audit details) is kept with its personal numbers
+    masked (`keep`, `keep_values`: core/privacy.py)."""
 
-    def __init__(self, where: Path | str) -> None:
+    def __init__(self, where: Path | str, mask: bool = False) -> None:
+        self.mask = mask
         self.dialect = "sqlite"
         self.path: Path | None = None
         self._url = ""
@@ -66,6 +71,14 @@ class LedgerBase:
             self.close()
             where = self.path or self.where
             raise StoreError(f"ledger {where} could not be opened ({exc})") from exc
+
+    def keep(self, text: str) -> str:
+        """`text` as the ledger keeps it: personal numbers masked where the ledger masks."""
+        return mask_personal(text) if self.mask else text
+
+    def keep_values(self, value: Any) -> Any:
+        """`keep` applied to every string of a JSON-like value (audit details)."""
+        return mask_values(value) if self.mask else value
 
     @property
     def db(self) -> Connection:
@@ -131,12 +144,22 @@ class LedgerBase:
     def transaction(self) -> Iterator[Connection]:
         db = self.db
         db.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+        began = time.perf_counter()
         try:
             yield db
         except BaseException:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+        held = time.perf_counter() - began
+        if held > getattr(self._local, "longest", 0.0):
+            self._local.longest = held
+
+    def longest_transaction_s(self) -> float:
+        """The longest transaction of this thread since the last call (from the moment it had
+        the database's write turn to its commit): how long a writer waited on it at most."""
+        longest, self._local.longest = getattr(self._local, "longest", 0.0), 0.0
+        return float(longest)
 
     def close(self) -> None:
         with self._connections_lock:

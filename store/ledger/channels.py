@@ -2,7 +2,9 @@
 platform event seen once (a platform retries a callback it thinks went unanswered: the second
 delivery finds its id here and is dropped, in this process or another sharing the ledger), and
 each answer posted, with the thread it went to and the message it became, so a follow-up in the
-thread reads the earlier turns and a reaction on the message finds its question.
+thread reads the earlier turns and a reaction on the message finds its question. Their text is
+kept with personal numbers masked where the ledger masks (`LedgerBase.keep`); retention, export
+and erasure treat them as turns of a conversation (store/ledger/privacy/).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class ChannelLog(LedgerBase):
             db.execute(
                 "INSERT INTO channel_messages (platform, chat, thread, message, question_id, "
                 "asker, question, answer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (platform, chat, thread, message, question_id, asker, question, answer,
-                 time.time()),
+                (platform, chat, thread, message, question_id, asker, self.keep(question),
+                 self.keep(answer), time.time()),
             )
 
     def channel_turns(self, platform: str, chat: str, thread: str, since: float,

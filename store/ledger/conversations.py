@@ -1,6 +1,7 @@
 """Conversations (tables `conversations`, `conversation_turns`): a user's threads of
 questions, each turn kept with its answer and citations so a thread reads back as it was shown.
 Every method takes the owner: a conversation id of another user reads as no conversation.
+Their text is kept with personal numbers masked where the ledger masks (`LedgerBase.keep`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Conversations(LedgerBase):
             db.execute(
                 "INSERT INTO conversations (id, owner, title, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (conversation_id, owner, title, now, now),
+                (conversation_id, owner, self.keep(title), now, now),
             )
 
     def conversations(self, owner: str, limit: int = 100) -> list[ConversationRecord]:
@@ -103,15 +104,15 @@ class Conversations(LedgerBase):
                 (
                     conversation_id,
                     ordinal,
-                    question,
-                    answer.answer,
+                    self.keep(question),
+                    self.keep(answer.answer),
                     json.dumps(citations, ensure_ascii=False),
                     "abstained" if answer.abstained else answer.mode,
                     int(answer.unverified),
-                    answer.raw_answer if answer.mode == "fallback" else "",
+                    self.keep(answer.raw_answer) if answer.mode == "fallback" else "",
                     answer.question_id,
                     now,
-                    answer.searched_for,
+                    self.keep(answer.searched_for),
                 ),
             )
             db.execute(
@@ -123,7 +124,7 @@ class Conversations(LedgerBase):
         with self.transaction() as db:
             cursor = db.execute(
                 "UPDATE conversations SET title = ? WHERE id = ? AND owner = ?",
-                (title, conversation_id, owner),
+                (self.keep(title), conversation_id, owner),
             )
             return bool(cursor.rowcount > 0)
 

@@ -366,4 +366,34 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE questions ADD COLUMN unsure INTEGER NOT NULL DEFAULT 0
         """,
     ),
+    # --- 019_privacy: what kb keeps about people (store/ledger/privacy/people.py,
+    # store/retention.py). Audit records written from here on commit to a salted digest of their
+    # address and details (version 2, store/ledger/privacy/audit_chain.py), so an erasure can
+    # redact them; earlier ones stay version 1 and verify as before. Legal holds; indexes the
+    # retention pass and an erasure look rows up by (time, person) with.
+    (
+        "019_privacy",
+        """
+        ALTER TABLE audit ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE audit ADD COLUMN salt TEXT NOT NULL DEFAULT '';
+        ALTER TABLE audit ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+        CREATE INDEX audit_actor ON audit (actor);
+        CREATE INDEX audit_object ON audit (object);
+        CREATE TABLE holds (
+            name TEXT PRIMARY KEY,
+            reason TEXT NOT NULL,
+            held_by TEXT NOT NULL,
+            held_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX questions_created ON questions (created_at);
+        CREATE INDEX questions_user ON questions (user, id);
+        CREATE INDEX feedback_question ON feedback (question_id);
+        CREATE INDEX feedback_created ON feedback (created_at);
+        CREATE INDEX feedback_user ON feedback (user);
+        CREATE INDEX conversation_turns_created ON conversation_turns (created_at);
+        CREATE INDEX conversations_updated ON conversations (updated_at);
+        CREATE INDEX channel_messages_created ON channel_messages (created_at);
+        CREATE INDEX channel_messages_asker ON channel_messages (asker)
+        """,
+    ),
 ]

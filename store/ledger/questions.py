@@ -1,6 +1,7 @@
 """What was asked and what users made of it (tables `questions`, `feedback`, `gap_notes`): each
 question with its answer, mode, cited chunks and timings; each user's rating of an answer; and
-the admins' notes on knowledge gaps (the admin view, ui/admin/insights.py).
+the admins' notes on knowledge gaps (the admin view, ui/admin/insights.py). Their text is kept
+with personal numbers masked where the ledger masks (`LedgerBase.keep`).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ class Questions(LedgerBase):
                 "created_at, unsure) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     user,
-                    question,
-                    answer.answer,
+                    self.keep(question),
+                    self.keep(answer.answer),
                     answer.mode,
                     json.dumps(cited),
                     json.dumps(answer.timings_ms),
@@ -50,7 +51,7 @@ class Questions(LedgerBase):
             cursor = db.execute(
                 "INSERT INTO feedback (question_id, user, rating, comment, created_at) "
                 "VALUES (?, ?, ?, ?, ?) RETURNING id",
-                (question_id, user, rating, comment, time.time()),
+                (question_id, user, rating, self.keep(comment), time.time()),
             )
             return int(cursor.fetchall()[0][0])
 
@@ -98,5 +99,5 @@ class Questions(LedgerBase):
             db.execute(
                 "INSERT INTO gap_notes VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
                 "note = excluded.note, user = excluded.user, updated_at = excluded.updated_at",
-                (key, note, user, time.time()),
+                (key, self.keep(note), user, time.time()),
             )

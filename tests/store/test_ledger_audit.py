@@ -5,6 +5,7 @@ from, and a forged checkpoint is found."""
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import threading
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from store.ledger import AuditEntry, Ledger
-from store.ledger.audit import GENESIS, record_hash
+from store.ledger.privacy.audit_chain import GENESIS, AuditRecord, hash_of, particulars_digest
 
 
 @pytest.fixture
@@ -28,6 +29,11 @@ def entry(i: int, at: float | None = None) -> AuditEntry:
     return AuditEntry(time.time() if at is None else at, f"user{i % 3}", "10.0.0.7", "signin",
                       f"user{i % 3}", "failed" if i % 2 else "ok",
                       {"method": "password", "n": i, "名": "年假 100%"})
+
+
+def forged(row: AuditRecord, **changes: object) -> str:
+    """The hash someone with the database would write for `row` edited with `changes`."""
+    return hash_of(dataclasses.replace(row, **changes))  # type: ignore[arg-type]
 
 
 def fill(ledger: Ledger, n: int = 8) -> None:
@@ -44,8 +50,9 @@ def test_the_chain_verifies_and_links(ledger: Ledger) -> None:
     assert [r.seq for r in records] == list(range(1, 8))
     assert records[0].prev == GENESIS and records[3].prev == records[2].hash
     first = records[0]
-    assert first.hash == record_hash(1, first.at, "user0", "10.0.0.7", "signin", "user0", "ok",
-                                     first.details, GENESIS)
+    assert (first.version, len(first.salt)) == (2, 32)
+    assert first.digest == particulars_digest(first.salt, "10.0.0.7", first.details)
+    assert first.hash == hash_of(first)
     assert check.head_hash == records[-1].hash
     assert [r.seq for r in ledger.audit_records(event="signin", actor="user1")] == [2, 5]
     assert [r.seq for r in ledger.audit_records(limit=2, newest_first=True)] == [7, 6]
@@ -81,9 +88,8 @@ def test_an_edit_rehashed_is_found_at_the_next_link(ledger: Ledger) -> None:
     """Someone edits record 4 and writes a fresh hash for it: record 5 no longer follows."""
     fill(ledger, 6)
     row = next(r for r in ledger.audit_records() if r.seq == 4)
-    forged = record_hash(4, row.at, "mallory", row.address, row.event, row.object, row.outcome,
-                         row.details, row.prev)
-    ledger.db.execute("UPDATE audit SET actor = 'mallory', hash = ? WHERE seq = 4", (forged,))
+    ledger.db.execute("UPDATE audit SET actor = 'mallory', hash = ? WHERE seq = 4",
+                      (forged(row, actor="mallory"),))
     check = ledger.verify_audit()
     assert not check.ok and check.bad_seq == 4 and "re-hashed" in check.problem, check
 
@@ -91,10 +97,8 @@ def test_an_edit_rehashed_is_found_at_the_next_link(ledger: Ledger) -> None:
 def _rehash_newest(ledger: Ledger, actor: str) -> None:
     """Edit the newest record and write a fresh hash for it, chained on the one before."""
     row = next(ledger.audit_records(newest_first=True, limit=1))
-    forged = record_hash(row.seq, row.at, actor, row.address, row.event, "forged", row.outcome,
-                         row.details, row.prev)
     ledger.db.execute("UPDATE audit SET actor = ?, object = 'forged', hash = ? WHERE seq = ?",
-                      (actor, forged, row.seq))
+                      (actor, forged(row, actor=actor, object="forged"), row.seq))
 
 
 def test_the_newest_record_edited_and_rehashed_is_found(ledger: Ledger) -> None:

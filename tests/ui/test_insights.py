@@ -8,6 +8,7 @@ import io
 import json
 from pathlib import Path
 
+from core.config import Settings
 from core.types import Answer, Citation, QuestionRecord
 from store.ledger import Ledger
 from ui.admin import insights
@@ -100,3 +101,26 @@ def test_figures_from_a_real_ledger_equal_its_own_counts(tmp_path: Path) -> None
         assert rows[1].chunk_ids == ("c1",)
     finally:
         ledger.close()
+
+
+def test_the_gaps_an_admin_sees_and_downloads_carry_personal_numbers_masked(
+        tmp_path: Path) -> None:
+    """The ledger a store opens (privacy.mask on by default) keeps the question log masked, so
+    the knowledge gaps, their notes and their CSV show no ID, phone, card or e-mail."""
+    numbers = ["11010519491231002X", "13812345678", "4111 1111 1111 1111", "zhang.san@corp.cn"]
+    ledger = Ledger(tmp_path / "ledger.sqlite", mask=Settings().privacy.mask)
+    try:
+        asked = ["我的身份证11010519491231002X能报销吗？", "Call me on 13812345678 about leave",
+                 "Card 4111 1111 1111 1111 was charged twice (Article 12, 800元)"]
+        for question in asked:
+            ledger.record_question("ann", question, Answer("", mode="abstained"))
+        gaps = insights.knowledge_gaps(ledger.question_records())
+        ledger.set_gap_note(gaps[0].key, "ask zhang.san@corp.cn", "alice")
+        gaps = insights.knowledge_gaps(ledger.question_records(), ledger.gap_notes())
+        shown = insights.gaps_csv(gaps) + json.dumps(insights.gap_rows(gaps), ensure_ascii=False)
+    finally:
+        ledger.close()
+    assert [n for n in numbers if n in shown] == []
+    assert all(masked in shown for masked in ("**************002X", "*******5678",
+                                               "**** **** **** 1111", "z***@corp.cn"))
+    assert "Article 12, 800元" in shown  # policy numbers stay

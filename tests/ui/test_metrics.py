@@ -41,3 +41,24 @@ def test_ingestion_runs_count_files_by_outcome() -> None:
                                    FileOutcome("b.doc", "failed", "unsupported", "legacy .doc")]))
     assert sample(metrics, "kb_ingest_runs_total") == 1
     assert sample(metrics, "kb_ingest_files_total", outcome="failed") == 1
+
+
+@pytest.mark.parametrize("mask", [True, False])
+def test_log_lines_carry_personal_numbers_masked(caplog: pytest.LogCaptureFixture,
+                                                 mask: bool) -> None:
+    """privacy.mask (on by default): a user named by an e-mail address and a file named with a
+    phone number reach the log masked; the numbers of the line stay numbers."""
+    metrics = Metrics(mask=mask)
+    with caplog.at_level(logging.INFO, logger="kb.events"):
+        metrics.answered(Answer("Yes.", question_id=13812345678), "en", via="api",
+                         user="zhang.san@corp.example.cn")
+        metrics.ingested(IngestReport([FileOutcome("报销-13812345678.pdf", "ingested",
+                                                   chunks=3)]))
+    question, file = (json.loads(r.getMessage().split(" ", 1)[1]) for r in caplog.records)
+    assert question["id"] == 13812345678
+    if mask:
+        assert question["user"] == "z***@corp.example.cn"
+        assert file["path"] == "报销-*******5678.pdf"
+    else:
+        assert question["user"] == "zhang.san@corp.example.cn"
+        assert file["path"] == "报销-13812345678.pdf"

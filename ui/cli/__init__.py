@@ -1,11 +1,11 @@
 """`kb`: the command line of kb-assistant. One group, short commands; each command calls the
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
-`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`,
-`interfaces.py` for `kb mcp` and `kb channels`, with what they share in `common.py`) and is
-imported only when it runs. It imports the ui hall (wiring, audit), web/ (for `kb serve`),
-api/mcp/ and api/channels/ (for `kb mcp`, `kb channels`) and the floors below; the next command
-is a module here named in `COMMAND_MODULES`.
+`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py` (also `kb prune`), `sync.py`,
+`answers.py`, `interfaces.py` for `kb mcp` and `kb channels`, with what they share in
+`common.py`) and is imported only when it runs. It imports the ui hall (wiring, audit), web/
+(for `kb serve`), api/mcp/ and api/channels/ (for `kb mcp`, `kb channels`) and the floors
+below; the next command is a module here named in `COMMAND_MODULES`.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"
@@ -13,6 +13,8 @@ is a module here named in `COMMAND_MODULES`.
     kb serve --demo
     kb users add alice --groups all,hr --admin
     kb audit verify
+    kb users export alice > alice.json
+    kb prune
     kb sync --once
     kb answers list --suspended
     KB_TOKEN=kb_... kb mcp
@@ -39,7 +41,7 @@ COMMAND_MODULES = {
     "ui.cli.query": ("COMMANDS",),
     "ui.cli.llm": ("llm",),
     "ui.cli.abstain": ("abstain",),
-    "ui.cli.audit": ("audit_group",),
+    "ui.cli.audit": ("audit_group", "prune_command"),
     "ui.cli.sync": ("sync_command",),
     "ui.cli.answers": ("answers_group",),
     "ui.cli.interfaces": ("mcp_command", "channels_group"),
@@ -52,7 +54,7 @@ COMMAND_HOMES = {
     "users": "ui.cli.users",
     "llm": "ui.cli.llm",
     "abstain": "ui.cli.abstain",
-    "audit": "ui.cli.audit",
+    **dict.fromkeys(("audit", "prune"), "ui.cli.audit"),
     "sync": "ui.cli.sync",
     "answers": "ui.cli.answers",
     **dict.fromkeys(("mcp", "channels"), "ui.cli.interfaces"),

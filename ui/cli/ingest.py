@@ -30,6 +30,7 @@ from ingest.pipeline import (
 from ingest.queue import run_worker, wait_for_batch
 from ingest.reindex import reindex
 from ingest.workers import limit_torch_threads
+from store.retention import scheduled_passes
 from ui.audit import AuditTrail, cli_actor, run_details, run_outcome
 from ui.cli.common import shown, with_settings
 from ui.cli.sync import SourceRunner
@@ -243,14 +244,15 @@ def status_command(settings: Settings, as_json: bool) -> None:
 def worker_command(settings: Settings, drain: bool, threads: int) -> None:
     """Take files queued by `kb ingest --queue`: parse and embed them, then commit each under
     the store's write lock. Run one or more on any machine sharing the ledger and the store.
-    Between jobs, the folders of [[sources]] that are due are synced (as `kb sync` does).
+    Between jobs, the folders of [[sources]] that are due are synced (as `kb sync` does);
+    every retention.every_hours a retention pass runs (as `kb prune` does).
 
     \b
     kb worker                   # until stopped (Ctrl+C, SIGTERM)
     kb worker --drain           # until the queue is empty
     """
     limit_torch_threads(threads)
-    with store_for(settings) as store:
+    with store_for(settings) as store, scheduled_passes(store.ledger, settings, cli_actor()):
         between = SourceRunner(store, settings) if settings.sources else None
         done = run_worker(store, drain=drain, between=between)
     click.echo(f"{done} jobs done")

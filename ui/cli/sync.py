@@ -3,7 +3,7 @@ what `kb worker` runs between jobs (`SourceRunner`). Each pass that changes some
 the audit trail (`sync.run`, with every rename `sync.rename` and delete `sync.delete`), as does
 one that changes the source's state (braked, failed, ok again).
 
-    kb sync                          # each source when due, until stopped
+    kb sync                          # each source when due (and `kb prune`'s pass), until stopped
     kb sync --once                   # every source once now; exit 1 if one braked or failed
     kb sync --confirm-deletes hr     # that source once now, its held-back deletes allowed
 """
@@ -20,6 +20,7 @@ from core.config import Settings
 from core.settings.sources import SourceSettings
 from ingest.sync.folder import SyncReport, sync_source
 from ingest.sync.schedule import checked_sources, keep_in_sync, run_due
+from store.retention import scheduled_passes
 from store.store import Store
 from ui.audit import AuditTrail, cli_actor
 from ui.cli.common import shown, with_settings
@@ -111,7 +112,7 @@ def sync_command(settings: Settings, once: bool, confirm: str | None) -> None:
     followed, removed ones deleted (unless too many vanished at once: the brake).
 
     \b
-    kb sync                          # each source when due, until stopped
+    kb sync                          # each source when due (and `kb prune`'s pass), until stopped
     kb sync --once                   # every source once; exit 1 if one braked or failed
     kb sync --confirm-deletes hr     # allow the deletes the brake held back
     """
@@ -131,6 +132,7 @@ def sync_command(settings: Settings, once: bool, confirm: str | None) -> None:
                 raise click.ClickException(f"{', '.join(stuck)}: see the reason above")
             return
         try:
-            keep_in_sync(store, settings, time.time, time.sleep, runner.show, lambda: False)
+            with scheduled_passes(store.ledger, settings, runner.actor):
+                keep_in_sync(store, settings, time.time, time.sleep, runner.show, lambda: False)
         except KeyboardInterrupt:
             click.echo("stopped")

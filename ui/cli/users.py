@@ -1,12 +1,16 @@
-"""`kb users ...`: accounts, groups, admin rights, API tokens and sessions, from the shell.
+"""`kb users ...`: accounts, groups, admin rights, API tokens and sessions, from the shell; and
+what kb keeps about a person: their data as JSON, its erasure, legal holds (ui/people.py).
 
     kb users add alice --groups all,hr --admin
     kb users token alice --days 30
     kb users disable bob
+    kb users export alice > alice.json
+    kb users hold bob --why "case 2026-14"
 """
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -14,6 +18,8 @@ import click
 from core.access import parse_groups
 from core.config import Settings
 from ui.cli.common import with_settings
+from ui.identity.users import Users
+from ui.people import PersonalData, iso
 from ui.wiring import users_for
 
 
@@ -170,3 +176,86 @@ def users_delete(settings: Settings, name: str, yes: bool) -> None:
     with users_for(settings) as users:
         users.delete(name)
     click.echo(f"{name} deleted")
+
+
+def _people(users: Users, settings: Settings) -> PersonalData:
+    return PersonalData(users.ledger, users.audit, users.actor, settings.store_path())
+
+
+@users_group.command("export")
+@click.argument("name")
+@with_settings
+def users_export(settings: Settings, name: str) -> None:
+    """Print everything kept about NAME as JSON: account (no secrets), questions, feedback,
+    conversations, chat platforms' answers, sessions, notes, and the audit records about them
+    (the export is recorded).
+
+    \b
+    kb users export alice > alice.json
+    """
+    with users_for(settings) as users:
+        data = _people(users, settings).export(name)
+    click.echo(json.dumps(data, ensure_ascii=False, indent=1))
+
+
+@users_group.command("erase")
+@click.argument("name")
+@click.option("--keep-account", is_flag=True, help="Keep the account (they may still sign in).")
+@click.option("--yes", is_flag=True, help="Do not ask.")
+@with_settings
+def users_erase(settings: Settings, name: str, keep_account: bool, yes: bool) -> None:
+    """Remove NAME's questions, feedback, conversations, chat platforms' answers, sessions and
+    account everywhere kb keeps them, and redact the audit records about them (the chain still
+    verifies; the erasure is recorded). Refused while NAME is on legal hold.
+
+    \b
+    kb users erase alice
+    kb users erase alice --keep-account --yes
+    """
+    if not yes:
+        click.confirm(f"erase everything kept about {name}? This cannot be undone", abort=True)
+    with users_for(settings) as users:
+        done = _people(users, settings).erase(name, keep_account)
+    kept = done.pop("audit_kept")
+    click.echo(", ".join(f"{table} {n}" for table, n in done.items()))
+    if kept:
+        click.echo(f"{kept} audit records about {name} were written before the digest form "
+                   "(019_privacy) and keep their details until audit.keep_days prunes them",
+                   err=True)
+
+
+@users_group.command("hold")
+@click.argument("name")
+@click.option("--why", required=True, help="The reason (a case, a request), kept with the hold.")
+@with_settings
+def users_hold(settings: Settings, name: str, why: str) -> None:
+    """Keep NAME's records past retention, and from erasure, until `kb users release NAME`.
+
+    \b
+    kb users hold bob --why "case 2026-14"
+    """
+    with users_for(settings) as users:
+        new = _people(users, settings).hold(name, why)
+    click.echo(f"{name}: on legal hold" + ("" if new else " (already; reason replaced)"))
+
+
+@users_group.command("release")
+@click.argument("name")
+@with_settings
+def users_release(settings: Settings, name: str) -> None:
+    """End NAME's legal hold: retention applies to their records again."""
+    with users_for(settings) as users:
+        _people(users, settings).release(name)
+    click.echo(f"{name}: hold released")
+
+
+@users_group.command("holds")
+@with_settings
+def users_holds(settings: Settings) -> None:
+    """List the people on legal hold, who put them there, when and why."""
+    with users_for(settings) as users:
+        holds = users.ledger.holds()
+    for hold in holds:
+        click.echo(f"{hold['name']:<20} {hold['held_by']:<16} "
+                   f"{iso(hold['held_at'])[:10]}  {hold['reason']}")
+    click.echo(f"{len(holds)} on hold")

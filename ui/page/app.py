@@ -133,6 +133,9 @@ def _sidebar(lab: Labels) -> Sidebar:
                 keep = lab(gr.Button(t("delete_no"), size="sm", elem_id="kb-forget-keep"),
                            value="delete_no")
         message = gr.Markdown(elem_id="kb-conv-msg")
+        # what kb keeps about the signed-in person, as a JSON download (`GET /my-data`)
+        lab(gr.Button(t("my_data"), link="/my-data", size="sm", elem_id="kb-my-data"),
+            value="my_data")
     return Sidebar(conversations, title, rename, forget, confirm, sure, keep, message)
 
 

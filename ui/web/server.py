@@ -1,7 +1,8 @@
 """The web server: FastAPI with `POST /api/ask`, the OpenAI-compatible `/v1/` routes, the MCP
 server at `/mcp` (ui/api/mcp/), the chat platforms' callbacks (`/channels/<platform>/events`,
-ui/api/channels/), `GET /metrics`, the cited page and section routes, and the page
-(`ui/page/app.py`) mounted at `/` behind the login, its routes guarded.
+ui/api/channels/), `GET /metrics`, the cited page and section routes, a person's own data
+(`GET /my-data`), and the page (`ui/page/app.py`) mounted at `/` behind the login, its routes
+guarded.
 
     app = create_server(services)   # FastAPI: the routes + the page behind a login
     serve(settings)                 # opens the services, uvicorn on ui.host:port
@@ -15,6 +16,7 @@ sessions, uploads and files are guarded (`ui/identity/guard.py`), its bodies cap
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import secrets
 import sys
@@ -29,8 +31,9 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount
 
 from core.config import Settings
-from core.errors import AccessDenied
+from core.errors import AccessDenied, KbError
 from core.types import User
+from store.retention import RetentionSchedule
 from ui.admin.sources import watch_sources
 from ui.api.asking import Asking
 from ui.api.channels.hub import open_channels
@@ -58,6 +61,7 @@ from ui.metrics import CONTENT_TYPE, Metrics
 from ui.page import render
 from ui.page.app import App, build_app
 from ui.page.chat import ChatHandlers
+from ui.people import PersonalData
 from ui.web.bodies import BodyLimit, body_cap
 from ui.web.login_notice import LoginNotice
 from ui.web.metrics_access import MetricsAccess
@@ -157,6 +161,7 @@ def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
     server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)
     server.include_router(page_router(kb_app, session_user))
+    server.include_router(my_data_router(kb_app, session_user))
     server.state.kb_app = kb_app
     return server
 
@@ -232,6 +237,31 @@ def metrics_route(metrics: Metrics, access: MetricsAccess) -> Any:
                                       "ui.metrics_token)"}, status_code=403)
 
     return route
+
+
+def my_data_router(app: ChatHandlers, session_user: SessionUser) -> APIRouter:
+    """`GET /my-data`: what kb keeps about the signed-in person, as a JSON download
+    (ui/people.py; 401 for nobody signed in); the export is recorded in the audit trail."""
+    router = APIRouter()
+
+    @router.get("/my-data")
+    async def my_data(request: Request) -> Response:
+        user = await run_in_threadpool(session_user, request)
+        if user is None:
+            return JSONResponse({"error": "not signed in"}, status_code=401)
+        people = PersonalData(app.users.ledger, app.audit, user.name)  # reads only
+        try:
+            data = await run_in_threadpool(people.export, user.name, user.name,
+                                           client_address.get())
+        except KbError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        day = data["exported_at"][:10]
+        return Response(json.dumps(data, ensure_ascii=False, indent=1),
+                        media_type="application/json", headers={
+                            "Content-Disposition": f'attachment; filename="my-data-{day}.json"',
+                            "Cache-Control": "private, no-store"})
+
+    return router
 
 
 def page_router(app: ChatHandlers, session_user: SessionUser) -> APIRouter:
@@ -324,6 +354,9 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
     try:
         app = create_server(services, demo=demo)
         record_start(services, demo)
+        passes = RetentionSchedule(services.store.ledger, settings, cli_actor())
+        passes.start()
+        services.on_close.append(passes.stop)
         settle_heap()
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         quiet_stop()  # Ctrl+C with tabs open: no traceback per closed stream (quiet.py)
