@@ -11,11 +11,9 @@ that protect the machine, access groups, logins) is in `config.toml`, each key w
 and a one-line comment. Research knobs (ranking and fusion weights, candidate counts, support
 thresholds, sizes tuned by measurement) are marked `tuning` (core/settings/fields.py): their
 defaults live here only, `docs/tuning.md` gives the measurement behind each, and a config file
-or a `KB_` variable may still set them. The `[auth]` and `[audit]` sections are in
-core/settings/auth.py, `[privacy]` and `[retention]` in core/settings/privacy.py, `[retrieve]`
-in core/settings/retrieve.py, `[sync]` and the `[[sources]]` array in core/settings/sources.py,
-`[channels]` (a table per chat platform, set by `KB_CHANNELS_<PLATFORM>_<KEY>`) in
-core/settings/channels.py.
+or a `KB_` variable may still set them. Sections in core/settings/: `[auth]`, `[audit]` in
+auth.py, `[privacy]`, `[retention]` in privacy.py, `[retrieve]` in retrieve.py, `[sync]` and
+`[[sources]]` in sources.py, `[channels]` (`KB_CHANNELS_<PLATFORM>_<KEY>`) in channels.py.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
 """
