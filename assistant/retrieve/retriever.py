@@ -31,10 +31,12 @@ from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
 from assistant.retrieve.rankings import (
+    OWNER,
     RANKINGS,
     Query,
     Ranking,
     Scored,
+    by_owner,
     prefer_newest,
     ranking_weights,
     score_fused,
@@ -266,7 +268,8 @@ class Retriever:
         now where the space's gap gates it), each added to `more` and `weights` when it found
         something."""
         cfg = self.settings.retrieve
-        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates) if (
+        named = cfg.owner_gate and asked.snap.names_other(asked.question, asked.lang)
+        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates, named) if (
             pending) else SpaceMatch()
         if match.hits:
             more[SPACE] = [c for c, _ in match.hits]
@@ -293,11 +296,14 @@ class Retriever:
                   more: dict[str, Ranking], weights: dict[str, float], match: SpaceMatch,
                   k: int) -> list[Passage]:
         """The passages of the best fused candidates. The other language's passages, when the
-        space let them in, are ranked only by the sides that read them, not the dense side."""
+        space let them in, are ranked only by the sides that read them, not the dense side;
+        every side's candidates of the organisation the question names are ranked together."""
         snap = asked.snap
         if match.hits:
             own = self.space.own_language(snap, asked.lang)
             dense = [(c, s) for c, s in dense if own[snap.row_of[c]]]
+        if weights[OWNER] > 0:
+            more[OWNER] = by_owner(snap, query, [*lexical, *dense, *match.hits])
         fused = self._fuse(snap, query, lexical, dense, more, weights)
         return self._candidates(snap, fused, asked.groups, k, asked.day)
 

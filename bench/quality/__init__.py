@@ -12,7 +12,7 @@ Each module is a benchmark run from the repository root that prints one JSON rep
     crosslang_sweep.py      the cross-language side's weight and gate over the four shared sets
     library.py              the four shared sets in their own stores and in one library store
                             of public + public2, side by side, what took each lost question's
-                            place; `--record` writes both into bench/eval_*.json
+                            place; `--record` writes both into bench/eval_*.json (`library`)
     loop_guard.py           the loop guard and the fallback, off and on, with a small real model
     penalties.py            repetition and frequency penalties with the same model
     eval_table.py           Markdown rows from `kb eval --json` reports (for the history)

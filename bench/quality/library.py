@@ -9,6 +9,7 @@ delete the folder after a change to ingest); the embedding cache is the configur
 (KB_EMBED_CACHE).
 
     .venv/bin/python -m bench.quality.library [--sets public,crosslang] [--out report.json]
+    .venv/bin/python -m bench.quality.library --variants "owner_weight=1.0;owner_weight=0.5"
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import sys
+import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +36,7 @@ from assistant.evaluation.evaluate import (
 from assistant.evaluation.library import beside, library_size, shown
 from assistant.evaluation.record import dumps, rerecorded, this_cpu
 from bench.common import REPO, Host
-from core.config import load_settings
+from core.config import Settings, load_settings
 from core.offline import offline_environment
 from ingest.pipeline import ingest_paths
 from ui.wiring import open_services
@@ -70,6 +74,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--stores", type=Path, default=Path("/tmp/kb-bench-library"))
+    parser.add_argument("--variants", default="",
+                        help='retrieve settings measured beside the configured ones: ";" between '
+                             'variants, "," between settings, values as TOML')  # fmt: skip
+    parser.add_argument("--variants-only", action="store_true",
+                        help="leave the configured settings out (measured before)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="Also write the report here.")
     parser.add_argument("--record", action="store_true",
                         help="Write each set's figures, own store and library store, as its "
@@ -78,48 +87,78 @@ def main() -> None:
     offline_environment()
     settings = load_settings(REPO / "config.toml")
     names = [s for s in args.sets.split(",") if s]
+    knobs = {} if args.variants_only else {"configured": {}}
+    knobs.update(variants(args.variants))
     stores = {"own-public": ["public"], "own-public2": ["public2"], "library": list(LIBRARY)}
     host = Host()
-    report: dict[str, Any] = {"sets": {}}
-    kept: dict[str, dict[str, dict[str, Outcome]]] = {name: {} for name in names}
+    report: dict[str, Any] = {"variants": {v: {} for v in knobs}}
+    kept: dict[str, dict[str, dict[str, dict[str, Outcome]]]] = {v: {} for v in knobs}
     for store, folders in stores.items():
-        parts = open_services(eval_settings(settings, args.stores / store))
+        base = eval_settings(settings, args.stores / store)
+        parts = open_services(base)
         try:
             ingest_paths(parts.store, [EVAL / f / "docs" for f in folders])
             report[store] = {"folders": [shown(EVAL / f / "docs") for f in folders],
                              **library_size(parts)}  # fmt: skip
-            for name in names:
-                if SETS[name] not in folders:
-                    continue
-                which = "library" if store == "library" else "own"
-                questions = load_questions(EVAL / name / "qa.jsonl")
-                kept[name][which] = {}
-                result = score_in(parts, EVAL / SETS[name] / "docs", questions, kept[name][which])
-                if which == "library":  # as `score_library` reports it
-                    result = {**report[store], **result}
-                report["sets"].setdefault(name, {})[which] = result
+            which = "library" if store == "library" else "own"
+            for variant, values in knobs.items():
+                as_set(parts, base, values)
+                for name in (n for n in names if SETS[n] in folders):
+                    questions = load_questions(EVAL / name / "qa.jsonl")
+                    outcomes = kept[variant].setdefault(name, {}).setdefault(which, {})
+                    result = score_in(parts, EVAL / SETS[name] / "docs", questions, outcomes)
+                    if which == "library":  # as `score_library` reports it
+                        result = {**report[store], **result}
+                    report["variants"][variant].setdefault(name, {})[which] = result
         finally:
             parts.close()
-    for name in names:
-        figures = report["sets"][name]
-        table = beside({**figures["own"], "library": figures["library"]})
-        figures["beside"] = [" | ".join(row) for row in table]
-        questions = load_questions(EVAL / name / "qa.jsonl")
-        figures["losses"] = losses(questions, kept[name]["own"], kept[name]["library"])
-        print(name, *figures["beside"], sep="\n  ", file=sys.stderr)
-        for loss in figures["losses"]:
-            print("   ", loss["id"], loss["rank"], loss["window"], loss["took"], file=sys.stderr)
+    for variant, sets in report["variants"].items():
+        print(f"== {variant}", file=sys.stderr)
+        for name, figures in sets.items():
+            table = beside({**figures["own"], "library": figures["library"]})
+            figures["beside"] = [" | ".join(row) for row in table]
+            questions = load_questions(EVAL / name / "qa.jsonl")
+            outcomes = kept[variant][name]
+            figures["losses"] = losses(questions, outcomes["own"], outcomes["library"])
+            print(name, *figures["beside"], sep="\n  ", file=sys.stderr)
+            for loss in figures["losses"]:
+                print("   ", loss["id"], loss["rank"], loss["window"], loss["took"],
+                      file=sys.stderr)  # fmt: skip
     if args.record:
-        for name in names:
-            record(name, report["sets"][name])
-    for figures in report["sets"].values():
-        for side in ("own", "library"):
-            figures[side].pop("outcomes", None)
+        for name, figures in report["variants"]["configured"].items():
+            record(name, figures)
+    for sets in report["variants"].values():
+        for figures in sets.values():
+            for side in ("own", "library"):
+                figures[side].pop("outcomes", None)
     report["host"] = host.report()
+    report["command"] = shlex.join(["python", "-m", "bench.quality.library", *sys.argv[1:]])
+    report["date"] = datetime.datetime.now(datetime.UTC).date().isoformat()
+    # the configured retrieval's lost questions, every set's (BENCHMARKS.md's detail)
+    report["losses"] = [loss for figures in report["variants"].get("configured", {}).values()
+                        for loss in figures["losses"]]  # fmt: skip
     text = json.dumps(report, ensure_ascii=False, indent=1)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
+
+
+def variants(spec: str) -> dict[str, dict[str, Any]]:
+    """`--variants` read: name -> its retrieve settings.
+
+    variants("owner_weight=1.0;owner_weight=0.5,owner_gate=true")
+        -> {"owner_weight=1.0": {"owner_weight": 1.0},
+            "owner_weight=0.5,owner_gate=true": {"owner_weight": 0.5, "owner_gate": True}}
+    """
+    return {v: tomllib.loads(v.replace(",", "\n")) for v in (x.strip() for x in spec.split(";"))
+            if v}  # fmt: skip
+
+
+def as_set(parts: Any, base: Settings, values: dict[str, Any]) -> None:
+    """The store's and its retriever's settings: `base` with these retrieve settings."""
+    settings = replace(base, retrieve=replace(base.retrieve, **values))
+    parts.store.settings = settings
+    parts.assistant.retriever.settings = settings
 
 
 def record(name: str, figures: dict[str, Any]) -> None:

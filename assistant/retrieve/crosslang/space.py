@@ -153,8 +153,10 @@ class SpaceSearch:
         rows = np.array([r for r, _ in kept], dtype=np.intp)
         return rows, np.array([s for _, s in kept], dtype=np.float32)
 
-    def wait(self, pending: Pending, margin: float, n: int) -> SpaceMatch:
-        """The gate and the other language's best `n` allowed passages (see the module)."""
+    def wait(self, pending: Pending, margin: float, n: int, named: bool = False) -> SpaceMatch:
+        """The gate and the other language's best `n` allowed passages (see the module);
+        `named`: the question names the organisation of other-language documents only
+        (`Snapshot.owners`), and the gate opens whatever the margin."""
         asked = pending.result()
         t0 = time.perf_counter()
         rows, scores = self._scores(asked)
@@ -166,7 +168,7 @@ class SpaceSearch:
         if other.any():
             found.best_other = float(scores[other].max())
             found.best_same = float(scores[~other].max()) if (~other).any() else -1.0
-            found.fired = found.best_other >= found.best_same + margin
+            found.fired = named or found.best_other >= found.best_same + margin
         if found.fired:
             order = np.argsort(-scores[other], kind="stable")[:n]
             ids = asked.snap.ids
