@@ -12,6 +12,8 @@ the repository root that prints one JSON report, with its baseline from the same
                           (`crosslang`)
     bilingual_latency.py  the lexical bridge to the other language, on and off (`bilingual`)
     audit_latency.py      a question's p95 with the audit events that follow it (`audit`)
+    library_scale.py      window recall and retrieve + pack p95 as generated distractors grow
+                          the store of public + public2 to 10,000 documents (`library-scale`)
 
     .venv/bin/python -m bench query cold                  # by their names in `python -m bench`
     .venv/bin/python -m bench.query.retrieve_latency --chunks 1000000 --no-where
