@@ -143,9 +143,11 @@ class Assistant:
         langs = self.retriever.space.languages(self.retriever.snapshot())
         return translated(reading, how, self.generator, langs)
 
-    def retrieve(self, question: str, groups: Sequence[str]) -> list[Passage]:
+    def retrieve(self, question: str, groups: Sequence[str], k: int | None = None,
+                 only_lang: str | None = None) -> list[Passage]:
+        """The best `k` passages (retrieve.top_k) the groups may see; `only_lang`: in it only."""
         with self._lock:
-            return self.retriever.retrieve(question, groups).passages
+            return self.retriever.retrieve(question, groups, k, only_lang=only_lang).passages
 
     def source(self, chunk_id: str, groups: Sequence[str]) -> Passage:
         """A passage by chunk id; AccessDenied when unknown or outside `groups`."""

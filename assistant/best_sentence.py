@@ -30,6 +30,15 @@ def best_sentence(question: str, sentences: list[str]) -> int:
     return max(range(len(sentences)), key=lambda i: (shared[i], -i)) if sentences else 0
 
 
+def best_quote(question: str, text: str) -> str:
+    """The sentence of `text` that best answers `question` (the words a search result cites).
+
+    best_quote("sick leave?", "Pay is monthly. Sick leave is 5 days.") -> "Sick leave is 5 days."
+    """
+    sentences = [s for s in split_sentences(text.strip()) if s.strip()]
+    return sentences[best_sentence(question, sentences)].strip() if sentences else ""
+
+
 def lead_with_best(question: str, text: str) -> str:
     """`text` with its best sentence for `question` moved to the front (unchanged when it is
     already first)."""

@@ -90,10 +90,16 @@ BENCHES: dict[str, Bench] = {
     "openai": Bench("serving.openai_overhead", "--rounds 300", "--rounds 100", False,
                     "the OpenAI-compatible endpoint vs POST /api/ask, same questions in turn "
                     "(retrieval-only)"),
+    "mcp": Bench("serving.mcp_overhead", "--rounds 1000", "--rounds 100", False,
+                 "the MCP server's ask tool (official client, both revisions) vs POST /api/ask, "
+                 "same questions in turn (retrieval-only)"),
     "login-flood": Bench("load.login_flood", "--runs 10", "--runs 3", False,
                          "40 parallel wrong sign-ins: the slowest page request of each run"),
     "body-flood": Bench("load.body_flood", "--runs 3", "--runs 1", False,
                         "large bodies to /v1/chat/completions: another user's slowest request"),
+    "channels-ack": Bench("load.channels_ack", "--rounds 3", "--rounds 1", False,
+                          "signed chat callbacks of five platforms, 20 at once: the slowest "
+                          "acknowledgement"),
     "refresh": Bench("serving.refresh_delay", "--rounds 5", "--rounds 2", False,
                      "snapshot refresh delay across three app processes"),
     "gpu-ingest": Bench("ingest.gpu_ingest", f"{PUBLIC_DOCS} --workers 1,8",

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from core.config import Settings, load_settings
+from core.ports import Embedder
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,6 +19,10 @@ QUESTION_FILES = [
     REPO / "data" / "samples" / "qa.jsonl",
     REPO.parent / "shared" / "eval" / "public" / "qa.jsonl",
 ]
+# ../shared/eval beside the checkout, or KB_SHARED_DIR/eval (a worktree elsewhere)
+EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
+DEV_DOCS = ("public", "public2")  # the dev sets with documents
+DEV_SETS = ("public", "public2", "followup", "crosslang")
 # The sample documents ingested once and kept between runs (delete the folder to rebuild).
 SAMPLE_STORE = Path("/tmp/kb-bench-samples")
 
@@ -38,24 +43,25 @@ def questions(limit: int | None = None) -> list[str]:
     return out[:limit] if limit else out
 
 
-def sample_settings() -> Settings:
-    settings = load_settings(REPO / "config.toml").with_store(SAMPLE_STORE)
-    cache = SAMPLE_STORE.parent / "kb-bench-samples-cache"
+def sample_settings(store: Path = SAMPLE_STORE) -> Settings:
+    settings = load_settings(REPO / "config.toml").with_store(store)
+    cache = store.parent / f"{store.name}-cache"
     return replace(settings, embed=replace(settings.embed, cache=str(cache)))
 
 
-def ensure_sample_store() -> Settings:
-    """The sample documents ingested into SAMPLE_STORE (once)."""
+def ensure_sample_store(store: Path = SAMPLE_STORE) -> Settings:
+    """The sample documents ingested into `store` (once; another folder than SAMPLE_STORE for
+    a configuration the other benchmarks' store was not made with)."""
     from ingest.pipeline import ingest_paths
     from store.store import open_store
 
-    settings = sample_settings()
-    marker = SAMPLE_STORE / "ingested"
+    settings = sample_settings(store)
+    marker = store / "ingested"
     if not marker.is_file():
-        shutil.rmtree(SAMPLE_STORE, ignore_errors=True)
-        store = open_store(settings)
-        ingest_paths(store, [REPO / "data" / "samples" / "docs"])
-        store.close()
+        shutil.rmtree(store, ignore_errors=True)
+        opened = open_store(settings)
+        ingest_paths(opened, [REPO / "data" / "samples" / "docs"])
+        opened.close()
         marker.write_text("ok")
     return settings
 
@@ -105,3 +111,31 @@ class Host:
             "steal_share": round(stolen / total, 4) if total else None,
             "load_average": [round(x, 2) for x in os.getloadavg()],
         }
+
+
+def dev_passages(settings: Settings, embedder: Embedder) -> list[str]:
+    """The passages (`Chunk.embed_text`) of the public and public2 documents, chunked as
+    ingestion does with `embedder`'s token counts."""
+    from ingest.chunk import chunk_blocks
+    from ingest.parse import parse_file
+    from ingest.prepare import PREFIX_ROOM
+
+    size = min(settings.ingest.chunk_tokens, embedder.max_tokens - PREFIX_ROOM)
+    out: list[str] = []
+    for name in DEV_DOCS:
+        for path in sorted((EVAL / name / "docs").iterdir()):
+            parsed = parse_file(path, settings.ingest)
+            chunks = chunk_blocks(path.name, parsed.blocks, embedder.count_tokens_many, size,
+                                  settings.ingest.chunk_overlap)
+            out += [c.embed_text() for c in chunks]
+    return out
+
+
+def dev_questions() -> list[str]:
+    """Every question of the four dev sets, and the earlier questions of each follow-up."""
+    out: list[str] = []
+    for name in DEV_SETS:
+        for line in (EVAL / name / "qa.jsonl").read_text("utf-8").splitlines():
+            item = json.loads(line)
+            out += [turn["question"] for turn in item.get("history", [])] + [item["question"]]
+    return list(dict.fromkeys(out))

@@ -3,10 +3,6 @@ object, the exception tree, the domain types, the text rules both pipelines foll
 interfaces to outside services.
 
     config.py            `Settings`, read once from config.toml and `KB_` variables, its sections
-    auth_settings.py     the `[auth]` and `[audit]` sections
-    retrieve_settings.py the `[retrieve]` section
-    sources_settings.py  the folders kept in sync (`[[sources]]`, `[sync]`)
-    config_fields.py     a field as an operator's key or a research knob (docs/tuning.md)
     offline.py           the environment that keeps every library off the model hubs
     errors.py            the exception tree, drawn in its docstring
     types.py             the domain types (`Chunk`, `Passage`, `Answer`, `DocRecord`, ...)
@@ -15,7 +11,9 @@ interfaces to outside services.
     ports.py             the interfaces to outside services (embedder, vectors, generator, ...)
     policy_dates.py      when a document applies: effective, review-by and expiry dates
 
-It imports no other floor. A name two floors need lives here. It holds twelve modules, a room's
-most (tests/test_layers.py): the next settings section starts a `settings/` room here, with the
-four settings modules moved into it.
+    settings/            the sections with a module each: `[auth]`, `[retrieve]`, the synced
+                         folders, `[channels]`; a field as a key or a research knob
+
+It imports no other floor. A name two floors need lives here; the next settings section goes
+into settings/.
 """

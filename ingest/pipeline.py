@@ -167,7 +167,7 @@ def _ingest_todo(run: _Run, todo: Sequence[ToDo], workers: int) -> None:
     # passages of several files are embedded together, beside the chunking and commits
     # (ingest/embed_ahead.py); files are committed in the order they were found
     with EmbedAhead[Staged](
-        lambda texts: store.embedder.embed_batch(texts),
+        lambda texts: _embed_wave(store, texts),
         settings.ingest.embed_wave,
         settings.embed.batch_size,
     ) as ahead:
@@ -178,6 +178,15 @@ def _ingest_todo(run: _Run, todo: Sequence[ToDo], workers: int) -> None:
         for ready, vectors in ahead.finish():
             _commit(run, writer, ready, vectors)
     warm_up.join()  # nothing of this run outlives its write lock
+
+
+def _embed_wave(store: Store, texts: Sequence[str]) -> Vectors:
+    """A wave's passages by the embedder and, into its cache, by the crosslang space's (which
+    `CrosslangSpace.follow` then reads at the end of the write instead of embedding them)."""
+    vectors = store.embedder.embed_batch(texts)
+    if store.space is not None:
+        store.space.embed_ahead(texts)
+    return vectors
 
 
 def _commit(run: _Run, writer: Writer, staged: Staged, vectors: Vectors) -> None:

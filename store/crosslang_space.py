@@ -22,12 +22,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from core.config import Settings
 from core.ports import Embedder, VectorIndex, Vectors
 from core.types import Chunk
+from store.embed.e5_weights import passage_name
 from store.embed.embedder import CachedEmbedder
 from store.embed.multilingual import MultilingualEmbedder, PassageEmbedder
 from store.ledger import Ledger
@@ -79,6 +80,11 @@ class CrosslangSpace:
                 self._embedder = self._source()
             return self._embedder
 
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed passages into the cache before they are live (the ingest's waves, beside the
+        parsing): `follow` then finds them there and only writes them to the collection."""
+        self._passage_embedder().embed_batch(texts)
+
     def _passage_embedder(self) -> Embedder:
         if self._passages is None:
             inner = PassageEmbedder(self.embedder)
@@ -86,6 +92,11 @@ class CrosslangSpace:
                 CachedEmbedder(inner, self._cache_path) if self._cache_path else inner
             )
         return self._passages
+
+    @property
+    def cached_name(self) -> str:
+        """The name the embedding cache keeps the space's passage vectors under."""
+        return passage_name(self.model)
 
     def ready(self, generation: int) -> bool:
         """Whether the space holds exactly the live passages of `generation`, by this model."""
@@ -168,6 +179,16 @@ class CrosslangSpace:
             while len(self._questions) > QUESTION_VECTORS:
                 self._questions.popitem(last=False)
         return vector
+
+    def warm(self) -> None:
+        """For a long-running process: the embedder's faster question side loaded, where it
+        has one (`E5Space.warm`); the kept question vectors dropped, as they may differ in the
+        last digits."""
+        warm = getattr(self.embedder, "warm", None)
+        if warm is not None:
+            warm()
+            with self._lock:
+                self._questions.clear()
 
     def close(self) -> None:
         if isinstance(self._passages, CachedEmbedder):

@@ -17,16 +17,25 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 from core.config import Settings
 from core.errors import ConfigError
 from core.ports import Embedder, VectorIndex, Vectors
-from core.types import IngestReport
+from core.types import Chunk, IngestReport
 from store.crosslang_space import CrosslangSpace
-from store.embed.embedder import CachedEmbedder, open_embedder
+from store.embed.embedder import (
+    E5_NAME,
+    CachedEmbedder,
+    cached_name,
+    export_root,
+    open_embedder,
+    read_cached,
+)
 from store.embed.multilingual import MultilingualEmbedder, open_multilingual
 from store.embed.question_numpy import open_question_encoder
 from store.lazy_vectors import LazyVectorIndex
@@ -59,6 +68,7 @@ class Store:
     ) -> None:
         self.settings = settings
         self.path = settings.store_path()
+        self.cache_path = embed_cache_path(settings)
         self.ledger = ledger
         self.vectors = vectors
         self._embedder: Embedder | None = None
@@ -151,6 +161,30 @@ class Store:
             self._encoder_switches += 1
             self._question_vectors.clear()
 
+    @property
+    def cached_name(self) -> str:
+        """The name the embedding cache keeps this store's passage vectors under."""
+        return cached_name(self.settings.embed)
+
+    def stored_vectors(self, collection: str, chunks: Sequence[Chunk], model: str) -> Vectors:
+        """The vectors `collection` holds for `chunks` (zeros for one it lacks), read from the
+        embedding cache where it has them under `model`'s name (every passage a store embeds
+        passes through it), so that a question-only process never imports Chroma (2-3 s of a
+        cold `kb ask` on 2 cores); the rest from the vector index (another cache file, a
+        Chroma server's store)."""
+        cached = read_cached(self.cache_path, model, [c.embed_text() for c in chunks])
+        if cached and len(cached) == len(chunks):
+            return np.stack([cached[i] for i in range(len(chunks))])
+        missing = [i for i in range(len(chunks)) if i not in cached]
+        fetched = self.vectors.vectors(collection, [chunks[i].id for i in missing])
+        dim = max([fetched.shape[1], *(len(v) for v in cached.values())])
+        out = np.zeros((len(chunks), dim), dtype=np.float32)
+        if fetched.shape[1] == dim:
+            out[missing] = fetched
+        for i, vector in cached.items():
+            out[i] = vector
+        return out
+
     def embedded(self) -> int:
         """Texts the embedder has computed (cache misses) since it was made."""
         if isinstance(self._embedder, CachedEmbedder):
@@ -213,6 +247,10 @@ def open_store(settings: Settings, *, lazy_vectors: bool = False) -> Store:
 
 
 def _space_embedder(settings: Settings) -> MultilingualEmbedder:
+    if settings.embed.multilingual_model == E5_NAME:  # on OpenVINO, shared with embed.model's
+        from store.embed.e5_question import E5Space
+
+        return E5Space(export_root(settings.embed), settings.embed.batch_size)
     embedder = open_multilingual(settings.embed)
     if embedder is None:  # not reached: the space is made only when the model is named
         raise ConfigError("embed.multilingual_model is empty")

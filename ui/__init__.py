@@ -13,12 +13,12 @@ every room may use; the rooms import each other one way only (tests/test_layers.
     web/             the web process: one app serving the page, the APIs and sign-in
     page/            the Gradio page: chat, sources, conversations
     admin/           the admin tab's views
-    api/             the machine interfaces: `/api`, `/v1`, and next MCP and chat platforms
+    api/             the machine interfaces: `/api`, `/v1`, MCP, the chat platforms
     identity/        users, sign-in, sessions and the guard
 
 It imports every floor below, through their public functions (`Assistant.ask`,
 `ingest_paths`, `reindex`), and holds no retrieval or parsing logic. Rooms import the hall:
 web/ imports page/, admin/, api/ and identity/; page/ imports admin/; api/ imports page/ and
-identity/; cli/ imports web/. A new way in for people goes into page/ or admin/, for programs
-into api/; a name two rooms need moves into the hall.
+identity/; cli/ imports web/ and api/. A new way in for people goes into page/ or admin/, for
+programs into api/; a name two rooms need moves into the hall.
 """

@@ -26,9 +26,9 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from core.auth_settings import AuditSettings
 from core.config import Settings
 from core.errors import KbError
+from core.settings.auth import AuditSettings
 from core.types import IngestReport
 from store.ledger import AuditEntry, AuditRecord, Ledger
 

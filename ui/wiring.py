@@ -20,9 +20,10 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.auth_settings import AuthSettings
 from core.config import Settings
+from core.errors import ConfigError
 from core.ports import Generator
+from core.settings.auth import AuthSettings
 from core.text import load_segmenter
 from store.embed.embedder import torch_device
 from store.lazy_vectors import LazyVectorIndex
@@ -113,11 +114,14 @@ def open_assistant(store: Store) -> Assistant:
 def warm_up(store: Store) -> threading.Thread:
     """For a long-running process (the app), in a background thread: open Chroma (a query
     process opens it on first use: `store/lazy_vectors.py`), load jieba's dictionary (else
-    the first Chinese question waits ~1 s for it) and the OpenVINO question encoder
+    the first Chinese question waits ~1 s for it), CC-CEDICT (3-4 s of CPU, else the first
+    question whose bridge opens waits for it) and the OpenVINO question encoder
     (`store/embed/question_openvino.py`: ~4x faster per question than numpy, slower to load), which
-    the store's questions switch to once loaded (they stay on numpy where there is no export)."""
+    the store's questions switch to once loaded (they stay on numpy where there is no export),
+    and the crosslang space's, where its embedder has one (`CrosslangSpace.warm`)."""
 
     def load() -> None:
+        from assistant.retrieve.crosslang.glossary import Dictionary
         from store.embed.question_openvino import open_openvino_question_encoder
 
         if isinstance(store.vectors, LazyVectorIndex):
@@ -126,9 +130,19 @@ def warm_up(store: Store) -> threading.Thread:
             except Exception as exc:  # noqa: BLE001  raised again where a question needs it
                 logger.warning("vector index not opened at start: %s", exc)
         load_segmenter()
+        if store.settings.retrieve.bilingual:
+            try:
+                Dictionary.load()
+            except ConfigError as exc:  # raised again where a question's bridge needs it
+                logger.warning("%s", exc)
         encoder = open_openvino_question_encoder(store.settings.embed)
         if encoder is not None:
             store.use_question_encoder(encoder)
+        if store.space is not None:
+            try:
+                store.space.warm()
+            except Exception as exc:  # noqa: BLE001  its questions stay on the slower side
+                logger.warning("crosslang space's question encoder not warmed: %s", exc)
         settle_heap()
 
     thread = threading.Thread(target=load, name="warm-up", daemon=True)

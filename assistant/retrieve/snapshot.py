@@ -25,7 +25,7 @@ import numpy.typing as npt
 from assistant.retrieve.lexical import BM25Index, TitleIndex
 from assistant.retrieve.owners import OwnerIndex
 from core.policy_dates import has_taken_effect, out_of_force, review_overdue
-from core.types import DocRecord, Passage
+from core.types import Chunk, DocRecord, Passage
 from store.store import Store
 
 # Which rows of a snapshot a set of groups may see (searchable documents only).
@@ -166,12 +166,19 @@ class Snapshot:
     def visible_vectors(
         self, allowed: Mask, store: Store
     ) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """The ids and vectors of the allowed rows, fetched from Chroma once per mask."""
+        """The ids and vectors of the allowed rows, read once per mask (`Store.stored_vectors`:
+        from the embedding cache, else Chroma)."""
         key = np.packbits(allowed).tobytes()
         if key not in self._vectors:
-            ids = [self.ids[i] for i in np.flatnonzero(allowed)]
-            self._vectors[key] = (ids, store.vectors.vectors(self.collection, ids))
+            rows = np.flatnonzero(allowed).tolist()
+            vectors = store.stored_vectors(self.collection, self.chunks(rows), store.cached_name)
+            self._vectors[key] = ([self.ids[i] for i in rows], vectors)
         return self._vectors[key]
+
+    def chunks(self, rows: Sequence[int]) -> list[Chunk]:
+        """The chunks of `rows`, as the ledger holds them (their texts as embedded)."""
+        return [Chunk(self.ids[r], self.doc_ids[r], self.ordinals[r], self.texts[r],
+                      self.sections[r]) for r in rows]
 
     def passage(self, row: int, score: float = 0.0, groups: Sequence[str] | None = None,
                 day: dt.date | None = None) -> Passage:

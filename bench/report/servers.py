@@ -1,11 +1,14 @@
-"""The figures of BENCHMARKS.md's load, API overhead and large-body sections: many askers at once
-through the page and the API (`python -m bench load`, bench/load/askers.py), the
+"""The figures of BENCHMARKS.md's load, API overhead, MCP overhead and large-body sections: many
+askers at once through the page and the API (`python -m bench load`, bench/load/askers.py), the
 OpenAI-compatible endpoint against `POST /api/ask` (`python -m bench openai`,
-bench/serving/openai_overhead.py) and another user's requests while large bodies are posted
-(bench/load/body_flood.py)."""
+bench/serving/openai_overhead.py), the MCP server's `ask` tool against both (`python -m bench
+mcp`, bench/serving/mcp_overhead.py), another user's requests while large bodies are posted
+(bench/load/body_flood.py), and the chat platforms' callbacks acknowledged while 20 arrive at
+once (bench/load/channels_ack.py)."""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from bench.report.recorded import Recorded, span
@@ -60,6 +63,41 @@ def api_overhead(rec: Recorded) -> dict[str, str]:
     }
 
 
+# the MCP overhead's ways, and its comparisons: (the row's name, the key in the report)
+MCP_WAYS = {"api": "`/api/ask`", "v1": "`/v1`", "mcp": "tool call",
+            "mcp_legacy": "tool call in a session", "mcp_raw": "the call posted by hand"}
+MCP_COMPARED = (("tool call (2026-07-28) − `/api/ask`", "mcp_vs_api"),
+                ("tool call in a session (2025-11-25) − `/api/ask`", "mcp_legacy_vs_api"),
+                ("tool call (2026-07-28) − `/v1`", "mcp_vs_v1"),
+                ("the call posted by hand − `/api/ask`", "mcp_raw_vs_api"))
+
+
+def mcp_overhead(rec: Recorded) -> dict[str, str]:
+    entries = rec.reports("mcp")
+    reports = [entry["report"] for entry in entries]
+    loads = [entry["host"]["load_average"][0] for entry in entries]
+    slow = [f"{ms / 1000:.1f} s ({MCP_WAYS[kind]}, run {n})"
+            for n, report in enumerate(reports, start=1) for _, kind, ms in report["slow_requests"]]
+
+    def ms(values: list[float], fmt: str = "{:.2f}") -> str:
+        return span(values, fmt) + " ms"
+
+    ways = [[name, ms([r[way]["p50_ms"] for r in reports]),
+             ms([r[way]["p95_ms"] for r in reports])] for way, name in MCP_WAYS.items()]
+    diffs = [[name, ms([r[key]["p50_diff_ms"] for r in reports], "{:+.2f}"),
+              ms([r[key]["p95_diff_ms"] for r in reports], "{:+.2f}"),
+              span([r[key]["p95_ratio"] for r in reports], "{:.2f}"),
+              ms([r[key]["paired_diff_p95_ms"] for r in reports], "{:+.2f}")]
+             for name, key in MCP_COMPARED]
+    first = reports[0]
+    row = " | ".join([ms([r["api"]["p95_ms"] for r in reports]),
+                      ms([r["mcp"]["p95_ms"] for r in reports]), diffs[0][2], diffs[0][4]])
+    return {"row": row, "ways": rows(ways), "diffs": rows(diffs), "runs": str(len(reports)),
+            "rounds": str(first["rounds"]), "questions": str(first["questions"]),
+            "loads": f"{min(loads):.1f}–{max(loads):.1f}", "stalls": ", ".join(slow) or "none",
+            "run": rec.run_line("mcp")}
+
+
 def bodies(rec: Recorded) -> dict[str, str]:
     ours = rec.report("body_flood")
     attacks = ours["attacks"]
@@ -74,3 +112,16 @@ def bodies(rec: Recorded) -> dict[str, str]:
             "messages_size": f"{attacks['messages']['size']:,}",
             "numbers_size": f"{attacks['numbers']['size']:,}",
             "load": f"{ours['host']['load_average'][0]:.0f}", "run": rec.run_line("body_flood")}
+
+
+def channels(rec: Recorded) -> dict[str, str]:
+    ours = rec.report("channels_ack")
+    found = [[name, f"{max(p['alone_ms']):.0f} ms", f"{p['concurrent_max_ms']:.0f} ms",
+              f"{p['concurrent_max_ms'] / statistics.median(p['alone_ms']):.0f}×",
+              f"{p['concurrent_median_ms']:.0f} ms", f"{p['concurrent_p95_ms']:.0f} ms",
+              f"within {max(p['all_answered_s']):.1f} s"]
+             for name, p in ours["platforms"].items()]
+    return {"rows": rows(found), "concurrent": str(ours["concurrent"]),
+            "rounds": str(ours["rounds"]), "platforms": str(len(ours["platforms"])),
+            "max": f"{ours['concurrent_max_ms']:.0f}",
+            "load": f"{ours['host']['load_average'][0]:.0f}", "run": rec.run_line("channels_ack")}

@@ -7,6 +7,10 @@ root that prints one JSON report, with its baseline from the same run.
                         docs/gpu.md, say how)
     openai_overhead.py  `POST /v1/chat/completions` beside `POST /api/ask`, the same questions
                         in turn (`python -m bench openai`)
+    mcp_overhead.py     the MCP server's `ask` tool through the official client beside
+                        `POST /api/ask` and `/v1`, the same questions in turn (`mcp`)
+    in_turn.py          what those two share: the sample store served, the questions asked
+                        each way in turn after a warm-up, the ways compared
     ldap_signin.py      the login check against a real `slapd`, beside a local password (`ldap`)
     refresh_delay.py    how soon other app processes answer from an upload (`refresh`)
 

@@ -25,9 +25,9 @@ import anyio
 import numpy as np
 
 from bench.common import Host
-from core.auth_settings import AuthSettings
 from core.config import UiSettings
 from core.offline import offline_environment
+from core.settings.auth import AuthSettings
 from devtools.ldap_server import (
     PEOPLE,
     READER_DN,

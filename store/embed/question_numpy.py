@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.config import EmbedSettings
-from core.ports import Vectors
+from core.ports import Embedder, Vectors
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,35 @@ def _erf(x: Array) -> Array:
 def _gelu(x: Array) -> Array:
     """BERT's exact GELU, x * Phi(x)."""
     return (0.5 * x * (1.0 + _erf(x / np.float32(math.sqrt(2.0))))).astype(np.float32)
+
+
+def bert_layers(w: Mapping[str, Array], x: Array, heads: int, layers: int, eps: float) -> Array:
+    """BERT's embedding LayerNorm and its `layers` encoder layers over one text's summed
+    embeddings `x` ([tokens, hidden]); `w` by the names of a Hugging Face BERT's weights, each
+    linear weight (in, out)."""
+    n, hidden = x.shape
+    d = hidden // heads
+    x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+
+        def linear(x: Array, name: str, p: str = p) -> Array:
+            return x @ w[p + name + ".weight"] + w[p + name + ".bias"]
+
+        q = linear(x, "attention.self.query").reshape(n, heads, d).transpose(1, 0, 2)
+        k = linear(x, "attention.self.key").reshape(n, heads, d).transpose(1, 2, 0)
+        v = linear(x, "attention.self.value").reshape(n, heads, d).transpose(1, 0, 2)
+        scores = (q @ k) / math.sqrt(d)
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        scores /= scores.sum(axis=-1, keepdims=True)
+        context = (scores @ v).transpose(1, 0, 2).reshape(n, hidden)
+        x = _layer_norm(linear(context, "attention.output.dense") + x,
+                        w[p + "attention.output.LayerNorm.weight"],
+                        w[p + "attention.output.LayerNorm.bias"], eps)
+        inner = _gelu(linear(x, "intermediate.dense"))
+        x = _layer_norm(linear(inner, "output.dense") + x, w[p + "output.LayerNorm.weight"],
+                        w[p + "output.LayerNorm.bias"], eps)
+    return x
 
 
 _DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64}
@@ -130,36 +159,7 @@ class NumpyBertEncoder:
             + w["embeddings.position_embeddings.weight"][:n]
             + w["embeddings.token_type_embeddings.weight"][types]
         )
-        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"],
-                        self._eps)
-        h = self._heads
-        d = self.dim // h
-        for i in range(self._layers):
-            p = f"encoder.layer.{i}."
-
-            def linear(x: Array, name: str, p: str = p) -> Array:
-                return x @ w[p + name + ".weight"] + w[p + name + ".bias"]
-
-            q = linear(x, "attention.self.query").reshape(n, h, d).transpose(1, 0, 2)
-            k = linear(x, "attention.self.key").reshape(n, h, d).transpose(1, 2, 0)
-            v = linear(x, "attention.self.value").reshape(n, h, d).transpose(1, 0, 2)
-            scores = (q @ k) / math.sqrt(d)
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(1, 0, 2).reshape(n, self.dim)
-            x = _layer_norm(
-                linear(context, "attention.output.dense") + x,
-                w[p + "attention.output.LayerNorm.weight"],
-                w[p + "attention.output.LayerNorm.bias"],
-                self._eps,
-            )
-            inner = _gelu(linear(x, "intermediate.dense"))
-            x = _layer_norm(
-                linear(inner, "output.dense") + x,
-                w[p + "output.LayerNorm.weight"],
-                w[p + "output.LayerNorm.bias"],
-                self._eps,
-            )
+        x = bert_layers(w, x, self._heads, self._layers, self._eps)
         pooled = x[0] if self._cls else x.mean(axis=0)
         return np.asarray(pooled, dtype=np.float32)
 
@@ -231,10 +231,14 @@ def supported(folder: Path) -> bool:
     return modes in ({"pooling_mode_mean_tokens"}, {"pooling_mode_cls_token"})
 
 
-def open_question_encoder(settings: EmbedSettings) -> NumpyBertEncoder | None:
+def open_question_encoder(settings: EmbedSettings) -> Embedder | None:
     """The numpy encoder of the configured embedder, or None when its folder is not local or
-    not a model `supported` runs (the caller then uses the passage embedder)."""
-    from store.embed.embedder import resolve_model_path
+    not a model `supported` runs (the caller then uses the passage embedder); for
+    multilingual-e5-small its question side, which reads a "query: " prefix."""
+    from store.embed.embedder import E5_NAME, e5_side, resolve_model_path
+
+    if settings.model == E5_NAME:
+        return e5_side(settings, questions=True)
 
     try:
         folder = Path(resolve_model_path(settings.model)).expanduser()

@@ -32,6 +32,7 @@ says which one a ledger speaks, for the few statements that must differ.
     audit.py          the audit trail: appended, chained by hash, verified, pruned
     sources.py        the folders kept in sync: each one's last pass and state, its documents
     approved.py       approved answers and their citations, suspended when a cited doc changes
+    channels.py       the chat platforms: each event seen once, each answer posted and where
     migrations.py     the schema, as named migrations
 
 Only these modules speak SQL (and the embedding cache, store/embed/embedder.py, in its own
@@ -46,6 +47,7 @@ from __future__ import annotations
 from store.ledger.accounts import Accounts
 from store.ledger.approved import Approved
 from store.ledger.audit import Audit, AuditCheck, AuditEntry, AuditRecord
+from store.ledger.channels import ChannelLog
 from store.ledger.conversations import Conversations
 from store.ledger.documents import KEPT_NOTE, ChunkTable, Documents
 from store.ledger.migrations import MIGRATIONS
@@ -71,7 +73,8 @@ __all__ = [
 ]
 
 
-class Ledger(Documents, Runs, Accounts, Questions, Conversations, Audit, Approved, SyncSources):
+class Ledger(Documents, Runs, Accounts, Questions, Conversations, Audit, Approved, SyncSources,
+             ChannelLog):
     """The ledger of one store. Safe to share between threads: each thread gets its own
     connection (SQLite: to the same file, in WAL mode; PostgreSQL: to the same database), so a
     transaction in one never meets another's.

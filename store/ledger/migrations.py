@@ -329,4 +329,33 @@ MIGRATIONS: list[tuple[str, str]] = [
         UPDATE users SET disabled = 0 WHERE password_hash LIKE 'directory$%-off'
         """,
     ),
+    # --- 017_channels: the chat platforms (store/ledger/channels.py): each event seen once,
+    # each answer posted with its thread and message.
+    (
+        "017_channels",
+        """
+        CREATE TABLE channel_events (
+            platform TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            seen_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (platform, event_id)
+        );
+        CREATE INDEX channel_events_seen ON channel_events (seen_at);
+        CREATE TABLE channel_messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            platform TEXT NOT NULL,
+            chat TEXT NOT NULL,
+            thread TEXT NOT NULL,
+            message TEXT NOT NULL,
+            question_id INTEGER NOT NULL,
+            asker TEXT NOT NULL,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX channel_messages_thread ON channel_messages (platform, chat, thread,
+                                                                  created_at);
+        CREATE INDEX channel_messages_message ON channel_messages (platform, message)
+        """,
+    ),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant.best_sentence import GAP, best_sentence, lead_with_best
+from assistant.best_sentence import GAP, best_quote, best_sentence, lead_with_best
 
 
 def test_the_answering_sentence_comes_first_and_nothing_is_lost() -> None:
@@ -18,3 +18,10 @@ def test_chinese_and_unchanged_cases() -> None:
     assert lead_with_best("年休假几天？", first) == first  # already first
     assert lead_with_best("量子力学", "甲。乙。") == "甲。乙。"  # nothing shared: as it was
     assert best_sentence("sick leave?", []) == 0
+
+
+def test_best_quote_is_the_sentence_a_search_result_cites() -> None:
+    text = "Pay is monthly. Sick leave is 5 days a year. Ask HR."
+    assert best_quote("How many days of sick leave?", text) == "Sick leave is 5 days a year."
+    assert best_quote("病假几天？", "工资按月发放。病假为五天。") == "病假为五天。"
+    assert best_quote("anything", "") == ""

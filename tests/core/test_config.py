@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from core.config import NOT_SECTIONS, Settings, load_settings
-from core.config_fields import is_tuning
 from core.errors import ConfigError
+from core.settings.fields import is_tuning
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "config.toml"

@@ -9,7 +9,7 @@ import pytest
 
 from core.config import load_settings
 from core.errors import ConfigError
-from core.sources_settings import check_apart_from_store, parse_every
+from core.settings.sources import check_apart_from_store, parse_every
 
 
 def load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ from pathlib import Path
 import docx
 import pytest
 
-from core.sources_settings import SourceSettings
+from core.settings.sources import SourceSettings
 from core.types import ApprovedAnswer, ApprovedCitation
 from devtools.postgres import with_ledger
 from ingest.discover import doc_id_for

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from assistant.retrieve.retriever import Retriever
 from core.config import Settings, load_settings
 from core.errors import AccessDenied, SymbolicLink
-from core.sources_settings import SourceSettings
+from core.settings.sources import SourceSettings
 from ingest import triage
 from ingest.discover import doc_id_for, sha256_file
 from ingest.parse import ParsePool

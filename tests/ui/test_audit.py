@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from core.auth_settings import AuditSettings
 from core.config import Settings, load_settings
+from core.settings.auth import AuditSettings
 from store.ledger import AuditEntry, Ledger
 from ui.audit import AuditTrail, cli_actor, export_lines, parse_when, settings_digest
 from ui.cli import main

@@ -13,9 +13,9 @@ import pytest
 from fastapi import HTTPException
 
 from core.access import parse_groups
-from core.auth_settings import AuthSettings
 from core.config import UiSettings
 from core.errors import KbError
+from core.settings.auth import AuthSettings
 from core.types import User
 from store.ledger import Ledger
 from tests.support.stores import ledger_before

@@ -1,5 +1,5 @@
 """`kb` loads a command's module only when that command runs, and `kb ask` needs neither torch
-nor the ingest parsers nor the app's metrics (the cold start of issue 12)."""
+nor the ingest parsers nor the app's metrics nor Chroma nor OpenVINO (a cold start)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ try:
 except SystemExit as exit:
     assert not exit.code, exit.code
 loaded = [m for m in ("torch", "transformers", "sentence_transformers", "ingest.parse",
-                      "ingest.pipeline", "gradio", "prometheus_client", "chromadb")
+                      "ingest.pipeline", "gradio", "prometheus_client", "chromadb", "openvino")
           if m in sys.modules]
 print("LOADED:" + ",".join(loaded))
 """
@@ -58,10 +58,11 @@ def probe_kb(env: dict[str, str], *args: str) -> tuple[list[str], str]:
 
 
 @pytest.mark.slow  # `kb` in new processes
-def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """And Chroma only for a question a dense side searches: config.toml's embedder reads
-    English only, so without the multilingual space (whose vectors Chroma holds) a Chinese
-    question is answered without importing chromadb."""
+def test_kb_ask_loads_neither_torch_nor_parsers_nor_chroma(make_settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Nor Chroma nor OpenVINO, for an English question and a Chinese one, with the crosslang
+    space on as config.toml ships it: the passages' vectors of both spaces are read from the
+    embedding cache, the questions embedded in numpy. Where the cache lacks them (another
+    cache file), Chroma is opened for them, with the same passages found."""
     settings = make_settings()
     ingest_paths(settings, [REPO / "data" / "samples" / "docs"])
     env = {
@@ -70,12 +71,13 @@ def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Pat
         "KB_EMBED_CACHE": settings.embed.cache,
         "PYTHONPATH": str(REPO),
     }
-    assert tuple(settings.embed.languages) == ("en",)
-    no_space = {**env, "KB_EMBED_MULTILINGUAL_MODEL": ""}
+    assert tuple(settings.embed.languages) == ("en",) and settings.embed.multilingual_model
+    other_cache = {**env, "KB_EMBED_CACHE": str(tmp_path / "another-cache.sqlite")}
+    found: dict[str, list[str]] = {}
     for question, loaded, env_now in (
-        ("How many days of annual leave can I carry over?", "chromadb", env),
-        ("年假最多可以结转几天？", "chromadb", env),
-        ("年假最多可以结转几天？", "", no_space),
+        ("How many days of annual leave can I carry over?", "", env),
+        ("年假最多可以结转几天？", "", env),
+        ("How many days of annual leave can I carry over?", "chromadb", other_cache),
     ):
         lines, loaded_now = probe_kb(env_now, "ask", question, "--store",
                                      str(settings.store_path()), "--json")
@@ -83,9 +85,11 @@ def test_kb_ask_loads_neither_torch_nor_the_parsers(make_settings, tmp_path: Pat
         assert answer["mode"] in ("retrieval_only", "abstained"), answer["mode"]
         assert answer["passages"], question
         assert loaded_now == loaded, (question, loaded_now)
+        files = [p["file"] for p in answer["passages"]]
+        assert found.setdefault(question, files) == files  # the same from the cache as Chroma
         if question.startswith("How"):
             assert answer["mode"] == "retrieval_only"
-            assert answer["passages"][0]["file"] == "Employee-Leave-Policy.pdf"
+            assert files[0] == "Employee-Leave-Policy.pdf"
 
 
 @pytest.mark.slow  # `kb` in new processes

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.auth_settings import AuthSettings
+from core.settings.auth import AuthSettings
 from devtools.chromium import CHROMIUM, Page, chromium_page
 from devtools.ldap_server import PEOPLE, READER_DN, READER_PASSWORD, RunningLdap
 from devtools.ports import free_port

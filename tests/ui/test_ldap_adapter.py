@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.auth_settings import AuthSettings
 from core.errors import DirectoryUnavailable
+from core.settings.auth import AuthSettings
 from devtools.ldap_server import PEOPLE, READER_DN, READER_PASSWORD, RunningLdap, make_certificates
 from ui.identity.ldap import Ldap
 

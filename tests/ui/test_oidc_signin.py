@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.auth_settings import AuthSettings
+from core.settings.auth import AuthSettings
 from devtools.chromium import CHROMIUM, chromium_page
 from devtools.oidc_provider import RunningProvider, running_provider
 from devtools.ports import free_port

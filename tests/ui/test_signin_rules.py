@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.auth_settings import AuthSettings
 from core.errors import ConfigError
+from core.settings.auth import AuthSettings
 from ui.identity.groups import group_names, map_groups
 from ui.identity.header import session_cookies, split_groups, with_session
 from ui.identity.ldap import dn_value, fill, filter_value, in_chain_filter

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.sources_settings import SourceSettings
+from core.settings.sources import SourceSettings
 from ingest.sync.folder import sync_source
 from tests.ui.conftest import PASSWORDS, _serve
 from ui.wiring import store_for, users_for

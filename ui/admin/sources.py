@@ -21,7 +21,7 @@ import pandas as pd
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from core.sources_settings import SourceSettings
+from core.settings.sources import SourceSettings
 from ingest.sync.schedule import source_states
 from store.ledger import SyncState
 from store.store import Store

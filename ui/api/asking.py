@@ -1,12 +1,14 @@
-"""What the two HTTP APIs share, `POST /api/ask` (ui/api/kb_api.py) and the OpenAI-compatible
-`/v1/chat/completions` (ui/api/openai_api.py): the user a bearer token names, a place at the
-gate the page shares (`ui/gate.py`), the threads answers run on, a finished answer
-recorded and counted, and a JSON body parsed into one line of error at most.
+"""What the machine interfaces share, `POST /api/ask` (ui/api/kb_api.py), the OpenAI-compatible
+`/v1/chat/completions` (ui/api/openai_api.py) and the MCP server's tools (ui/api/mcp/): the
+user a bearer token names, a place at the gate the page shares (`ui/gate.py`), the threads
+answers run on, a finished answer recorded and counted, and a JSON body parsed into one line
+of error at most.
 
     asking = Asking(assistant, users, metrics, gate)    # one per process (ui/web/server.py)
     user = await asking.user(request)                     # None: answer 401
     if not asking.admit(user, via="api"): ...             # busy: answer 503 (429) with Retry-After
     answer = await asking.ask(question, user, history, via="api")    # gives the place back
+    found = await asking.run(assistant.retrieve, question, user.groups)  # any blocking step
     stream = asking.stream(question, user, history, via="api")       # or, as it is written:
     async for item in stream: ...       # str pieces, then the Answer (recorded)
     await stream.aclose()               # always, begun or not: stops the model, frees the place
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -37,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 
 
 class Asker(Protocol):
@@ -99,6 +102,14 @@ class Asking:
         finally:
             self.leave()
         return await self.finish(answer, question, user, via)
+
+    async def run(self, work: Callable[..., R], *args: Any) -> R:
+        """Blocking `work` of an admitted request (a search, say) on an answering thread; the
+        place is given back."""
+        try:
+            return await anyio.to_thread.run_sync(work, *args, limiter=self.answering)
+        finally:
+            self.leave()
 
     def stream(self, question: str, user: User, history: Sequence[Turn],
                via: str) -> AnswerStream:

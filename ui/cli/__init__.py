@@ -1,10 +1,11 @@
 """`kb`: the command line of kb-assistant. One group, short commands; each command calls the
 pipelines' public functions (through `ui/wiring.py`) and holds no retrieval or parsing logic.
 This module holds the group; each command lives beside it (`serve.py`, `users.py`, `ingest.py`,
-`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`, with what
-they share in `common.py`) and is imported only when it runs. It imports the ui hall (wiring,
-audit), web/ (for `kb serve`) and the floors below; the next command is a module here named in
-`COMMAND_MODULES`.
+`docs.py`, `query.py`, `llm.py`, `abstain.py`, `audit.py`, `sync.py`, `answers.py`,
+`interfaces.py` for `kb mcp` and `kb channels`, with what they share in `common.py`) and is
+imported only when it runs. It imports the ui hall (wiring, audit), web/ (for `kb serve`),
+api/mcp/ and api/channels/ (for `kb mcp`, `kb channels`) and the floors below; the next command
+is a module here named in `COMMAND_MODULES`.
 
     kb ingest data/samples --groups all
     kb ask "How many days of annual leave can I carry over?"
@@ -14,6 +15,8 @@ audit), web/ (for `kb serve`) and the floors below; the next command is a module
     kb audit verify
     kb sync --once
     kb answers list --suspended
+    KB_TOKEN=kb_... kb mcp
+    kb channels status
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ COMMAND_MODULES = {
     "ui.cli.audit": ("audit_group",),
     "ui.cli.sync": ("sync_command",),
     "ui.cli.answers": ("answers_group",),
+    "ui.cli.interfaces": ("mcp_command", "channels_group"),
 }
 COMMAND_HOMES = {
     **dict.fromkeys(("ingest", "reindex", "delete", "status", "worker"), "ui.cli.ingest"),
@@ -51,6 +55,7 @@ COMMAND_HOMES = {
     "audit": "ui.cli.audit",
     "sync": "ui.cli.sync",
     "answers": "ui.cli.answers",
+    **dict.fromkeys(("mcp", "channels"), "ui.cli.interfaces"),
 }
 
 

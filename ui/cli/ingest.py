@@ -45,8 +45,9 @@ def _groups(value: str | None) -> list[str] | None:
 
 @contextmanager
 def _progress_bar(enabled: bool, store: Store) -> Iterator[Progress | None]:
-    """A bar of the files, and one of the passages the crosslang space embeds at the end of
-    the write (store/crosslang_space.py: minutes for a store built before it was on)."""
+    """A bar of the files (each file's passages embedded for both spaces in the ingest's
+    waves), and one of the passages the crosslang space writes at the end of the write
+    (store/crosslang_space.py: embedded then only for a store built before it was on)."""
     if not enabled:
         yield None
         return

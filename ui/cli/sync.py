@@ -17,7 +17,7 @@ from collections.abc import Callable
 import click
 
 from core.config import Settings
-from core.sources_settings import SourceSettings
+from core.settings.sources import SourceSettings
 from ingest.sync.folder import SyncReport, sync_source
 from ingest.sync.schedule import checked_sources, keep_in_sync, run_due
 from store.store import Store

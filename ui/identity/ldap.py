@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from core.auth_settings import AuthSettings
 from core.errors import DirectoryUnavailable
+from core.settings.auth import AuthSettings
 
 logger = logging.getLogger(__name__)
 
@@ -131,26 +131,31 @@ class Ldap:
                     "ok" if person else "not found", 1000 * (time.perf_counter() - started))
         return person
 
-    def lookup(self, name: str) -> Person | None:
+    def lookup(self, name: str, user_filter: str = "") -> Person | None:
         """The person `name` with their groups now, read with the service account; None when
-        the directory no longer finds them (removed, or disabled by ldap_user_filter)."""
+        the directory no longer finds them (removed, or disabled by ldap_user_filter). Another
+        `user_filter` finds them by another attribute: "(mail={user})" by e-mail."""
         with self._service() as service:
-            person = self._find(service, name)
+            person = self._find(service, name, user_filter)
             person = self._with_groups(service, person) if person else None
         logger.info("LDAP look-up of %s at %s: %s", name[:64], self.auth.ldap_url,
                     "found" if person else "gone")
         return person
 
     # --- the calls ----------------------------------------------------------------------
-    def _find(self, conn: Any, name: str) -> Person | None:
-        """The one entry `ldap_user_filter` finds for `name` (none, or several: None)."""
-        query = self.auth.ldap_user_filter.replace("{user}", filter_value(name))
+    def _find(self, conn: Any, name: str, user_filter: str = "") -> Person | None:
+        """The one entry `ldap_user_filter` (or `user_filter`) finds for `name` (none, or
+        several: None)."""
+        template = user_filter or self.auth.ldap_user_filter
+        query = template.replace("{user}", filter_value(name))
         attribute = self.auth.ldap_name_attribute
         entries = self._search(conn, self.auth.ldap_base_dn, query, [attribute, "memberOf"], 2)
         if len(entries) != 1:
             return None
         dn, attributes = entries[0]
-        found = _first(attributes.get(attribute)) or name
+        found = _first(attributes.get(attribute)) or ("" if user_filter else name)
+        if not found:
+            return None
         return Person(found, dn, tuple(str(g) for g in attributes.get("memberOf") or ()))
 
     def _with_groups(self, conn: Any, person: Person) -> Person:

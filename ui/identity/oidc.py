@@ -3,7 +3,8 @@ flow with PKCE, state and nonce, the provider found by discovery, and its ID tok
 before anyone is signed in: signed by one of the provider's published keys, by the provider
 discovery named (`iss`), for this client (`aud`, and `azp` where several audiences), not
 expired nor issued or valid only from later (`iat`, `nbf`), and carrying the nonce this sign-in
-sent.
+sent. An access token an agent brings to the MCP server (ui/api/mcp/) passes the same checks, its
+audience kb's resource URL in place of the client id (`verify_access`).
 
     client = OidcClient("https://sso.example.com/realms/acme", "kb", secret)
     url, pending = client.start("https://kb.example.com/login/oidc/callback")
@@ -281,36 +282,58 @@ class OidcClient:
     def verify(self, id_token: str, nonce: str) -> dict[str, Any]:
         """The claims of an ID token signed by the provider, issued by it, for this client,
         not expired and carrying `nonce`; OidcError naming the first check that fails."""
+        claims = self._signed_claims(id_token, "ID token", self.client_id,
+                                     "auth.oidc_client_id")
+        audiences = claims.get("aud")
+        if isinstance(audiences, list) and len(audiences) > 1 and \
+                claims.get("azp") != self.client_id:
+            raise OidcError("audience", f"the ID token is for {audiences}, not "
+                                        f"auth.oidc_client_id {self.client_id!r}")
+        if not hmac.compare_digest(str(claims.get("nonce", "")), nonce):
+            raise OidcError("nonce", "the ID token carries another nonce: start again")
+        return claims
+
+    def verify_access(self, token: str, resource: str) -> dict[str, Any]:
+        """The claims of an access token (a JWT) the provider signed and issued for
+        `resource` (its `aud`: kb's resource URL), not expired; OidcError naming the first
+        check that fails."""
+        return self._signed_claims(token, "access token", resource, "kb's resource URL")
+
+    def identity(self, claims: Mapping[str, Any]) -> Identity:
+        """Who verified `claims` name: the user claim and groups claim as configured."""
+        return self._identity(dict(claims), "")
+
+    def _signed_claims(self, token: str, what: str, audience: str,
+                       audience_name: str) -> dict[str, Any]:
+        """The claims of `token` once its signature verifies with the provider's keys, its
+        issuer is the provider, `audience` is among its audiences, and its times hold (`exp`,
+        `iat`, `nbf`, a minute of leeway); OidcError naming the first check that fails."""
         algorithms = [a for a in self.metadata().get("id_token_signing_alg_values_supported",
                                                      ["RS256"]) if a != "none"]
         try:
             try:
-                token = jwt.decode(id_token, self.keys(), algorithms=algorithms)
+                decoded = jwt.decode(token, self.keys(), algorithms=algorithms)
             except JoseError:  # a key the provider rotated in since the keys were read
-                token = jwt.decode(id_token, self.keys(refresh=True), algorithms=algorithms)
+                decoded = jwt.decode(token, self.keys(refresh=True), algorithms=algorithms)
         except (JoseError, ValueError) as exc:
-            raise OidcError("signature", f"the ID token's signature does not verify with the "
+            raise OidcError("signature", f"the {what}'s signature does not verify with the "
                                          f"provider's keys ({type(exc).__name__})") from exc
-        claims = dict(token.claims)
+        claims = dict(decoded.claims)
         now = self.clock()
         audiences = claims.get("aud")
         audiences = [audiences] if isinstance(audiences, str) else list(audiences or [])
         if str(claims.get("iss", "")).rstrip("/") != self.issuer:
-            raise OidcError("issuer", f"the ID token was issued by {claims.get('iss')!r}, not "
-                                      f"{self.issuer!r}")
-        if self.client_id not in audiences or (
-            len(audiences) > 1 and claims.get("azp") != self.client_id
-        ):
-            raise OidcError("audience", f"the ID token is for {audiences}, not "
-                                        f"auth.oidc_client_id {self.client_id!r}")
+            raise OidcError("issuer", f"the {what} was issued by {plain(claims.get('iss'))!r}, "
+                                      f"not {self.issuer!r}")
+        if audience not in audiences:
+            raise OidcError("audience", f"the {what} is for {plain(audiences)}, not "
+                                        f"{audience_name} {audience!r}")
         if not isinstance(claims.get("exp"), int | float) or claims["exp"] < now - LEEWAY_S:
-            raise OidcError("expired", "the ID token has expired: check this machine's clock")
+            raise OidcError("expired", f"the {what} has expired: check this machine's clock")
         if isinstance(claims.get("iat"), int | float) and claims["iat"] > now + LEEWAY_S:
-            raise OidcError("expired", "the ID token was issued in the future: check clocks")
+            raise OidcError("expired", f"the {what} was issued in the future: check clocks")
         if isinstance(claims.get("nbf"), int | float) and claims["nbf"] > now + LEEWAY_S:
-            raise OidcError("expired", "the ID token is not valid yet (nbf): check clocks")
-        if not hmac.compare_digest(str(claims.get("nonce", "")), nonce):
-            raise OidcError("nonce", "the ID token carries another nonce: start again")
+            raise OidcError("expired", f"the {what} is not valid yet (nbf): check clocks")
         if not claims.get("sub"):
-            raise OidcError("provider", "the ID token names no subject (sub)")
+            raise OidcError("provider", f"the {what} names no subject (sub)")
         return claims

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from core.access import check_group
-from core.auth_settings import AuthSettings
 from core.errors import ConfigError, DirectoryUnavailable, KbError
+from core.settings.auth import AuthSettings
 from core.types import User
 from ui.identity.groups import map_groups
 from ui.identity.ldap import Ldap, Person
@@ -100,6 +100,16 @@ class SignIn:
             return None
         return self._adopt(person, typed=name)
 
+    def find(self, value: str, user_filter: str = "") -> User | None:
+        """The record of the directory person `value` names (their user name, or with
+        `user_filter` such as "(mail={user})" another attribute), as the directory has them
+        now; None without a service account, when nobody or several are found, or when the
+        record may not be theirs. DirectoryUnavailable when the directory is down."""
+        if self.ldap is None or not self.ldap.can_lookup:
+            return None
+        person = self.ldap.lookup(value, user_filter)
+        return self._quietly(person.name, person.groups, "ldap") if person else None
+
     def adopt_header(self, name: str, groups: Sequence[str]) -> User | None:
         """The record of a user a trusted proxy signed in, with the groups it names."""
         return self._quietly(name, groups, "header")
@@ -108,11 +118,16 @@ class SignIn:
         """The record of someone the OpenID provider signed in, with the groups its token
         names, bound to their (issuer, subject); AccountRefused when that name is a local
         account's or another way's, bound to another subject, or disabled here."""
-        subject = f"{self.oidc.issuer if self.oidc else ''}#{identity.subject}"
-        user = self._take(identity.name, identity.groups, "oidc", subject)
+        user = self.adopt_bearer(identity)
         with self._lock:
             self._identities[user.name] = identity
         return user
+
+    def adopt_bearer(self, identity: Identity) -> User:
+        """`adopt_oidc` for an access token the provider signed (an agent's, at the MCP
+        server): the same record, groups and refusals, and no refresh token kept."""
+        subject = f"{self.oidc.issuer if self.oidc else ''}#{identity.subject}"
+        return self._take(identity.name, identity.groups, "oidc", subject)
 
     def follow(self, user: User, source: str) -> User | None:
         """`user` (whose record is `source`'s) as the directory or the OpenID provider has them

@@ -225,6 +225,10 @@ class Users:
                                             f"{holder!r}, not {name!r}: the provider renamed "
                                             f"them (an admin may `kb users delete {holder}`)")
         clean = parse_groups(groups) or ("all",)
+        found = self.ledger.user(name)
+        if found and _source(found[1]) == source and (not subject or holder == name) and (
+                found[0].groups, found[0].is_admin) == (clean, is_admin):
+            return found[0]  # already as the source vouches for it: nothing to write
         if self.ledger.add_user(name, DIRECTORY + source, clean, is_admin, subject):
             logger.info("user %s added from %s (groups %s, admin %s)", name, source,
                         ",".join(clean), is_admin)

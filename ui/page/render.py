@@ -131,21 +131,32 @@ def searched_line(searched_for: str, asked: str, lang: str) -> str:
     return f'<p class="kb-searched">{escape(t("searched_for", lang, text=searched_for))}</p>'
 
 
+def mode_label(answer: Answer, lang: str) -> str:
+    """The line that says what made an answer: the model, the passages in its place, or an
+    admin's approval (who, when); "" for an abstention, whose text says it.
+
+    mode_label(Answer("…", mode="retrieval_only"), "en")
+        -> "Retrieval only: the language model is unavailable"
+    """
+    if answer.abstained or answer.mode == "abstained":
+        return ""
+    if answer.mode == "approved":  # a resumed conversation keeps the mode, not who approved it
+        return t("approved_answer", lang) if answer.approved is None else t(
+            "approved_by", lang, name=answer.approved.author,
+            day=approved_day(answer.approved.approved_at))
+    return t(answer.mode, lang) if answer.mode in ("generated", "retrieval_only",
+                                                   "fallback") else ""
+
+
 def answer_html(answer: Answer, key: str, lang: str, asked: str = "") -> str:
     """The finished answer as the chat shows it; `asked` is the question, for the searched-for
     line (shown when retrieval searched for something else)."""
     by_chunk = {p.chunk_id: p for p in answer.passages}
     mode = "abstained" if answer.abstained else answer.mode
     lines: list[str] = [f'<div class="kb-answer" data-mode="{html.escape(mode)}">']
-    if mode in ("retrieval_only", "fallback"):
-        lines.append(f'<p class="kb-badge">{html.escape(t(mode, lang))}</p>')
-    elif mode == "generated":  # every answer says which mode made it
-        lines.append(f'<p class="kb-mode">{html.escape(t("generated", lang))}</p>')
-    elif mode == "approved":  # a resumed conversation keeps the mode, not who approved it
-        mark = t("approved_answer", lang) if answer.approved is None else t(
-            "approved_by", lang, name=answer.approved.author,
-            day=approved_day(answer.approved.approved_at))
-        lines.append(f'<p class="kb-approved">{html.escape(mark)}</p>')
+    if label := mode_label(answer, lang):  # every answer says which mode made it
+        css = {"generated": "kb-mode", "approved": "kb-approved"}.get(mode, "kb-badge")
+        lines.append(f'<p class="{css}">{html.escape(label)}</p>')
     if answer.notice and mode == "generated":
         lines.append(f'<p class="kb-notice">{escape(answer.notice)}</p>')
     # An abstention's text names the nearest documents itself; they open under "view source".

@@ -1,6 +1,7 @@
-"""The web server: FastAPI with `POST /api/ask`, the OpenAI-compatible `/v1/` routes,
-`GET /metrics`, the cited page and section routes, and the page (`ui/page/app.py`) mounted at
-`/` behind the login, its routes guarded.
+"""The web server: FastAPI with `POST /api/ask`, the OpenAI-compatible `/v1/` routes, the MCP
+server at `/mcp` (ui/api/mcp/), the chat platforms' callbacks (`/channels/<platform>/events`,
+ui/api/channels/), `GET /metrics`, the cited page and section routes, and the page
+(`ui/page/app.py`) mounted at `/` behind the login, its routes guarded.
 
     app = create_server(services)   # FastAPI: the routes + the page behind a login
     serve(settings)                 # opens the services, uvicorn on ui.host:port
@@ -13,6 +14,7 @@ sessions, uploads and files are guarded (`ui/identity/guard.py`), its bodies cap
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import sys
@@ -31,7 +33,9 @@ from core.errors import AccessDenied
 from core.types import User
 from ui.admin.sources import watch_sources
 from ui.api.asking import Asking
+from ui.api.channels.hub import open_channels
 from ui.api.kb_api import api_router
+from ui.api.mcp.http import mount_mcp
 from ui.api.openai_api import openai_router
 from ui.audit import cli_actor, settings_digest
 from ui.handlers import DEMO_USER
@@ -136,14 +140,18 @@ def signed_in_user(sessions: SessionTable, cookies: list[str], demo: bool) -> Se
 def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
                 scrapers: MetricsAccess) -> FastAPI:
     """FastAPI with the app's own routes: the API (`ui/api/kb_api.py`), the OpenAI-compatible one
-    (`ui/api/openai_api.py`), `/metrics`, and the cited page and section routes; no schema or
-    docs pages."""
+    (`ui/api/openai_api.py`), the MCP server (`ui/api/mcp/`), `/metrics`, and the cited page and
+    section routes; no schema or docs pages."""
     server = FastAPI(title="kb-assistant", docs_url=None, redoc_url=None, openapi_url=None)
     # one gate, and one set of answering threads, for the page and both APIs
     asking = Asking(services.assistant, services.users, services.metrics, kb_app.gate,
                     services.settings.ui.busy_retry_after_s)
     server.include_router(api_router(asking, services.conversations))
     server.include_router(openai_router(asking))
+    mount_mcp(server, services, asking)
+    channels = open_channels(services, asking)  # the chat platforms (ui/api/channels/)
+    if channels is not None:
+        server.include_router(channels.router())
     watch_sources(services.metrics, services.store, services.settings.sources)
     server.add_api_route("/metrics", metrics_route(services.metrics, scrapers),
                          methods=["GET"], include_in_schema=False)
@@ -301,16 +309,20 @@ UVICORN_OPTIONS: dict[str, Any] = {"proxy_headers": False, "log_level": "warning
 
 def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
           port: int | None = None) -> None:
-    """Run the app with uvicorn until interrupted."""
+    """Run the app with uvicorn until interrupted, on `host` and `port` when given (the
+    settings' `ui.host` and `ui.port` otherwise: links kb hands out name the one it listens on
+    unless `ui.public_url` is set)."""
     import uvicorn
 
+    ui = settings.ui
+    ui = dataclasses.replace(ui, host=host or ui.host, port=port or ui.port)
+    settings = dataclasses.replace(settings, ui=ui)
     services = open_services(settings, warm=True)
     try:
         app = create_server(services, demo=demo)
         record_start(services, demo)
         settle_heap()
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        uvicorn.run(app, host=host or settings.ui.host, port=port or settings.ui.port,
-                    **UVICORN_OPTIONS)
+        uvicorn.run(app, host=ui.host, port=ui.port, **UVICORN_OPTIONS)
     finally:
         services.close()

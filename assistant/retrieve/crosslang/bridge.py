@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ import numpy as np
 from assistant.answerable import asks
 from assistant.retrieve.crosslang.glossary import Dictionary, Glossary, load_glossary
 from assistant.retrieve.lexical import BM25Index, BoolMask, Synonyms
-from core.retrieve_settings import RetrieveSettings
+from core.settings.retrieve import RetrieveSettings
 from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, _segmenter, stem, tokenize
 
 # How surely a word translates: the glossary's terms are reviewed; a dictionary word with one
@@ -266,14 +265,14 @@ class BridgeRanking:
 
 class Bridge:
     """The retriever's bridge between the languages (retrieve.bilingual): the glossary read
-    at start, the dictionary on the first question that needs it."""
+    at start, the dictionary on the first question that needs it (a long-running process
+    reads it in its warm-up, `ui.wiring.warm_up`; a `kb ask` whose gate stays shut, never)."""
 
     def __init__(self, settings: RetrieveSettings, base_dir: Path, synonyms: Synonyms) -> None:
         self.settings = settings
         self.synonyms = synonyms
         extra = str(base_dir / settings.glossary) if settings.glossary else ""
         self.glossary = load_glossary(extra)
-        threading.Thread(target=Dictionary.load, name="cedict", daemon=True).start()
 
     def rank(
         self,
@@ -298,19 +297,20 @@ class Bridge:
             -> 1.5
         """
         cfg = self.settings
+        own_rows = [index.row_of(c) for c, _ in lexical[:TOP_ROWS]]
+        held = _held_share(question, index, own_rows)
+        shut = self._shut(lang, held, gap)
+        if shut and not cfg.bilingual_weight_closed:  # it would weigh nothing: not carried
+            return _shut_ranking(held, gap)
         carried = carry(question, lang, self.glossary, Dictionary.load(), self.synonyms)
         if carried is None:
             return None
         found = index.search(carried.terms, cfg.candidates, allowed, carried.weight)
-        top = TOP_ROWS
         whole = lang == "en"
         units = [u for u in carried.units if u.sureness >= SURE]
-        own_rows = [index.row_of(c) for c, _ in lexical[:top]]
         own = coverage(units, index, own_rows, carried=False, whole=whole)
-        rows = [index.row_of(c) for c, _ in found[:top]]
+        rows = [index.row_of(c) for c, _ in found[:TOP_ROWS]]
         other = coverage(units, index, rows, carried=True, whole=whole)
-        held = _held_share(question, index, own_rows)
-        shut = self._shut(lang, held, gap)
         opened = bool(units) and other > own + cfg.bilingual_margin and not shut
 
         confidence = carried.confidence
@@ -335,6 +335,15 @@ class Bridge:
             margin = cfg.bilingual_dense_margin_en if lang == "en" else cfg.bilingual_dense_margin
             return gap < margin
         return held >= cfg.bilingual_held
+
+
+def _shut_ranking(held: float, gap: float | None) -> BridgeRanking:
+    """The bridge of a question its gate shuts before anything is carried: nothing ranked,
+    weighing nothing, the gate's readings so far."""
+    gate = {"held": round(held, 3), "open": 0.0, "weight": 0.0}
+    if gap is not None:
+        gate["gap"] = round(gap, 3)
+    return BridgeRanking([], 0.0, gate, [])
 
 
 # The top passages of each side in which the gate looks for the question's words.

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from core.access import parse_groups
-from core.config_fields import doc
 from core.errors import ConfigError, KbError
+from core.settings.fields import doc
 
 SOURCE_KEYS = {"name", "path", "groups", "every"}
 DEFAULT_EVERY = "15m"

@@ -1,6 +1,6 @@
 """What a settings field says of itself: an operator's key (`doc`: `config.toml` shows it with a
 one-line comment) or a research knob (`tuning`: its default was measured, docs/tuning.md says
-how). core/config.py and core/auth_settings.py mark their fields with these.
+how). core/config.py and every section beside this module mark their fields with these.
 
     field(default=3, metadata=doc("past turns kept for follow-ups"))
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.config_fields import doc, tuning
+from core.settings.fields import doc, tuning
 
 
 @dataclass(frozen=True)

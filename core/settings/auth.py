@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.config_fields import doc
+from core.settings.fields import doc
 
 
 @dataclass(frozen=True)
