@@ -11,7 +11,7 @@ with the asker's groups, packs the 4K window, asks the model and checks its cita
     window.py        packing into the 4K window (hits, then their neighbours), the prompt sent
     prompt.py        prompts (untrusted text defused)
     cite.py          citations parsed and checked against their passages
-    best_sentence.py a passage's best sentence first
+    best_sentence.py what answers in a passage: its sentence or table rows, quoted first
     section.py       the passages of a cited Word section
 
     retrieve/        hybrid retrieval with access control, and crosslang/ (across languages)

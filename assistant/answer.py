@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from assistant.answerable import load_model
+from assistant.answerable import AnswerableModel, load_model
 from assistant.approved.answers import ApprovedAnswers, Draft
 from assistant.cite import Verified, attribute, verify
 from assistant.exits import abstained, fallback, retrieval_only
 from assistant.followup import REWRITES, Reading, read_question
 from assistant.llm.loopguard import LoopGuard
-from assistant.prompt import LOOPED, MIDWAY_FAILURE, UNSUPPORTED
+from assistant.prompt import LOOPED, MIDWAY_FAILURE, OTHER_LANGUAGE, UNSUPPORTED
 from assistant.retrieve.crosslang.translate import TRANSLATES, translated
 from assistant.retrieve.retriever import Retrieval, Retriever
 from assistant.section import section_passages
@@ -64,6 +64,7 @@ class _Asking:
     lang: Lang
     started: float  # time.perf_counter() when it was asked
     timings: dict[str, float]  # milliseconds per step, so far
+    unsure: bool = False  # weak evidence (`is_unsure`): quoted answers say nothing answers it
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,20 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
     documents answer it below its threshold."""
     if not retrieval.passages:
         return True
+    return _answerable(settings).refuses(retrieval.evidence, retrieval.lang)
+
+
+def is_unsure(retrieval: Retrieval, settings: Settings) -> bool:
+    """Weak evidence, short of a refusal: the answerability model's chance that the documents
+    answer the question is below answer.unsure_below. A quoted answer then quotes nothing and
+    says so (assistant/exits.py)."""
+    chance = _answerable(settings).probability(retrieval.evidence, retrieval.lang)
+    return chance < settings.answer.unsure_below
+
+
+def _answerable(settings: Settings) -> AnswerableModel:
     path = settings.retrieve.answerable_model
-    model = load_model(str(settings.base_dir / path) if path else "")
-    return model.refuses(retrieval.evidence, retrieval.lang)
+    return load_model(str(settings.base_dir / path) if path else "")
 
 
 class Assistant:
@@ -108,6 +120,8 @@ class Assistant:
         self.retriever = Retriever(self.settings, store, reranker, self._count_ahead, today)
         self.approved = ApprovedAnswers(store)
         self._lock = threading.Lock()
+        # why the model was last unavailable: warned once, not on every question after it
+        self._unavailable = ""
         if self.settings.answer.rewrite not in REWRITES:
             raise ConfigError(
                 f"answer.rewrite = {self.settings.answer.rewrite!r}: use one of "
@@ -187,7 +201,10 @@ class Assistant:
         KbError names what is wrong."""
         with self._lock:
             snap = self.retriever.snapshot()
-        return self.approved.save(draft, author, snap, visible)
+        # the embedder's similarity counts as support where it reads the answer's language
+        reads = detect_lang(draft.answer) in self.settings.embed.languages
+        return self.approved.save(draft, author, snap, visible,
+                                  self._similarity if reads else None)
 
     # --- answering ------------------------------------------------------------------------
     def ask(
@@ -227,6 +244,7 @@ class Assistant:
         if should_abstain(retrieval, self.settings):
             yield from self._finish(abstained(lang, retrieval.passages), asking)
             return
+        asking.unsure = is_unsure(retrieval, self.settings)
         yield from self._generate(asking, history, retrieval.passages, neighbours)
 
     def _approved_first(
@@ -243,7 +261,10 @@ class Assistant:
         asking.timings = {"approved": (time.perf_counter() - t_match) * 1000}
         logger.info("approved answer %d served (lexical %.2f, dense %.2f)", served.answer.id,
                     served.lexical, served.dense)
-        return served.as_answer()
+        answer = served.as_answer()
+        if detect_lang(served.answer.answer) != asking.lang:  # written in the other language
+            answer.answer = OTHER_LANGUAGE[asking.lang] + "\n" + answer.answer
+        return answer
 
     def _generate(
         self,
@@ -269,6 +290,7 @@ class Assistant:
         except GenerationError as exc:  # before the first piece
             yield from self._retrieval_only(asking, packed, str(exc))
             return
+        self._unavailable = ""  # the model answered: a later failure is warned again
         checked = self._verify(streamed.raw, packed, asking.lang)
         verified = any(c.supported for c in checked.citations)
         notice, looped = streamed.notice, streamed.looped
@@ -276,7 +298,8 @@ class Assistant:
         # its first sentences are cited: the best passages are quoted instead
         if looped or (self.settings.answer.fallback_unverified and (notice or not verified)):
             why = LOOPED[asking.lang] if looped else notice or UNSUPPORTED[asking.lang]
-            answer = fallback(asking.searched_for, asking.lang, packed, why, streamed.raw)
+            answer = fallback(asking.searched_for, asking.lang, packed, why, streamed.raw,
+                              asking.unsure)
         else:
             answer = Answer(
                 checked.text + (("\n" + notice) if notice else ""),
@@ -344,10 +367,15 @@ class Assistant:
     def _retrieval_only(
         self, asking: _Asking, passages: Sequence[Passage], reason: str
     ) -> Iterator[str | Answer]:
-        """The model is unavailable (`reason`): the best passages quoted instead."""
-        logger.warning("retrieval-only answer: %s", reason)
-        yield from self._finish(
-            retrieval_only(asking.searched_for, asking.lang, passages, reason), asking)
+        """The model is unavailable (`reason`): the best passages quoted instead. The reason is
+        logged as a warning once, until the model answers again or the reason changes."""
+        if reason != self._unavailable:
+            logger.warning("retrieval-only answers until the model answers: %s", reason)
+        else:
+            logger.debug("retrieval-only answer: %s", reason)
+        self._unavailable = reason
+        yield from self._finish(retrieval_only(
+            asking.searched_for, asking.lang, passages, reason, asking.unsure), asking)
 
     def _finish(self, answer: Answer, asking: _Asking) -> Iterator[str | Answer]:
         """The answer timed and recorded; yields the text the model did not stream (a

@@ -20,6 +20,7 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
         "abstained": answer.abstained,
         "mode": answer.mode,
         "unverified": answer.unverified,
+        "unsure": answer.unsure,  # weak evidence: the answer says nothing answers it
         "searched_for": answer.searched_for,
         "citations": [
             {

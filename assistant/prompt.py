@@ -50,10 +50,10 @@ ACROSS: dict[str, str] = {
     "as written, untranslated, where you quote them.",
 }
 
-# Said first in a retrieval-only answer whose passages are in the other language.
+# Said before a retrieval-only answer's quote in the other language than the question's.
 ACROSS_NOTICE: dict[str, str] = {
-    "zh": "最相关的原文是英文的，以下照原文引用。",
-    "en": "The best passages are in Chinese; they are quoted as written.",
+    "zh": "原文是英文的，以下照原文引用：",
+    "en": "The source is in Chinese; its words, as written:",
 }
 
 USER: dict[str, str] = {
@@ -71,15 +71,18 @@ POINTERS: dict[str, str] = {
     "en": "The nearest documents:",
 }
 
-RETRIEVAL_ONLY: dict[str, str] = {
-    "zh": "回答生成服务暂时不可用，以下是与问题最相关的原文摘录：",
-    "en": "Answer generation is unavailable right now; these are the most relevant passages:",
+# Said before the rows of a table a retrieval-only answer quotes: "From [1]:".
+TABLE_FROM: dict[str, str] = {"zh": "据[{n}]：", "en": "From [{n}]:"}
+
+# A retrieval-only answer on weak evidence: no quote, the closest passages as pointers.
+NOTHING_FOUND: dict[str, str] = {
+    "zh": "没有找到能回答这个问题的内容；最接近的原文是：",
+    "en": "I found nothing that answers this; the closest passages are:",
 }
 
 FALLBACK: dict[str, str] = {
-    "zh": "模型的回答无法与文件核对，以下是与问题最相关的原文摘录：",
-    "en": "The generated answer could not be checked against the documents; these are the most "
-    "relevant passages:",
+    "zh": "模型的回答无法与文件核对，文件原文是这样写的：",
+    "en": "The generated answer could not be checked against the documents; what they say:",
 }
 
 # The ERNIE-4.5 template (shared/model/chat_template.jinja), as plain strings.
@@ -202,6 +205,12 @@ def source_label(p: Passage) -> str:
     return label
 
 
+# Said before an approved answer written in the other language than the question's.
+OTHER_LANGUAGE = {
+    "zh": "（以下经审核的回答以英文写成。）",
+    "en": "(This approved answer is written in Chinese.)",
+}
+
 # What an answer says when the model's text cannot stand as it is (assistant/answer.py).
 MIDWAY_FAILURE = {
     "zh": "（回答生成中断：模型服务出错，以上内容可能不完整。）",
@@ -229,21 +238,29 @@ def abstention_text(lang: Lang, nearest: Sequence[Passage] = (), max_pointers: i
     return text
 
 
-def retrieval_only_text(
-    lang: Lang, passages: Sequence[Passage], max_chars: int = 300, fallback: bool = False
-) -> str:
-    """The answer when the model is unreachable (or, with `fallback`, when its answer could not
-    be checked): a notice, then the best passages quoted and numbered like a generated
-    answer's citations.
+def quoted_text(lang: Lang, quotes: Sequence[tuple[int, str, bool]]) -> str:
+    """A short answer quoted from the passages: each quote (its [n], its words, whether they are
+    table rows in Markdown) cited, a quote in the other language said to be one first.
 
-    retrieval_only_text("en", [p]) -> "Answer generation is unavailable …\\n[1] 《Leave》 p.2: …"
+    quoted_text("en", [(1, "Carry over at most 5 days.", False)])
+        -> "Carry over at most 5 days. [1]"
     """
-    lines = [(FALLBACK if fallback else RETRIEVAL_ONLY)[lang]]
-    if crosses(lang, passages):
-        lines.append(ACROSS_NOTICE[lang])
-    for n, p in enumerate(passages, start=1):
-        quote = " ".join(p.text.split())
-        if len(quote) > max_chars:
-            quote = quote[:max_chars].rstrip() + "…"
-        lines.append(f"[{n}] {source_label(p)}: {quote}")
+    lines: list[str] = []
+    for n, text, table in quotes:
+        if detect_lang(text) != lang and ACROSS_NOTICE[lang] not in lines:
+            lines.append(ACROSS_NOTICE[lang])
+        if table:
+            lines.append(TABLE_FROM[lang].format(n=n) + "\n\n" + text + "\n")
+        else:
+            lines.append(f"{text} [{n}]")
+    return "\n".join(lines).strip()
+
+
+def nothing_found_text(lang: Lang, passages: Sequence[Passage]) -> str:
+    """The answer on weak evidence: nothing answers, the closest passages named and numbered.
+
+    nothing_found_text("en", [p]) -> "I found nothing that answers this; …\n[1] 《Leave》 p.2"
+    """
+    lines = [NOTHING_FOUND[lang]]
+    lines += [f"[{n}] {source_label(p)}" for n, p in enumerate(passages, start=1)]
     return "\n".join(lines)

@@ -200,6 +200,10 @@ class AnswerSettings:
     fallback_unverified: bool = field(
         default=True, metadata=doc("show passages, not an answer with no verified citation")
     )
+    unsure_below: float = field(
+        default=0.75, metadata=tuning("answerable probability below which a quoted answer says "
+                                     "nothing answers it (a knowledge gap)")
+    )
 
 
 @dataclass(frozen=True)

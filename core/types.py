@@ -211,6 +211,9 @@ class Answer:
     searched_for: str = ""
     # Set when an admin's approved answer answered (mode "approved"): who approved it and when.
     approved: ApprovedMark | None = None
+    # Answered on weak evidence (the answerability model's probability below
+    # answer.unsure_below): the answer says nothing answers it, and owners see a knowledge gap.
+    unsure: bool = False
 
 
 # --- approved answers ---------------------------------------------------------------------------
@@ -335,6 +338,7 @@ class QuestionRecord:
     timings: str  # JSON: stage -> ms
     created_at: float
     rating: int | None = None
+    unsure: bool = False  # answered on weak evidence (Answer.unsure): a knowledge gap
 
 
 # --- conversations ------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "data" / "samples" / "docs"
 # What the shots need: the 差旅费 series (the 2024 table of hotel rates), an English PDF, a .docx.
 DOCS = ["差旅费管理办法-2024.pdf", "差旅费管理办法-2023.pdf", "Employee-Leave-Policy.pdf",
-        "IT-Security-Policy.docx"]
+        "IT-Security-Policy.docx", "New-Hire-Onboarding-Guide.pdf", "Code-of-Conduct.docx"]
 WINDOW = (1280, 1100)
 FLAGS = ["--hide-scrollbars", "--force-device-scale-factor=1",
          f"--window-size={WINDOW[0]},{WINDOW[1]}"]
@@ -63,8 +63,8 @@ def table_answer(page: Page) -> None:
     their header, and the cited page shows the row marked."""
     ask(page, "一线城市出差住宿标准是每晚多少元？")
     view_source(page)
-    page.wait_for("document.querySelector('#kb-chat .kb-card')?.innerText.includes('| 城市级别')")
-    scroll_chat_to(page, ".kb-card")
+    page.wait_for("!!document.querySelector('#kb-chat .kb-card table.kb-table')")
+    scroll_chat_to(page, ".kb-answer")
 
 
 def word_section(page: Page) -> None:
@@ -77,6 +77,46 @@ def word_section(page: Page) -> None:
     scroll_chat_to(page, ".kb-card")
 
 
+def first_page(page: Page) -> None:
+    """The empty chat: what the library holds, and example questions from it."""
+    page.wait_for("(document.querySelector('#kb-chat')?.innerText || '')"
+                  ".includes('The library holds')")
+
+
+def short_answer(page: Page) -> None:
+    """A retrieval-only answer: the sentence that answers first, cited, then the sources once,
+    each marking only what answers in it."""
+    ask(page, "How many days of unused annual leave can I carry over?")
+    view_source(page)
+    scroll_chat_to(page, ".kb-answer")
+
+
+def crosslang_answer(page: Page) -> None:
+    """An English question over a Chinese source: the answering sentence, said to be Chinese."""
+    ask(page, "What is the hotel limit per night when I travel to Shanghai?")
+    scroll_chat_to(page, ".kb-answer")
+
+
+def nothing_found(page: Page) -> None:
+    """Weak evidence: no answer quoted, "I found nothing that answers this", the closest
+    passages named."""
+    ask(page, "Is there a company rooftop swimming pool for staff?")
+    scroll_chat_to(page, ".kb-answer")
+
+
+def phone(page: Page) -> None:
+    """The page on a phone's width: the sidebar starts closed, the chat is usable."""
+    page.send("Emulation.setDeviceMetricsOverride", width=390, height=844,
+              deviceScaleFactor=1, mobile=True)
+    page.send("Page.reload")
+    page.wait_for("!!document.querySelector('#kb-question textarea')")
+    page.wait_for("document.querySelector('#kb-who')?.innerText.includes('demo')")
+    page.wait_for("!document.querySelector('#kb-sidebar')?.classList.contains('open')")
+    time.sleep(2.0)  # the page settles after its load events
+    ask(page, "How long is the probation period for new employees?")
+    scroll_chat_to(page, ".kb-answer")
+
+
 @dataclass
 class Shot:
     name: str  # docs/<name>.png
@@ -86,6 +126,11 @@ class Shot:
 SHOTS = [
     Shot("table-answer", table_answer),
     Shot("word-section", word_section),
+    Shot("first-page", first_page),
+    Shot("screenshot", short_answer),
+    Shot("crosslang-answer", crosslang_answer),
+    Shot("nothing-found", nothing_found),
+    Shot("phone", phone),  # last: it narrows the window
 ]
 
 

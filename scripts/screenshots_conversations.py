@@ -58,10 +58,12 @@ def seed(settings: Settings) -> None:
         users.add("alice", PASSWORDS["alice"], ["all", "hr"], is_admin=True)
         users.add("bob", PASSWORDS["bob"], ["all"])
         users.set_see_all("alice", True)
+        bob = users.get("bob")
+        assert bob is not None  # just added
         for questions in CONVERSATIONS:
             cid = convs.start("bob", questions[0])
             for question in questions:
-                answer = assistant.ask(question, ["all"], convs.history("bob", cid), "bob")
+                answer = assistant.ask(question, ["all"], convs.history(bob, cid), "bob")
                 convs.add_turn("bob", cid, question, answer)
             time.sleep(1.1)  # distinct times in the sidebar
         for question in MORE:
@@ -155,6 +157,7 @@ def shoot_pages(page: Page, out: Path, port: int) -> None:
     page.wait_for(click_text("button, .label-wrap, span", "Questions and knowledge gaps"))
     page.wait_for("document.querySelectorAll('.vega-embed, canvas, svg.marks').length >= 1")
     page.wait_for("document.body.innerText.includes('Can I bring my dog')")  # a gap: rated down
+    page.wait_for("document.querySelector('#kb-figures')?.innerText.includes('questions')")
     page.eval(click_text("button, .label-wrap, span", "Questions and knowledge gaps")
               .replace("el.click();", "el.scrollIntoView({block: 'start'});"))
     shot(page, out / "admin-insights.png", 1400, 1500)

@@ -57,8 +57,9 @@ APPROVED = [
           [Ref("Employee-Leave-Policy.pdf:2",
                "Employees may carry over at most 5 days of unused annual leave")], ["all"],
           ["年假可以结转几天？"]),
-    Draft("Can I accept a gift from a supplier?", "See [1].",
-          [Ref("Code-of-Conduct.docx", "gift")], ["all"]),
+    Draft("Can I accept a gift from a supplier?",
+          "You may accept gifts worth no more than RMB 300 from any one business partner in a "
+          "calendar year [1].", [Ref("Code-of-Conduct.docx", "no more than RMB 300")], ["all"]),
 ]
 # what the editor shows being written
 QUESTION = "When do I need a doctor's note for sick leave?"

@@ -18,6 +18,8 @@ if [ -d /opt/wheels ] && ls /opt/wheels/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; 
 fi
 # Byte-compiling matters: without .pyc files every vLLM start takes over a minute. Copies, not
 # hard links from uv's cache: NLTK (inside llama-index) refuses multiply-linked data files.
-.venv/bin/python -m uv pip install --python .venv/bin/python --compile-bytecode --link-mode copy \
+# --quiet: not a line per package (200 of them); what fails is still said.
+echo "setup: installing the packages into .venv (minutes on a first run)"
+.venv/bin/python -m uv pip install --quiet --python .venv/bin/python --compile-bytecode --link-mode copy \
   --overrides scripts/overrides.txt "${torch_source[@]}" -e ".[$extras]"
 echo "setup: .venv ready"

@@ -33,6 +33,15 @@ logger = logging.getLogger(__name__)
 DEMO_USER = User("demo", ("all",), is_admin=False)
 
 
+class UserError(gr.Error):
+    """A person's mistake or a refusal, said to them in the page in one line; the console gets
+    one INFO line, not the traceback Gradio prints for its errors."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, print_exception=False)
+        logger.info("told the user: %s", message)
+
+
 @dataclass
 class Conversation:
     """One browser session's conversation, kept on the server (gr.State), owned by the user
@@ -83,7 +92,7 @@ class Handlers:
         name = getattr(request, "username", None) if request is not None else None
         user = self.users.get(name) if name else None
         if user is None:
-            raise gr.Error(t("not_signed_in"))
+            raise UserError(t("not_signed_in"))
         return user
 
     @staticmethod
@@ -96,7 +105,7 @@ class Handlers:
         user = self.who(request)
         if not user.is_admin:
             logger.warning("admin action refused for %s", user.name)
-            raise gr.Error(t("admin_only"))
+            raise UserError(t("admin_only"))
         return user
 
     @staticmethod

@@ -62,8 +62,9 @@ LABELS: dict[str, tuple[str, str]] = {
                    "部分内容未能与来源对应，请核对引用。"),
     "feedback": ("Feedback on the last answer", "对上一个回答的反馈"),
     "comment": ("Comment (optional)", "意见（可选）"),
-    "thumbs_up": ("👍 Helpful", "👍 有帮助"),
-    "thumbs_down": ("👎 Not helpful", "👎 没帮助"),
+    # words, not emoji: the fonts of a plain Linux browser may lack them
+    "thumbs_up": ("Helpful", "有帮助"),
+    "thumbs_down": ("Not helpful", "没帮助"),
     "feedback_saved": ("Thank you: feedback saved.", "谢谢，反馈已保存。"),
     "no_answer_yet": ("Ask a question first.", "请先提问。"),
     "thinking": ("Searching the documents…", "正在检索文档…"),
@@ -122,6 +123,9 @@ LABELS: dict[str, tuple[str, str]] = {
     "conversation_title": ("Title of this conversation", "当前对话的标题"),
     "rename": ("Rename", "重命名"),
     "delete_conversation": ("Delete this conversation", "删除当前对话"),
+    "delete_sure": ("Delete this conversation for good?", "确定永久删除当前对话吗？"),
+    "delete_yes": ("Delete", "删除"),
+    "delete_no": ("Keep it", "保留"),
     "open_one_first": ("Open or start a conversation first.", "请先打开或开始一个对话。"),
     "renamed": ("Renamed.", "已重命名。"),
     "conversation_deleted": ("Conversation deleted.", "对话已删除。"),
@@ -153,6 +157,13 @@ LABELS: dict[str, tuple[str, str]] = {
     "approved_also": ("Also asked as (one per line, e.g. in the other language)",
                       "其他问法（每行一个，例如另一种语言）"),
     "approved_save": ("Save and approve", "保存并审核"),
+    # --- the empty chat (ui/page/welcome.py)
+    "library_holds": ("The library holds {n} documents you may ask about:",
+                      "资料库中有 {n} 份您可以提问的文件："),
+    "library_try": ("Ask in English or Chinese, or try a question below.",
+                    "可用中文或英文提问，也可以试试下面的问题。"),
+    "library_empty": ("The library holds no documents you may see yet: ask an admin to add "
+                      "some.", "资料库中还没有您可以查看的文件：请联系管理员添加。"),
     # --- a follow-up read with its history (assistant/followup.py): what retrieval searched for
     "searched_for": ("Searched for: {text}", "检索内容：{text}"),
 }

@@ -28,14 +28,16 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from assistant.approved.checks import cited_order, unsupported
 from assistant.approved.index import THRESHOLDS, Candidate, MatchIndex, Thresholds
+from assistant.cite import Similarity
 from assistant.retrieve.snapshot import Snapshot
 from core.access import parse_groups
 from core.errors import KbError
@@ -197,10 +199,13 @@ class ApprovedAnswers:
 
     # --- writing --------------------------------------------------------------------------
     def save(self, draft: Draft, author: str, snap: Snapshot,
-             visible: Sequence[str] | None = None) -> ApprovedAnswer:
+             visible: Sequence[str] | None = None,
+             similarity: Similarity | None = None) -> ApprovedAnswer:
         """Check and store a new or edited approved answer (an edit re-approves it); `visible`:
-        the author's groups, when the author may cite only what they see. KbError names what
-        is wrong and how to fix it."""
+        the author's groups, when the author may cite only what they see. Its [n] are numbered
+        in the order the text cites them, and each must be held by its passage as a generated
+        answer's are (`similarity`: the embedder's, as there). KbError names what is wrong and
+        how to fix it."""
         question = draft.question.strip()
         text = draft.answer.strip()
         if not question:
@@ -224,6 +229,7 @@ class ApprovedAnswers:
             wrong = ", ".join(f"[{n}]" for n in sorted(marks - {c.n for c in citations}))
             raise KbError(f"approved answer: {wrong} names no citation; it has "
                           f"{len(citations)} (number them [1]..[{len(citations)}])")
+        text, citations = self._checked_citations(text, citations, snap, similarity)
         variants = tuple(v.strip() for v in draft.variants if v.strip())
         answer = ApprovedAnswer(draft.id, question, text, author, variants,
                                 detect_lang(question), groups, origin=draft.origin,
@@ -235,6 +241,26 @@ class ApprovedAnswers:
         saved = self.store.ledger.approved_answer(answer_id)
         assert saved is not None  # just written
         return saved
+
+    def _checked_citations(self, text: str, citations: tuple[ApprovedCitation, ...],
+                           snap: Snapshot, similarity: Similarity | None
+                           ) -> tuple[str, tuple[ApprovedCitation, ...]]:
+        """The text and citations renumbered in the order the text cites them; KbError naming
+        each [n] whose passage does not hold what its sentence says."""
+        text, order = cited_order(text, len(citations))
+        citations = tuple(replace(citations[old - 1], n=n) for n, old in enumerate(order, 1))
+        passages = [Passage(c.chunk_id, c.doc_id, c.file, snap.texts[snap.row_of[c.chunk_id]])
+                    for c in citations]
+        rules = self.store.settings.answer
+        wrong = unsupported(text, passages, rules.min_support, rules.min_similarity, similarity)
+        if wrong:
+            raise KbError("approved answer: " + "; ".join(
+                f"[{n}] ({citations[n - 1].file}" + (f" p.{citations[n - 1].page}"
+                                                     if citations[n - 1].page else "")
+                + f") does not hold what its sentence says: {sentence!r}"
+                for n, sentence in wrong) + "; tick the passage that says it, or word the "
+                "sentence as the passage does")
+        return text, citations
 
     def resolve(self, ref: Ref, n: int, snap: Snapshot,
                 visible: Sequence[str] | None = None) -> ApprovedCitation:

@@ -38,6 +38,8 @@ from functools import cache, lru_cache
 from core.text import EN_STOP, IDEOGRAPH, ZH_STOP, tokenize
 
 _WORD = re.compile(r"[a-z]+")
+# A possessive's "'s": "doctor's" is "doctor", as "doctors" is (straight or curly apostrophe).
+_APOSTROPHE = re.compile(r"['’]s\b")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _HAN = re.compile(f"[{IDEOGRAPH}]")
 # asking, not content: "how many", "how much"; 几 / 多少 / 可以 / 能 / 有 / 是否 / 请问
@@ -58,6 +60,9 @@ def _numbers(text: str) -> frozenset[str]:
 
 
 def _words(text: str) -> list[str]:
+    """The content words of a lower-cased text: _words("a doctor's note") -> ["doctor", "note"]
+    """
+    text = _APOSTROPHE.sub("", text)
     return [w for w in _WORD.findall(text) if w not in EN_STOP and w not in EN_ASKING]
 
 

@@ -9,6 +9,8 @@ Each module is a benchmark run from the repository root that prints one JSON rep
                             translated perfectly by its `mirror_of`, window recall by direction
     crosslang_abstain.py    the multilingual space as evidence for refusing, held out as
                             `kb abstain fit` checks it
+    unsure_wording.py       how answer.unsure_below's "nothing answers this" wording splits
+                            the public sets' answerable and unanswerable questions
     crosslang_sweep.py      the cross-language side's weight and gate over the four shared sets
     library.py              the four shared sets in their own stores and in one library store
                             of public + public2, side by side, what took each lost question's

@@ -358,4 +358,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX channel_messages_message ON channel_messages (platform, message)
         """,
     ),
+    # --- 018_question_unsure: a question answered on weak evidence (Answer.unsure), which
+    # the admin view counts as a knowledge gap like a refusal.
+    (
+        "018_question_unsure",
+        """
+        ALTER TABLE questions ADD COLUMN unsure INTEGER NOT NULL DEFAULT 0
+        """,
+    ),
 ]

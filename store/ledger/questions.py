@@ -23,7 +23,7 @@ class Questions(LedgerBase):
         with self.transaction() as db:
             cursor = db.execute(
                 "INSERT INTO questions (user, question, answer, mode, chunk_ids, timings, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                "created_at, unsure) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     user,
                     question,
@@ -32,6 +32,7 @@ class Questions(LedgerBase):
                     json.dumps(cited),
                     json.dumps(answer.timings_ms),
                     time.time(),
+                    int(answer.unsure),
                 ),
             )
             return int(cursor.fetchall()[0][0])
@@ -68,7 +69,7 @@ class Questions(LedgerBase):
         """Questions asked since `since` (epoch seconds), oldest first, with their rating."""
         rows = self.db.execute(
             "SELECT q.id, q.user, q.question, q.mode, q.chunk_ids, q.timings, q.created_at, "
-            "(SELECT f.rating FROM feedback f WHERE f.question_id = q.id "
+            "q.unsure, (SELECT f.rating FROM feedback f WHERE f.question_id = q.id "
             "ORDER BY f.id DESC LIMIT 1) AS rating FROM questions q "
             "WHERE q.created_at >= ? ORDER BY q.id",
             (since,),
@@ -83,6 +84,7 @@ class Questions(LedgerBase):
                 r["timings"],
                 r["created_at"],
                 r["rating"],
+                bool(r["unsure"]),
             )
             for r in rows
         ]

@@ -13,6 +13,7 @@ import pytest
 from assistant.answer_json import answer_to_json
 from assistant.approved.answers import Draft, Ref
 from core.errors import KbError
+from core.text import split_sentences
 from core.types import Answer
 from ingest.pipeline import delete_document
 from ui.wiring import open_services
@@ -63,7 +64,8 @@ def test_served_first_to_those_who_may_see_it_and_suspended_when_its_document_go
         # an answer citing an hr-only document reaches hr only, whatever its own groups
         hr = assistant.retrieve("compensation review salary adjustment", ["hr"])[0]
         assert hr.groups == ("hr",)
-        assistant.save_approved(Draft("When is the compensation review held?", "See [1].",
+        said = split_sentences(hr.text.split("\n", 1)[-1])[0].strip()  # the passage's words
+        assistant.save_approved(Draft("When is the compensation review held?", f"{said} [1]",
                                       [Ref(hr.chunk_id)], ["all"]), "alice")
         asked = "When is the compensation review held?"
         assert assistant.ask(asked, ["all"]).mode != "approved"

@@ -46,3 +46,10 @@ def test_chinese_characters_of_the_same_sound_are_forgiven_others_not() -> None:
     assert not same_wording("婚假工资怎么算？", "丧假工资怎么算？")
     assert not same_wording("试用期最长两年吗？", "劳动合同最长两年吗？")
     assert not same_wording("年休假有几天？", "How many days of annual leave?")  # other language
+
+
+def test_a_possessive_with_or_without_its_apostrophe_matches() -> None:
+    approved = "When do I need a doctor's note for sick leave?"
+    assert same_wording("When do I need a doctors note for sick leave?", approved)
+    assert same_wording("When do I need a doctor’s note for sick leave?", approved)
+    assert not same_wording("When do I need a doctors note for annual leave?", approved)

@@ -151,6 +151,24 @@ def test_a_model_that_cannot_be_reached_gives_the_passages(parts) -> None:  # ty
     assert answer.citations[0].file == "leave.pdf"
 
 
+def test_a_model_down_is_warned_once_not_on_every_question(parts, caplog) -> None:  # type: ignore[no-untyped-def]
+    assistant, generator, _ = parts
+    down = "vLLM at test: refused (start it)"
+    for _ in range(3):
+        generator.enqueue([GenerationUnavailable(down)])
+    with caplog.at_level("WARNING", logger="assistant.answer"):
+        for _ in range(3):
+            assert assistant.ask(QUESTION, ["all"]).mode == "retrieval_only"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"retrieval-only answers until the model answers: {down}"]
+    generator.enqueue(LEAVE + " [1]")  # the model back, then down again
+    generator.enqueue([GenerationUnavailable(down)])
+    with caplog.at_level("WARNING", logger="assistant.answer"):
+        assert assistant.ask(QUESTION, ["all"]).mode == "generated"
+        assert assistant.ask(QUESTION, ["all"]).mode == "retrieval_only"
+    assert len(caplog.records) == 2
+
+
 @pytest.mark.parametrize("parts", [False], ids=["no-fallback"], indirect=True)
 def test_a_model_that_fails_midway_keeps_the_text_and_says_so(parts) -> None:  # type: ignore[no-untyped-def]
     assistant, generator, _ = parts

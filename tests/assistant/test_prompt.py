@@ -11,8 +11,8 @@ from assistant.prompt import (
     build_messages,
     crosses,
     defuse,
+    quoted_text,
     render_chat,
-    retrieval_only_text,
     source_label,
 )
 from core.types import Passage
@@ -61,11 +61,10 @@ def test_abstention_names_the_nearest_documents_once() -> None:
     assert "don't cover" in text and text.count("《Leave》") == 1
 
 
-def test_retrieval_only_quotes_numbered_passages() -> None:
-    text = retrieval_only_text("zh", [P])
-    assert "不可用" in text and "[1] 《Leave》 p.2-3" in text and "You earn 6 hours." in text
-    # a Chinese question, an English passage: said first
-    assert text.splitlines()[1] == "最相关的原文是英文的，以下照原文引用。"
+def test_retrieval_only_quotes_what_answers_cited() -> None:
+    text = quoted_text("zh", [(1, "You earn 6 hours.", False)])
+    # a Chinese question, an English quote: said first
+    assert text.splitlines() == ["原文是英文的，以下照原文引用：", "You earn 6 hours. [1]"]
 
 
 ZH_PASSAGE = Passage("c2", "d2", "年休假条例.docx", "职工累计工作已满1年不满10年的，年休假5天。")
@@ -80,10 +79,10 @@ def test_answers_stay_in_the_question_language_across_languages() -> None:
     assert across[0]["content"] == SYSTEM["en"] + ACROSS["en"]
     assert "answer in English" in across[0]["content"]
     assert build_messages("How many days?", "[1] x", [], "en")[0]["content"] == SYSTEM["en"]
-    text = retrieval_only_text("en", [ZH_PASSAGE])
-    assert text.splitlines()[1] == "The best passages are in Chinese; they are quoted as written."
-    assert "职工累计工作已满1年不满10年的，年休假5天。" in text  # quoted as it is
-    assert len(retrieval_only_text("en", [P]).splitlines()) == 2  # same language: no notice
+    text = quoted_text("en", [(1, ZH_PASSAGE.text, False)])
+    assert text.splitlines()[0] == "The source is in Chinese; its words, as written:"
+    assert "职工累计工作已满1年不满10年的，年休假5天。 [1]" in text  # quoted as it is
+    assert quoted_text("en", [(1, "You earn 6 hours.", False)]) == "You earn 6 hours. [1]"
 
 
 INJECTED = (

@@ -19,6 +19,7 @@ from assistant.answer_json import answer_to_json
 from assistant.approved.answers import Draft, Ref
 from assistant.retrieve.retriever import Retriever
 from core.config import Settings
+from core.text import split_sentences
 from ingest.dates import set_dates
 from store.store import Store, open_store
 from tests.support.fakes import FakeCounter, FakeGenerator
@@ -135,7 +136,9 @@ def test_an_approved_answer_is_served_only_while_its_documents_are_in_force(
     clock = Clock(dt.date(2025, 6, 1))
     assistant = Assistant(store, FakeGenerator(), FakeCounter(), today=clock)
     cited = next(p for p in assistant.retrieve(QUESTION, ["all"]) if p.file == NEW)
-    assistant.save_approved(Draft(QUESTION, "见 [1]。", [Ref(cited.chunk_id)], ["all"]), "alice")
+    said = split_sentences(cited.text.split("\n")[-1])[0]  # the passage's own words
+    assistant.save_approved(Draft(QUESTION, f"{said}[1]", [Ref(cited.chunk_id)], ["all"]),
+                            "alice")
     assert assistant.ask(QUESTION, ["all"]).mode == "approved"
     set_dates(store, NEW, {"review_by": "2025-05-01"})  # its card says the review is overdue
     late = assistant.ask(QUESTION, ["all"])

@@ -193,7 +193,7 @@ def test_upload_is_ingested_and_answerable(app_server: Any, tmp_path: Path) -> N
         bob.predict([handle_file(str(path))], ["all"], api_name="/ingest")
 
     alice = app_server.client("alice")
-    report, docs = alice.predict([handle_file(str(path)), handle_file(str(fake))], ["all"],
+    report, docs, *_ = alice.predict([handle_file(str(path)), handle_file(str(fake))], ["all"],
                                  api_name="/ingest")
     rows = {r[0]: r for r in report["data"]}
     assert rows["Zorblat_Allowance_v1.docx"][1] == "ingested", rows
@@ -250,8 +250,8 @@ def test_admin_insights_equal_the_ledgers_own_counts(app_server: Any) -> None:
         abstained = db.execute(
             "SELECT count(*) FROM questions WHERE mode = 'abstained'").fetchone()[0]
         down = db.execute("SELECT count(*) FROM feedback WHERE rating = -1").fetchone()[0]
-    assert figures["questions"] == questions and figures["thumbs_down"] == down
-    assert figures["abstention_rate"] == round(abstained / questions, 3)
+    assert figures.startswith(f"**{questions} questions**") and f"{down} not helpful" in figures
+    assert f"refused {abstained / questions:.0%}" in figures and "null" not in figures
     assert sum(row[2] for row in per_day["data"]) == questions
     # An earlier test's question of the same words may lead the group: look in every wording.
     gap_wordings = {w for row in gaps["data"] for w in row[6].split(" | ")}

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
+from assistant.prompt import OTHER_LANGUAGE
 from tests.ui.test_app import HR_QUESTIONS, FakeRequest, ask, message_text
 from ui.wiring import users_for
 
@@ -53,15 +54,20 @@ def test_approved_answers_through_the_editor_the_page_and_both_apis(login_server
                                  "messages": [{"role": "user", "content": "年假可以结转几天？"}]})
         kb = reply.json()["kb"]
         assert kb["mode"] == "approved" and kb["approved"]["id"] == int(answer_id)
-        # that question, from the log, starts a new form with the passages it cited ticked
+        # that question, from the log, starts a new form with the passages it cited offered,
+        # labelled by file, page and words, none ticked: the admin ticks what the answer cites
         start = app.approved_start(f"log:{kb['question_id']}", alice)
-        assert start[1] == "年假可以结转几天？" and start[3]["value"] == [carry]
+        assert start[1] == "年假可以结转几天？" and start[3]["value"] == []
+        assert [c for _, c in start[3]["choices"]] == [carry]
+        assert start[3]["choices"][0][0].startswith("Employee-Leave-Policy.pdf p.2: ")
         # a thumbs-down on it starts one holding its answer too
         rating = app.store.ledger.replace_feedback(kb["question_id"], "bob", -1, "too short")
         start = app.approved_start(f"feedback:{rating}", alice)
-        assert start[2] == kb["answer"] and start[3]["value"] == [carry]
-        assert kb["citations"][0]["link"].startswith("/page/")
-        assert reply.json()["choices"][0]["message"]["content"].startswith("At most 5 days")
+        assert start[2] == kb["answer"] and start[3]["value"] == []
+        assert kb["citations"][0]["link"].startswith(url + "page/")
+        # a Chinese asker is told the approved answer is written in English
+        assert reply.json()["choices"][0]["message"]["content"].startswith(
+            OTHER_LANGUAGE["zh"] + "\nAt most 5 days")
     finally:
         app.approved_remove(answer_id, alice)
     assert app.approved_table(alice)[0] == []
@@ -77,13 +83,14 @@ def test_an_admin_of_other_groups_neither_sees_nor_changes_an_answer_citing_hr(
     as serving asks of an asker; a see-all admin sees it."""
     app, settings = login_server.app, login_server.settings
     alice = FakeRequest("alice")
-    hr = next(c for label, c in app.approved_find(HR_QUESTIONS[0], [], alice)["choices"]
-              if "Compensation-Review" in label)
+    hr, hr_label = next((c, label) for label, c in app.approved_find(
+        HR_QUESTIONS[0], [], alice)["choices"] if "Compensation-Review" in label)
+    hr_words = hr_label.split(": ", 1)[1].split("\n")[-1][:60]  # the passage's own words
     leave = next(c for label, c in app.approved_find(QUESTION, [], alice)["choices"]
                  if "carry over" in label)
     with users_for(settings) as users:
         users.add("fin", "fin-password", ["all", "finance"], is_admin=True)
-    hr_id = app.approved_save("", "What is the merit increase budget?", "3.5% of payroll [1].",
+    hr_id = app.approved_save("", "What is the merit increase budget?", f"{hr_words} [1].",
                               [hr], "", "scratch:", ["all"], alice)[0]
     leave_id = app.approved_save("", QUESTION, "At most 5 days [1].", [leave], "", "scratch:",
                                  ["all"], alice)[0]
@@ -94,16 +101,16 @@ def test_an_admin_of_other_groups_neither_sees_nor_changes_an_answer_citing_hr(
         assert "Compensation-Review" not in repr(rows) + repr(choices)
         over_http = Client(login_server.url, auth=("fin", "fin-password"), verbose=False,
                            download_files=False).predict(api_name="/approved_answers")
-        assert "Compensation-Review" not in repr(over_http) and "3.5%" not in repr(over_http)
+        assert "Compensation-Review" not in repr(over_http) and hr_words not in repr(over_http)
         for attempt in (lambda: app.approved_load(hr_id, fin),
                         lambda: app.approved_save(hr_id, "merit?", "None [1].", [leave], "",
                                                   "scratch:", ["all"], fin),
                         lambda: app.approved_remove(hr_id, fin)):
             with pytest.raises(gr.Error, match="in your groups"):
                 attempt()
-        assert app.store.ledger.approved_answer(int(hr_id)).answer == "3.5% of payroll [1]."
+        assert app.store.ledger.approved_answer(int(hr_id)).answer == f"{hr_words} [1]."
         assert app.approved_load(leave_id, fin)[2] == "At most 5 days [1]."
-        assert "3.5% of payroll" in app.approved_load(hr_id, alice)[2]
+        assert hr_words in app.approved_load(hr_id, alice)[2]
         with users_for(settings) as users:
             users.set_see_all("fin", True)
         assert {r[0] for r in app.approved_table(fin)[0]} == {int(hr_id), int(leave_id)}

@@ -113,8 +113,17 @@ def test_uploads_and_the_admin_view(login_server: Any, fresh_guard: Any,
     assert "document.upload" in events and all(e.startswith("document.") for e in events)
     assert any("Quorple_Allowance.docx" in row[5] for row in table["data"])
     assert export
+    # opening the trail is no export; the download is
+    assert not list(ledger.audit_records(since=since, event="audit.export"))
+    alice.predict("document.", "", "", api_name="/audit_downloaded")
     exported = [r for r in ledger.audit_records(since=since, event="audit.export")]
     assert [(r.actor, r.object) for r in exported] == [("alice", "csv")]
+    # the insights' gap list likewise: opening it exports nothing, its download does
+    alice.predict(api_name="/insights")
+    assert not list(ledger.audit_records(since=since, event="export"))
+    alice.predict(api_name="/gaps_downloaded")
+    gaps = list(ledger.audit_records(since=since, event="export"))
+    assert [(r.actor, r.object) for r in gaps] == [("alice", "knowledge-gaps.csv")]
     csv_text = (login_server.settings.store_path() / "cache" / "exports" /
                 "audit-alice.csv").read_text(encoding="utf-8")
     assert csv_text.startswith("seq,time,actor") and "Quorple_Allowance.docx" in csv_text

@@ -115,8 +115,9 @@ def test_the_admin_tab_uploads_with_dates_and_lists_the_due(app: App, tmp_path: 
         app.ingest_upload([str(upload)], ["all"], "", "30 June", "", alice)
     assert not (app.settings.store_path() / "uploads").exists()
 
-    report, docs = app.ingest_upload([str(upload)], ["all"], day(1), day(10), "",
-                                     alice)
+    report, docs, line, _box = app.ingest_upload([str(upload)], ["all"], day(1), day(10), "",
+                                                 alice)
+    assert line.startswith("Upload: 1 file in ") and line.endswith(": 1 ingested")
     assert report[0][:2] == ["Leave_Policy.pdf", "ingested"]
     row = next(r for r in docs if r[1] == "Leave_Policy.pdf")
     assert row[3] == f"not in force until {day(1)}"
@@ -157,8 +158,8 @@ def test_the_page_takes_an_upload_with_dates_and_shows_the_due_list(
     path = tmp_path / "Blorp Stipend.docx"
     doc.save(str(path))
     alice = login_server.client("alice")
-    _report, docs = alice.predict([handle_file(str(path))], ["all"], "", day(5), day(20),
-                                  api_name="/ingest")
+    _report, docs, *_ = alice.predict([handle_file(str(path))], ["all"], "", day(5), day(20),
+                                      api_name="/ingest")
     row = next(r for r in docs["data"] if r[1] == "Blorp_Stipend.docx")
     assert row[8:10] == [day(5), day(20)]
     due = alice.predict(api_name="/due_list")

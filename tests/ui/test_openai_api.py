@@ -190,13 +190,16 @@ def test_a_completion_and_its_stream_carry_the_same_text_and_kb_field(
     whole = fake_routes.client.post("/v1/chat/completions", json=body,
                                     headers=fake_routes.headers).json()
     text = whole["choices"][0]["message"]["content"]
-    assert text == (ANSWER.answer + "\n\nSources:\n[1] leave.pdf p.3 § 2 Annual Leave\n"
-                                    "[2] handbook.docx § Leave › Carry-over")
+    # each source a link a client can open, under the address the request came to
+    assert text == (ANSWER.answer + "\n\nSources:\n[1] [leave.pdf p.3 § 2 Annual Leave]("
+                    "http://testserver/page/c-pdf?q=at%20most%205%20days)\n"
+                    "[2] [handbook.docx § Leave › Carry-over](http://testserver/section/c-docx"
+                    "?lang=en&q=before%20March#kb-cited)")
     kb = whole["kb"]
     assert (kb["mode"], kb["question_id"], kb["searched_for"]) == ("generated", 41,
                                                                    ANSWER.searched_for)
-    assert [c["link"].split("?")[0] for c in kb["citations"]] == ["/page/c-pdf",
-                                                                  "/section/c-docx"]
+    assert [c["link"].split("?")[0] for c in kb["citations"]] == [
+        "http://testserver/page/c-pdf", "http://testserver/section/c-docx"]
     assert whole["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
     streamed = fake_routes.client.post("/v1/chat/completions", headers=fake_routes.headers,
@@ -423,18 +426,19 @@ def test_a_plain_completion_is_cited_recorded_and_links_its_pages(
     assert re.search(r"\[1\] .*Employee-Leave-Policy\.pdf p\.\d+", text.split("Sources:")[1])
     assert text.startswith(kb["answer"]) and "[1]" in kb["answer"]
     cited = kb["citations"][0]
-    assert cited["file"] == "Employee-Leave-Policy.pdf" and cited["link"].startswith("/page/")
+    assert cited["file"] == "Employee-Leave-Policy.pdf"
+    assert cited["link"].startswith(login_server.url + "page/")  # absolute: a client opens it
     assert completion.model == MODEL_ID and completion.usage.total_tokens == 0
     assert questions_asked(login_server) == before + 1
     with users_for(login_server.settings) as users:
         recorded = users.ledger.db.execute("SELECT user, question FROM questions WHERE id = ?",
                                            (kb["question_id"],)).fetchone()
     assert tuple(recorded) == ("bob", QUESTION)
-    page = httpx.get(login_server.url + cited["link"][1:], timeout=60)
+    page = httpx.get(cited["link"], timeout=60)
     assert page.status_code == 401  # the link needs a page login, as the page's own
     if tool("pdftoppm", "poppler-utils (scripts/install_chromium.sh)"):
         signed_in = login(login_server.url, "bob", PASSWORDS["bob"])
-        opened = signed_in.get(cited["link"][1:])
+        opened = signed_in.get(cited["link"].removeprefix(login_server.url))
         signed_in.close()
         assert opened.status_code == 200 and opened.headers["content-type"] == "image/png"
     zh = ask(client_for(login_server), user("出差住宿费标准是多少？"))

@@ -78,7 +78,7 @@ def test_two_app_processes_share_logins_and_documents(
             users.ledger.clear_login_failures()
         admin = Client(first.url, auth=("alice", PASSWORDS["alice"]), verbose=False,
                        download_files=False)
-        report, _ = admin.predict([handle_file(str(document))], ["all"], api_name="/ingest")
+        report, *_ = admin.predict([handle_file(str(document))], ["all"], api_name="/ingest")
         assert {r[0]: r[1] for r in report["data"]}["Quibbit-Voucher-Policy.docx"] == "ingested"
         assert wait_for_file(first, token, QUESTION, "Quibbit-Voucher-Policy.docx", 1.0) < 1.0
         delay = wait_for_file(second, token, QUESTION, "Quibbit-Voucher-Policy.docx", 30.0)

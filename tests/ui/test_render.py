@@ -26,7 +26,7 @@ def test_citation_markers_become_links_to_their_cards() -> None:
                     passages=[passage(superseded=True)], timings_ms={"retrieve": 5, "total": 90})
     out = render.answer_html(answer, "q4", "en")
     assert '<a href="#kb-q4-1" class="kb-cite" data-n="1">[1]</a>' in out
-    assert 'id="kb-q4-1"' in out and "[7]</p>" in out  # no card, no link
+    assert 'id="kb-q4-1"' in out and "[7]</div>" in out  # no card, no link
     assert "<b>x</b>" not in out and "&lt;b&gt;x&lt;/b&gt;" in out  # model text is escaped
     assert "<mark>carry over 5 days</mark>" in out
     assert "superseded" in out and "page 3" in out and "2.4" in out
@@ -179,3 +179,26 @@ def test_no_searched_for_line_when_the_question_was_searched_as_asked() -> None:
         assert render.searched_line(searched, asked, "zh") == ""
     assert render.searched_line("And? (leave)", "And?", "en") == \
         '<p class="kb-searched">Searched for: And? (leave)</p>'
+
+
+def test_a_card_shows_headings_as_headings_tables_as_tables_and_marks_only_what_answers() -> None:
+    text = ("一、住宿标准\n住宿费按城市级别实行限额标准：\n| 城市级别 | 住宿标准 |\n"
+            "| 一线城市 | 800 |\n| 其他城市 | 350 |\n一线城市每晚不超过800元。")
+    hotel = Passage("c9", "d2", "差旅.pdf", text, section=("第三章住宿费", "一、住宿标准"), page=3)
+    card = render.source_card(Citation(1, "差旅.pdf", 3, hotel.section_path,
+                                       "| 一线城市 | 800 |", "c9"), hotel, "q1", "zh")
+    assert '<span class="kb-head">一、住宿标准</span>' in card
+    assert "<th>城市级别</th>" in card and '<tr class="kb-hit"><td>一线城市</td>' in card
+    assert "| 一线城市" not in card and "<mark>" not in card  # no pipes; the row is the mark
+    sentence = render.source_card(Citation(1, "差旅.pdf", 3, "", "一线城市每晚不超过800元。",
+                                           "c9"), hotel, "q1", "zh")
+    assert sentence.count("<mark>") == 1 and "<mark>一线城市每晚不超过800元。</mark>" in sentence
+
+
+def test_an_answer_with_table_rows_shows_a_table_and_links_its_citation() -> None:
+    answer = Answer("据[1]：\n\n| 城市级别 | 住宿标准 |\n| --- | --- |\n| 一线城市 | 800 |",
+                    citations=[Citation(1, "差旅.pdf", 3, "", "| 一线城市 | 800 |", "c9")],
+                    mode="retrieval_only")
+    out = render.answer_html(answer, "q2", "zh")
+    assert '<table class="kb-table"><tr><th>城市级别</th><th>住宿标准</th></tr>' in out
+    assert "---" not in out and 'href="#kb-q2-1"' in out

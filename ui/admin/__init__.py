@@ -7,6 +7,8 @@ admin and shows only what lies in the admin's groups.
     uploads.py      uploads checked by content, size and name; the tables' rows
     policy_dates.py the documents due for review or expiring; the dates an upload gives
     insights.py     use, latency, cited documents and knowledge gaps (pure)
+    figures.py      the status, a run's summary, the insights' totals and the audit details
+                    as people read them (pure)
     approved.py     the editor of approved answers
     audit.py        the audit trail, filtered and downloaded
     sources.py      the folders kept in sync, and their `/metrics` gauges

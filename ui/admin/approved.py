@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -23,7 +24,7 @@ from assistant.approved.answers import Draft, Ref
 from core.errors import KbError
 from core.types import ApprovedAnswer, User
 from ui.admin import insights
-from ui.handlers import Handlers
+from ui.handlers import Handlers, UserError
 from ui.i18n import t
 
 APPROVED_HEADERS = ["id", "status", "reason", "question", "also asked", "groups", "approved by",
@@ -72,7 +73,7 @@ class ApprovedHandlers(Handlers):
         text = str(answer_id or "").strip()
         found = self.store.ledger.approved_answer(int(text)) if text.isdigit() else None
         if found is None or not self.sees_answer(user, found):
-            raise gr.Error(f"no approved answer {text!r} in your groups")
+            raise UserError(f"no approved answer {text!r} in your groups")
         return found
 
     def approved_table(self, request: gr.Request) -> tuple[Any, ...]:
@@ -97,7 +98,8 @@ class ApprovedHandlers(Handlers):
 
     def approved_start(self, start: str | None, request: gr.Request) -> tuple[Any, ...]:
         """A blank form, or one holding the picked gap's question, or a thumbs-down's or logged
-        question's with its answer (a thumbs-down's) and the passages it cited, ticked."""
+        question's with its answer (a thumbs-down's) and the passages it cited offered, none
+        ticked: the admin ticks what the approved answer cites ("Find passages" offers more)."""
         user = self.admin(request)
         kind, _, ref = (start or "scratch:").partition(":")
         question, text, cited = "", "", []
@@ -110,8 +112,25 @@ class ApprovedHandlers(Handlers):
         elif kind == "log":
             cited = next((list(r.chunk_ids) for r in self.users.question_records(viewer=user)
                           if str(r.id) == ref), [])
-        return ("", question, text, gr.update(choices=[(c, c) for c in cited], value=cited), "",
+        return ("", question, text, gr.update(choices=self._labelled(cited), value=[]), "",
                 f"{kind}:{ref}")
+
+    def _labelled(self, chunk_ids: list[str]) -> list[tuple[str, str]]:
+        """Passages to tick, each labelled by its file, page and first words (a chunk id no
+        longer live by its id)."""
+        snap = self.assistant.retriever.snapshot()
+        out = []
+        for chunk_id in chunk_ids:
+            row = snap.row_of.get(chunk_id)
+            if row is None:
+                out.append((chunk_id, chunk_id))
+                continue
+            record = snap.docs[snap.doc_ids[row]]
+            page = snap.pages[row][0]
+            label = (Path(record.meta.path).name + (f" p.{page}" if page else "")
+                     + f": {snap.texts[row][:160]}")
+            out.append((label, chunk_id))
+        return out
 
     def approved_load(self, answer_id: str | None, request: gr.Request) -> tuple[Any, ...]:
         """An approved answer in the form, its cited passages ticked, to edit."""
@@ -129,7 +148,7 @@ class ApprovedHandlers(Handlers):
         ones already ticked stay."""
         user = self.admin(request)
         if not (question or "").strip():
-            raise gr.Error("write the question first")
+            raise UserError("write the question first")
         kept = list(cited or [])
         passages = self.assistant.retrieve(question, user.groups)[:OFFERED]
         choices = [(f"{p.file}" + (f" p.{p.page}" if p.page else "") + f": {p.text[:160]}",
@@ -146,7 +165,7 @@ class ApprovedHandlers(Handlers):
         kind, _, ref = (origin or "scratch:").partition(":")
         chosen = list(groups or []) or ["all"]
         if not user.see_all and not set(chosen) <= set(user.groups):
-            raise gr.Error(t("groups_outside", groups=", ".join(user.groups)))
+            raise UserError(t("groups_outside", groups=", ".join(user.groups)))
         draft = Draft(question or "", text or "", [Ref(c) for c in cited or []], chosen,
                       (variants or "").splitlines(), kind or "scratch", ref,
                       int(answer_id) if (answer_id or "").strip().isdigit() else 0)
@@ -156,7 +175,7 @@ class ApprovedHandlers(Handlers):
             saved = self.assistant.save_approved(draft, user.name,
                                                  None if user.see_all else user.groups)
         except KbError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise UserError(str(exc)) from exc
         self.audit.record("answer.edit" if draft.id else "answer.add", user.name,
                           object=str(saved.id), address=self.address(request),
                           question=saved.question, groups=list(saved.groups),

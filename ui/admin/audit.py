@@ -6,8 +6,7 @@ same as a CSV file to download (admins only; the download is itself recorded).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -15,16 +14,20 @@ from typing import Any
 import gradio as gr
 
 from store.ledger import AuditRecord
+from ui.admin.figures import detail_text, shown
 
 AUDIT_HEADERS = ["#", "time (UTC)", "actor", "address", "event", "object", "outcome", "details"]
 SHOWN = 500  # records the table shows; the CSV holds every match
 
 
-def audit_rows(records: Iterable[AuditRecord]) -> list[list[Any]]:
-    """The table's rows: number, UTC time, who, from where, what, to what, outcome, details."""
+def audit_rows(records: Iterable[AuditRecord],
+               names: Mapping[str, str] | None = None) -> list[list[Any]]:
+    """The table's rows: number, UTC time, who, from where, what, to what, outcome, details;
+    chunk ids (`names`: chunk id -> file name) and absolute paths shown as file names (the CSV
+    keeps the records as they are)."""
+    names = names or {}
     return [[r.seq, datetime.fromtimestamp(r.at, UTC).strftime("%Y-%m-%d %H:%M:%S"), r.actor,
-             r.address, r.event, r.object, r.outcome,
-             ", ".join(f"{k}={v}" for k, v in json.loads(r.details).items())]
+             r.address, r.event, shown(r.object, names), r.outcome, detail_text(r.details, names)]
             for r in records]
 
 
@@ -65,6 +68,8 @@ def build_audit_view(lab: Any, t: Any) -> AuditView:
     return AuditView(box, event, actor, since, show, table, export)
 
 
-def wire_audit_view(handler: Any, view: AuditView) -> None:
+def wire_audit_view(handler: Any, downloaded: Any, view: AuditView) -> None:
+    """The trail shown when opened or refreshed; its CSV's download recorded as an export."""
     view.show.click(handler, view.inputs, view.outputs, api_name="audit_trail")
     view.box.expand(handler, view.inputs, view.outputs, api_visibility="private")
+    view.export.click(downloaded, view.inputs, None, api_name="audit_downloaded")

@@ -15,6 +15,7 @@ the admin's groups (everything to a see-all admin). The tables' rows and the upl
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,10 @@ from core.errors import KbError
 from core.types import User
 from ingest.pipeline import delete_document, ingest_paths, list_documents, store_status
 from ingest.reindex import reindex
-from ui.admin import insights, policy_dates, uploads
+from ui.admin import figures, insights, policy_dates, uploads
 from ui.admin.audit import AUDIT_HEADERS, SHOWN, audit_rows
 from ui.audit import export_lines, parse_when, run_details, run_outcome
-from ui.handlers import Handlers
+from ui.handlers import Handlers, UserError
 from ui.i18n import t
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class AdminHandlers(Handlers):
         dates = policy_dates.upload_dates(effective, review_by, expires)
         chosen = parse_groups(groups or []) or self.settings.ingest.default_groups
         if not user.see_all and not set(chosen) <= set(user.groups):
-            raise gr.Error(t("groups_outside", groups=", ".join(user.groups)))
+            raise UserError(t("groups_outside", groups=", ".join(user.groups)))
         pairs = []
         for f in files or []:
             temp = Path(f if isinstance(f, str) else getattr(f, "name", str(f)))
@@ -63,6 +64,7 @@ class AdminHandlers(Handlers):
             self.audit.record("document.upload", user.name, object=str(path), address=address,
                               groups=list(chosen), bytes=path.stat().st_size)
         report = None
+        started = time.perf_counter()
         if stored:
             progress((0, len(stored)), desc="ingest")
 
@@ -76,14 +78,18 @@ class AdminHandlers(Handlers):
                               outcome=run_outcome(report), **run_details(report),
                               groups=list(chosen))
             logger.info("%s ingested %d uploads into %s", user.name, len(stored), chosen)
-        return uploads.report_rows(report, rejected), self._docs(user)
+        line = figures.report_line("upload", report, time.perf_counter() - started)
+        if rejected:
+            line += f" ({len(rejected)} rejected: see the report)"
+        # the upload box emptied: its files are in
+        return uploads.report_rows(report, rejected), self._docs(user), line, None
 
     def delete(self, ref: str, request: gr.Request) -> tuple[Any, ...]:
         user = self.admin(request)
         ref = (ref or "").strip()
         found = [r for r in list_documents(self.store) if ref in (r.meta.id, r.meta.path)]
         if not found or not all(self.sees(user, r.meta.groups) for r in found):
-            raise gr.Error(f"no document {ref!r} in your groups")
+            raise UserError(f"no document {ref!r} in your groups")
         record = delete_document(self.store, ref)
         self.audit.record("document.delete", user.name, object=record.meta.path,
                           address=self.address(request), doc_id=record.meta.id,
@@ -97,17 +103,19 @@ class AdminHandlers(Handlers):
         def step(done: int, total: int, path: str) -> None:
             progress((done, max(total, 1)), desc=Path(path).name)
 
+        started = time.perf_counter()
         report = reindex(self.store, full=(mode == "full"), progress=step)
+        line = f"{figures.report_line('reindex', report, time.perf_counter() - started)} ({mode})"
         self.metrics.ingested(report)
         self.audit.record("reindex.run", user.name, object="full" if mode == "full" else
                           "incremental", address=self.address(request),
                           outcome=run_outcome(report), **run_details(report))
         rows = [r for r in uploads.report_rows(report) if self._row_visible(user, r[0])]
-        return rows, self._docs(user)
+        return rows, self._docs(user), line
 
     def admin_tables(self, request: gr.Request) -> tuple[Any, ...]:
         user = self.admin(request)
-        return self._docs(user), self._status(user), uploads.feedback_rows(
+        return self._docs(user), figures.status_lines(self._status(user)), uploads.feedback_rows(
             self.users.feedback(viewer=user))
 
     def _status(self, user: User) -> dict[str, Any]:
@@ -143,22 +151,28 @@ class AdminHandlers(Handlers):
         most, never = insights.cited_documents(rows, doc_of, names.values())
         gaps = insights.knowledge_gaps(rows, self.users.gap_notes())
         export = self.exports / f"knowledge-gaps-{user.name}.csv"
-        export.write_text(insights.gaps_csv(gaps), encoding="utf-8")
-        self.audit.record("export", user.name, object="knowledge-gaps.csv",
-                          address=self.address(request), rows=len(gaps))
-        figures = insights.summary(rows)
+        export.write_text(insights.gaps_csv(gaps), encoding="utf-8")  # recorded when downloaded
+        per_day = pd.DataFrame(insights.daily_table(rows), columns=["day", "language",
+                                                                    "questions"])
+        latency = pd.DataFrame([(stage, pct, ms) for stage, by in insights.latency(rows).items()
+                                for pct, ms in by.items() if ms is not None],
+                               columns=["stage", "percentile", "ms"])
         return (
-            figures,
-            pd.DataFrame(insights.daily_table(rows), columns=["day", "language", "questions"]),
-            pd.DataFrame([(stage, pct, ms) for stage, by in insights.latency(rows).items()
-                          for pct, ms in by.items() if ms is not None],
-                         columns=["stage", "percentile", "ms"]),
+            figures.insight_lines(insights.summary(rows), user.see_all),
+            gr.update(value=per_day, visible=not per_day.empty),
+            gr.update(value=latency, visible=not latency.empty),
             [[name, n] for name, n in most],
             ", ".join(never),
             insights.gap_rows(gaps),
             gr.update(choices=[(g.question, g.key) for g in gaps], value=None),
             str(export),
         )
+
+    def gaps_downloaded(self, request: gr.Request) -> None:
+        """The knowledge gaps' CSV was downloaded: recorded (opening the insights is not)."""
+        user = self.admin(request)
+        self.audit.record("export", user.name, object="knowledge-gaps.csv",
+                          address=self.address(request))
 
     def save_gap_note(self, key: str | None, note: str, request: gr.Request) -> tuple[Any, ...]:
         user = self.admin(request)
@@ -168,22 +182,37 @@ class AdminHandlers(Handlers):
 
     def audit_trail(self, event: str, actor: str, since: str,
                     request: gr.Request) -> tuple[Any, ...]:
-        """The audit trail's newest records matching the filters, and all of them as a CSV
-        file; admins only, and the export is recorded."""
+        """The audit trail's newest records matching the filters (chunk ids and paths shown as
+        file names), and all of them as a CSV file; admins only. The CSV is recorded as an
+        export when it is downloaded (`audit_downloaded`), not when the trail is opened."""
         user = self.admin(request)
         try:
             start = parse_when(since or "")
         except KbError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise UserError(str(exc)) from exc
         event, actor = (event or "").strip(), (actor or "").strip()
         ledger = self.store.ledger
-        rows = audit_rows(ledger.audit_records(start, None, event, actor, SHOWN, True))
+        rows = audit_rows(ledger.audit_records(start, None, event, actor, SHOWN, True),
+                          self._chunk_names())
         export = self.exports / f"audit-{user.name}.csv"
         with export.open("w", encoding="utf-8", newline="") as fh:
             fh.writelines(export_lines(ledger.audit_records(start, None, event, actor), "csv"))
-        self.audit.record("audit.export", user.name, object="csv", address=self.address(request),
-                          event_filter=event, actor_filter=actor, since=since or "")
         return pd.DataFrame(rows, columns=AUDIT_HEADERS), str(export)
+
+    def audit_downloaded(self, event: str, actor: str, since: str,
+                         request: gr.Request) -> None:
+        """The audit trail's CSV was downloaded: the export recorded, with its filters."""
+        user = self.admin(request)
+        self.audit.record("audit.export", user.name, object="csv", address=self.address(request),
+                          event_filter=(event or "").strip(), actor_filter=(actor or "").strip(),
+                          since=since or "")
+
+    def _chunk_names(self) -> dict[str, str]:
+        """Every chunk id of the ledger -> its document's file name (the audit trail's
+        details name files, not chunk ids)."""
+        names = {r.meta.id: Path(r.meta.path).name for r in list_documents(self.store)}
+        return {chunk: names[doc] for chunk, doc in self.store.ledger.chunk_documents().items()
+                if doc in names}
 
     def known_groups(self, admin_user: User | None = None) -> list[str]:
         """The groups an admin may give documents: their own, or every known one (see-all)."""

@@ -91,7 +91,7 @@ class Gap:
     key: str
     question: str  # the earliest wording
     count: int = 0
-    abstained: int = 0
+    abstained: int = 0  # refused, or answered on weak evidence (QuestionRecord.unsure)
     thumbs_down: int = 0
     last_asked: float = 0.0
     wordings: list[str] = field(default_factory=list)
@@ -99,7 +99,7 @@ class Gap:
 
 
 def is_gap(row: QuestionRecord) -> bool:
-    return row.mode == "abstained" or row.rating == -1
+    return row.mode == "abstained" or row.unsure or row.rating == -1
 
 
 def _terms(question: str) -> frozenset[str]:
@@ -127,7 +127,7 @@ def knowledge_gaps(
             gap = Gap(key=key, question=row.question)
             gaps.append((terms, gap))
         gap.count += 1
-        gap.abstained += row.mode == "abstained"
+        gap.abstained += row.mode == "abstained" or row.unsure
         gap.thumbs_down += row.rating == -1
         gap.last_asked = max(gap.last_asked, row.created_at)
         if row.question not in gap.wordings:

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import gradio as gr
-
 from core.errors import KbError
 from core.policy_dates import DUE_WITHIN_DAYS, due
 from core.types import DocRecord
@@ -23,6 +21,7 @@ from ingest.dates import checked_dates, set_dates
 from ingest.discover import doc_id_for
 from store.store import Store
 from ui.audit import AuditTrail
+from ui.handlers import UserError
 from ui.i18n import t
 
 DUE_HEADERS = ["document", "due", "date", "days left", "groups"]
@@ -46,7 +45,7 @@ def upload_dates(effective: str | None, review_by: str | None,
         return checked_dates({k: v for k, v in given.items() if (v or "").strip()},
                              lambda key: t(f"date_{key}"))
     except KbError as exc:
-        raise gr.Error(f"{exc}; nothing was stored") from exc
+        raise UserError(f"{exc}; nothing was stored") from exc
 
 
 def date_uploads(store: Store, audit: AuditTrail, stored: Sequence[Path],

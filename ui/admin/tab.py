@@ -39,7 +39,7 @@ class AdminTabHandlers(AdminHandlers, ApprovedHandlers, SourcesHandlers):
 class Insights:
     box: gr.Accordion
     show: gr.Button
-    figures: gr.JSON
+    figures: gr.Markdown
     per_day: gr.BarPlot
     latency: gr.BarPlot
     cited: gr.Dataframe
@@ -73,7 +73,7 @@ class AdminTab:
     mode: gr.Radio
     reindex: gr.Button
     message: gr.Markdown
-    stats: gr.JSON
+    stats: gr.Markdown
     feedback: gr.Dataframe
     insights: Insights
     audit: AuditView
@@ -118,7 +118,7 @@ def build_admin_tab(lab: Labels) -> AdminTab:
                                 label=t("reindex_mode")), label="reindex_mode")
             reindex = lab(gr.Button(t("reindex"), size="sm"), value="reindex")
         message = gr.Markdown()
-        stats = lab(gr.JSON(label=t("stats")), label="stats")
+        stats = gr.Markdown(elem_id="kb-store-status")
         feedback = lab(gr.Dataframe(headers=uploads.FEEDBACK_HEADERS, label=t("feedback_list"),
                                     interactive=False), label="feedback_list")
         seen = _insights(lab)
@@ -136,7 +136,7 @@ def _insights(lab: Labels) -> Insights:
     with gr.Accordion(t("insights"), open=False) as box:
         lab(box, label="insights")
         show = lab(gr.Button(t("refresh"), size="sm"), value="refresh")
-        figures = lab(gr.JSON(label=t("figures")), label="figures")
+        figures = gr.Markdown(elem_id="kb-figures")
         with gr.Row():
             per_day = lab(gr.BarPlot(x="day", y="questions", color="language",
                                      label=t("per_day")), label="per_day")
@@ -164,17 +164,22 @@ def wire_admin_tab(app: AdminTabHandlers, tab: AdminTab) -> None:
     tab.refresh.click(app.due_list, None, tab.due, api_name="due_list")  # named before the
     # private listeners of the same handler, which would take its name
     tab.ingest.click(app.ingest_upload, [tab.files, tab.groups, *tab.dates],
-                     [tab.report, tab.docs], api_name="ingest").then(
-        app.due_list, None, tab.due, api_visibility="private")
+                     [tab.report, tab.docs, tab.message, tab.files], api_name="ingest").then(
+        app.due_list, None, tab.due, api_visibility="private").then(
+        app.admin_tables, None, tab.tables, api_visibility="private")
     tab.tab.select(app.admin_tables, None, tab.tables, api_visibility="private")
     tab.tab.select(app.due_list, None, tab.due, api_visibility="private")
-    tab.delete.click(app.delete, [tab.doc_ref], [tab.message, tab.docs], api_name="delete")
-    tab.reindex.click(app.reindex, [tab.mode], [tab.report, tab.docs], api_name="reindex")
+    tab.delete.click(app.delete, [tab.doc_ref], [tab.message, tab.docs], api_name="delete").then(
+        app.admin_tables, None, tab.tables, api_visibility="private")
+    tab.reindex.click(app.reindex, [tab.mode], [tab.report, tab.docs, tab.message],
+                      api_name="reindex").then(
+        app.admin_tables, None, tab.tables, api_visibility="private")
     seen = tab.insights
     seen.show.click(app.insights, None, seen.outputs, api_name="insights")
     seen.box.expand(app.insights, None, seen.outputs, api_visibility="private")
     seen.save_note.click(app.save_gap_note, [seen.gap_pick, seen.gap_note], seen.outputs,
                          api_name="gap_note")
-    wire_audit_view(app.audit_trail, tab.audit)
+    seen.export.click(app.gaps_downloaded, None, None, api_name="gaps_downloaded")
+    wire_audit_view(app.audit_trail, app.audit_downloaded, tab.audit)
     wire_approved_view(app, tab.approved)
     wire_sources_view(app.synced_sources, tab.synced)

@@ -4,6 +4,8 @@
                    gate, answers on worker threads, each one recorded and counted
     kb_api.py      `POST /api/ask`: kb's own JSON API (docs/api.md)
     openai_api.py  `/v1`: OpenAI-compatible chat completions for Open WebUI and the openai client
+    client_tasks.py chat front ends' own tasks (Open WebUI's title, tags, follow-ups), answered
+                   without retrieval
     mcp/           the MCP server for agents (docs/mcp.md): four tools and the document
                    resource as the caller, `/mcp` in `kb serve` and `kb mcp` over stdio; a
                    room of its own, its map in its `__init__.py`

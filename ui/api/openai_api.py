@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from assistant.answer_json import approved_to_json
@@ -36,6 +36,7 @@ from core.errors import KbError
 from core.text import detect_lang
 from core.types import Answer, Citation, Turn
 from ui.api.asking import AnswerStream, Asking, EventStream, parse_body, sse
+from ui.api.client_tasks import client_task, task_reply
 from ui.api.kb_api import FAILED, MAX_ANSWER_CHARS, MAX_QUESTION_CHARS, MAX_TURNS
 from ui.i18n import t
 from ui.page.render import SECTION_QUOTE, section_url
@@ -134,9 +135,10 @@ def read_messages(messages: Sequence[tuple[str, str]]) -> tuple[str, list[Turn]]
 
 # --- an answer out -------------------------------------------------------------------------
 
-def sources_text(citations: Sequence[Citation], lang: str) -> str:
+def sources_text(citations: Sequence[Citation], lang: str, base: str = "") -> str:
     """The short list appended to an answer: each cited source that kept its [n] marker, by
-    file and page, or section for a Word passage; "" when none.
+    file and page, or section for a Word passage, as a Markdown link to it where `base` (the
+    app's address) is given; "" when none.
 
         sources_text([Citation(1, "leave.pdf", 3, "", "…")], "en")
             -> "\\n\\nSources:\\n[1] leave.pdf p.3"
@@ -148,24 +150,31 @@ def sources_text(citations: Sequence[Citation], lang: str) -> str:
         where = f" p.{c.page}" if c.page else ""
         where += f" ({c.page_label})" if c.page and c.page_label else ""
         where += f" § {c.section}" if c.section else ""
-        lines.append(f"[{c.n}] {c.file}{where}")
+        url = link(c, lang, base) if base else None
+        lines.append(f"[{c.n}] [{c.file}{where}]({url})" if url else f"[{c.n}] {c.file}{where}")
     colon = "：" if lang == "zh" else ":"
     return f"\n\n{t('sources', lang)}{colon}\n" + "\n".join(lines) if lines else ""
 
 
-def link(c: Citation, lang: str) -> str | None:
-    """Where a citation opens in the app, relative to its address, the cited words marked: its
-    PDF page (`/page/{chunk_id}`) or Word section (`/section/{chunk_id}`), for a user signed in
-    there (both check the groups again)."""
+def link(c: Citation, lang: str, base: str = "") -> str | None:
+    """Where a citation opens in the app, the cited words marked: its PDF page
+    (`/page/{chunk_id}`) or Word section (`/section/{chunk_id}`), for a user signed in there
+    (both check the groups again); absolute under `base` (ui.public_url, else the address the
+    request came to), so that a client can open it.
+
+        link(Citation(1, "a.pdf", 3, "", "", "c1"), "en", "https://kb.example.com/")
+            -> "https://kb.example.com/page/c1"
+    """
     if not c.chunk_id:
         return None
+    root = base.rstrip("/")
     if not c.page:
-        return "/" + section_url(c.chunk_id, c.quote[:SECTION_QUOTE], lang)
-    url = "/page/" + urllib.parse.quote(c.chunk_id, safe="")
+        return root + "/" + section_url(c.chunk_id, c.quote[:SECTION_QUOTE], lang)
+    url = root + "/page/" + urllib.parse.quote(c.chunk_id, safe="")
     return url + ("?q=" + urllib.parse.quote(c.quote[:SECTION_QUOTE], safe="") if c.quote else "")
 
 
-def kb_field(answer: Answer, lang: str) -> dict[str, Any]:
+def kb_field(answer: Answer, lang: str, base: str = "") -> dict[str, Any]:
     """The `kb` field: what an OpenAI completion has no room for."""
     return {
         "answer": answer.answer,
@@ -176,7 +185,7 @@ def kb_field(answer: Answer, lang: str) -> dict[str, Any]:
         "citations": [
             {"n": c.n, "file": c.file, "page": c.page, "page_label": c.page_label or None,
              "section": c.section, "quote": c.quote, "supported": c.supported,
-             "review_due": c.review_due or None, "link": link(c, lang)}
+             "review_due": c.review_due or None, "link": link(c, lang, base)}
             for c in answer.citations
         ],
     }
@@ -189,10 +198,10 @@ class Reply:
         self.id = "chatcmpl-" + uuid.uuid4().hex
         self.created = int(time.time())
 
-    def whole(self, answer: Answer, lang: str) -> dict[str, Any]:
-        text = answer.answer + sources_text(answer.citations, lang)
+    def whole(self, answer: Answer, lang: str, base: str = "") -> dict[str, Any]:
+        text = answer.answer + sources_text(answer.citations, lang, base)
         return {"id": self.id, "object": "chat.completion", "created": self.created,
-                "model": MODEL_ID, "usage": USAGE, "kb": kb_field(answer, lang),
+                "model": MODEL_ID, "usage": USAGE, "kb": kb_field(answer, lang, base),
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "logprobs": None, "finish_reason": "stop"}]}
 
@@ -227,7 +236,7 @@ def _unauthorized() -> JSONResponse:
 
 # --- the routes ----------------------------------------------------------------------------
 
-def openai_router(asking: Asking) -> APIRouter:
+def openai_router(asking: Asking, public_url: str = "") -> APIRouter:
     """`GET /v1/models`, `GET /v1/models/{id}` and `POST /v1/chat/completions`; a question past
     the gate's depth is refused at once with 429 and Retry-After (OpenAI's clients wait and
     retry a 429: docs/api.md)."""
@@ -262,6 +271,10 @@ def openai_router(asking: Asking) -> APIRouter:
                                                for m in body.messages])
         except ValueError as exc:
             return error(400, f"bad request body: {exc}", param="messages")
+        task = client_task(question)
+        if task is not None:  # a front end's own task (a chat's title): no question
+            logger.info("%s task of %s answered without retrieval", task, user.name)
+            return _task_answer(Reply(), task_reply(task, question), body.stream)
         if len(question) > MAX_QUESTION_CHARS:
             return error(400, f"the question (the last user message) has {len(question)} "
                               f"characters; at most {MAX_QUESTION_CHARS} are taken",
@@ -272,21 +285,38 @@ def openai_router(asking: Asking) -> APIRouter:
                          kind="rate_limit_error", code="busy",
                          headers={"Retry-After": str(wait)})
         lang, reply = detect_lang(question), Reply()
+        base = public_url or str(request.base_url)
         if body.stream:
             stream = asking.stream(question, user, history, via=VIA)
             usage = bool(body.stream_options and body.stream_options.include_usage)
-            return EventStream(_chunks(stream, reply, lang, usage), stream)
+            return EventStream(_chunks(stream, reply, lang, usage, base), stream)
         try:
             answer = await asking.ask(question, user, history, via=VIA)
         except KbError as exc:
             return error(400, str(exc))
-        return reply.whole(answer, lang)
+        return reply.whole(answer, lang, base)
 
     return router
 
 
-async def _chunks(stream: AnswerStream, reply: Reply, lang: str,
-                  usage: bool) -> AsyncIterator[str]:
+def _task_answer(reply: Reply, content: str, stream: bool) -> Any:
+    """A front end's task answered, whole or as a stream of one piece."""
+    if not stream:
+        return {"id": reply.id, "object": "chat.completion", "created": reply.created,
+                "model": MODEL_ID, "usage": USAGE,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "logprobs": None, "finish_reason": "stop"}]}
+
+    async def pieces() -> AsyncIterator[str]:
+        yield reply.chunk({"role": "assistant", "content": content})
+        yield reply.chunk({}, "stop")
+        yield sse("[DONE]")
+
+    return StreamingResponse(pieces(), media_type="text/event-stream")
+
+
+async def _chunks(stream: AnswerStream, reply: Reply, lang: str, usage: bool,
+                  base: str) -> AsyncIterator[str]:
     """The streamed completion: the role at once, each piece as it is written, the sources
     list, a last chunk with `finish_reason: "stop"` and the `kb` field, then `[DONE]`; an
     `error` event in OpenAI's shape when the question is refused on the way."""
@@ -294,10 +324,10 @@ async def _chunks(stream: AnswerStream, reply: Reply, lang: str,
     try:
         async for item in stream:
             if isinstance(item, Answer):
-                listed = sources_text(item.citations, lang)
+                listed = sources_text(item.citations, lang, base)
                 if listed:
                     yield reply.chunk({"content": listed})
-                yield reply.chunk({}, "stop", kb=kb_field(item, lang))
+                yield reply.chunk({}, "stop", kb=kb_field(item, lang, base))
             elif item:
                 yield reply.chunk({"content": item})
     except KbError as exc:

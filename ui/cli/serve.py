@@ -48,6 +48,7 @@ def serve_command(settings: Settings, host: str | None, port: int | None, demo: 
                 ingest_paths(store, [samples])
         click.echo(f"demo mode: no login; everyone is user '{DEMO_USER.name}' "
                    f"(groups: {', '.join(DEMO_USER.groups)}). Not for production.")
+        click.echo("the Admin tab (uploads, re-index, approved answers): scripts/demo.sh --admin")
     else:
         with users_for(settings) as users:
             count = len(users.list_users())

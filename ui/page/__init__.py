@@ -4,6 +4,7 @@ admin/'s; this page holds it.
 
     app.py     `build_app`: the Blocks page, and `App`, the one object whose handlers answer it
     chat.py    the chat tab's and the sidebar's handlers
+    welcome.py the empty chat: what the library holds, example questions from it
     render.py  what the chat shows, as HTML with every outside text escaped
     marks.py   the cited words marked on a page image
 

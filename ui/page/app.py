@@ -22,15 +22,23 @@ from ui.admin.tab import AdminTab, AdminTabHandlers, build_admin_tab, wire_admin
 from ui.handlers import Conversation
 from ui.i18n import LANGS, Labels, lang_from_header, t
 from ui.page.chat import ChatHandlers
+from ui.page.welcome import WelcomeHandlers
 from ui.wiring import Services
 
 LANG_CHOICES = [("English", "en"), ("中文", "zh")]
+# The sidebar opens by default; on a screen narrower than this it would cover the chat.
+CLOSE_SIDEBAR_ON_PHONES = """() => {
+  const side = document.querySelector('#kb-sidebar');
+  if (window.innerWidth < 768 && side && side.classList.contains('open')) {
+    side.querySelector('.toggle-button')?.click();
+  }
+}"""
 
 
-class App(ChatHandlers, AdminTabHandlers):
-    """The page's handlers: the chat tab's and the sidebar's (`ui/page/chat.py`) and the admin
-    tab's (`ui/admin/tab.py`: documents, approved answers, folders kept in sync), over one set
-    of services and one question gate."""
+class App(ChatHandlers, WelcomeHandlers, AdminTabHandlers):
+    """The page's handlers: the chat tab's and the sidebar's (`ui/page/chat.py`), the empty
+    chat's welcome (`ui/page/welcome.py`) and the admin tab's (`ui/admin/tab.py`: documents,
+    approved answers, folders kept in sync), over one set of services and one question gate."""
 
     def on_load(self, request: gr.Request) -> tuple[Any, ...]:
         """The page as it opens: its language, who is signed in, the admin tab (admins only),
@@ -50,6 +58,9 @@ class Sidebar:
     title: gr.Textbox
     rename: gr.Button
     forget: gr.Button
+    confirm: gr.Group  # "delete for good?", shown by `forget`
+    sure: gr.Button
+    keep: gr.Button
     message: gr.Markdown
 
 
@@ -105,7 +116,7 @@ def build_app(services: Services, demo: bool | None = None) -> gr.Blocks:
 # --- the page's parts ------------------------------------------------------------------
 def _sidebar(lab: Labels) -> Sidebar:
     """Stored conversations: the user's, newest first; a click resumes one."""
-    with gr.Sidebar(open=True, elem_id="kb-sidebar"):
+    with gr.Sidebar(open=True, elem_id="kb-sidebar"):  # closed on load on a narrow screen
         conversations = lab(gr.Radio(choices=[], label=t("conversations"),
                                      elem_id="kb-conversations"), label="conversations")
         title = lab(gr.Textbox(label=t("conversation_title"), lines=1,
@@ -114,8 +125,15 @@ def _sidebar(lab: Labels) -> Sidebar:
             rename = lab(gr.Button(t("rename"), size="sm", elem_id="kb-rename"), value="rename")
             forget = lab(gr.Button(t("delete_conversation"), size="sm", variant="stop",
                                    elem_id="kb-forget"), value="delete_conversation")
+        with gr.Group(visible=False, elem_id="kb-confirm") as confirm:
+            lab(gr.Markdown(t("delete_sure")), value="delete_sure")
+            with gr.Row():
+                sure = lab(gr.Button(t("delete_yes"), size="sm", variant="stop",
+                                     elem_id="kb-forget-sure"), value="delete_yes")
+                keep = lab(gr.Button(t("delete_no"), size="sm", elem_id="kb-forget-keep"),
+                           value="delete_no")
         message = gr.Markdown(elem_id="kb-conv-msg")
-    return Sidebar(conversations, title, rename, forget, message)
+    return Sidebar(conversations, title, rename, forget, confirm, sure, keep, message)
 
 
 def _header(lab: Labels, demo: bool) -> Header:
@@ -166,17 +184,19 @@ def _wire_events(blocks: gr.Blocks, app: App, lab: Labels, page: Page) -> None:
     """Tie the page's components to App's handlers; an event without an `api_name` is private
     to the page."""
     header, admin_tab = page.header, page.admin
+    blocks.load(None, None, None, js=CLOSE_SIDEBAR_ON_PHONES)
     blocks.load(app.on_load, None,
                 [header.lang, header.who, admin_tab.tab, header.logout, admin_tab.groups],
-                api_visibility="private")
-    _wire_language(app, lab, header)
+                api_visibility="private").then(
+        app.welcome, header.lang, page.chat.chatbot, api_visibility="private")
+    _wire_language(app, lab, header, page.chat.chatbot)
     asked = _wire_chat(app, page)
     wire_admin_tab(app, admin_tab)
     _wire_sidebar(blocks, app, page, after=asked)
 
 
-def _wire_language(app: App, lab: Labels, header: Header) -> None:
-    """The language picker relabels the page, its title and who is signed in."""
+def _wire_language(app: App, lab: Labels, header: Header, chatbot: gr.Chatbot) -> None:
+    """The language picker relabels the page, its title, who is signed in and the welcome."""
 
     def relabel(code: str, request: gr.Request) -> list[Any]:
         code = code if code in LANGS else "en"
@@ -185,7 +205,8 @@ def _wire_language(app: App, lab: Labels, header: Header) -> None:
                 t("signed_in", code, user=user.name, groups=", ".join(user.groups))]
 
     header.lang.change(relabel, header.lang, [*lab.components, header.title, header.who],
-                       api_visibility="private")
+                       api_visibility="private").then(
+        app.welcome, header.lang, chatbot, api_visibility="private")
 
 
 def _wire_chat(app: App, page: Page) -> list[Any]:
@@ -200,6 +221,9 @@ def _wire_chat(app: App, page: Page) -> list[Any]:
                              concurrency_limit=None),
              chat.question.submit(app.ask, ask_inputs, ask_outputs, api_visibility="private",
                                   concurrency_limit=None)]
+    chat.chatbot.example_select(_example_text, None, chat.question,
+                                api_visibility="private").then(
+        app.ask, ask_inputs, ask_outputs, api_visibility="private", concurrency_limit=None)
     started = chat.new.click(app.new_conversation, conv,
                              [chat.chatbot, conv, chat.question, chat.pick, chat.source,
                               chat.feedback_status], api_name="new_conversation")
@@ -209,8 +233,13 @@ def _wire_chat(app: App, page: Page) -> list[Any]:
     rate_inputs = [chat.comment, lang, conv]
     chat.up.click(app.thumbs_up, rate_inputs, chat.feedback_status, api_name="thumbs_up")
     chat.down.click(app.thumbs_down, rate_inputs, chat.feedback_status, api_name="thumbs_down")
-    chat.chatbot.like(app.on_like, [lang, conv], chat.feedback_status, api_visibility="private")
     return [*asked, started]
+
+
+def _example_text(data: gr.SelectData) -> str:
+    """The example question clicked in the empty chat, into the question box."""
+    value = data.value
+    return str(value.get("text", "")) if isinstance(value, dict) else str(value or "")
 
 
 def _wire_sidebar(blocks: gr.Blocks, app: App, page: Page, after: list[Any]) -> None:
@@ -226,6 +255,12 @@ def _wire_sidebar(blocks: gr.Blocks, app: App, page: Page, after: list[Any]) -> 
                               side.title], api_name="resume")
     side.rename.click(app.rename_conversation, [side.title, lang, conv],
                       [side.message, *listing], api_name="rename_conversation")
-    side.forget.click(app.delete_conversation, [lang, conv],
-                      [chat.chatbot, conv, chat.pick, side.message, *listing],
-                      api_name="delete_conversation")
+    # deleting asks first: the button shows "delete for good?" with Delete and Keep it
+    side.forget.click(lambda: gr.update(visible=True), None, side.confirm,
+                      api_visibility="private")
+    side.keep.click(lambda: gr.update(visible=False), None, side.confirm,
+                    api_visibility="private")
+    side.sure.click(app.delete_conversation, [lang, conv],
+                    [chat.chatbot, conv, chat.pick, side.message, *listing],
+                    api_name="delete_conversation").then(
+        lambda: gr.update(visible=False), None, side.confirm, api_visibility="private")

@@ -28,7 +28,7 @@ from core.text import detect_lang
 from core.types import Answer, Passage, StoredTurn, Turn, User
 from ingest.parse.ocr import ocr_options
 from ui.conversations import WITHHELD
-from ui.handlers import Conversation, Handlers
+from ui.handlers import Conversation, Handlers, UserError
 from ui.i18n import LANGS, t
 from ui.page import marks, render
 
@@ -52,14 +52,15 @@ class ChatHandlers(Handlers):
         lang = lang if lang in LANGS else "en"
         question = (question or "").strip()
         if not question:
-            raise gr.Error(t("empty_question", lang))
+            raise UserError(t("empty_question", lang))
         if not self.gate.enter():  # ui.queue_depth questions already: refuse now, not later
             self.metrics.busy.labels(via="app").inc()
             logger.warning("question of %s refused: %d questions at once", user.name,
                            self.gate.depth)
-            raise gr.Error(t("busy", lang))
+            raise UserError(t("busy", lang))
         try:
-            yield from self._answer(question, lang, conv, user)
+            # the answer's labels (badge, sources, pages) in the language it was asked in
+            yield from self._answer(question, detect_lang(question), conv, user)
         finally:
             self.gate.leave()
 
@@ -145,7 +146,7 @@ class ChatHandlers(Handlers):
             logger.warning("source view refused for %s: %s", user.name, exc)
             self.audit.soon("source.view", user.name, object=chunk_id[:200], outcome="denied",
                             address=self.address(request), kind="passage")
-            raise gr.Error(t("denied", lang)) from exc
+            raise UserError(t("denied", lang)) from exc
         self.audit.soon("source.view", user.name, object=str(path), address=self.address(request),
                         kind="passage", chunk=chunk_id, page=passage.page,
                         section=passage.section_path)
@@ -218,17 +219,6 @@ class ChatHandlers(Handlers):
                     request: gr.Request) -> str:
         return self.feedback(-1, comment, lang, conv, request)
 
-    def on_like(self, lang: str, conv: Conversation | None, data: gr.LikeData,
-                request: gr.Request) -> str:
-        user = self.who(request)
-        index = data.index if isinstance(data.index, int) else data.index[0]
-        owned = self.mine(conv, user)
-        qid = owned.qids.get(index, 0) if owned else 0
-        if not qid:
-            return t("no_answer_yet", lang)
-        self.users.record_feedback(qid, user.name, 1 if data.liked else -1)
-        return t("feedback_saved", lang)
-
     # --- the sidebar: stored conversations (ui/conversations.py) --------------------------
     def _keep_turn(self, user: User, conv: Conversation, question: str, answer: Answer) -> None:
         """Store the answered question in the user's conversation, started on its first one.
@@ -267,7 +257,7 @@ class ChatHandlers(Handlers):
             record = self.conversations.get(user.name, conversation_id or "")
             turns = self.conversations.visible_turns(user, record.id)
         except KbError as exc:
-            raise gr.Error(t("no_such_conversation", lang)) from exc
+            raise UserError(t("no_such_conversation", lang)) from exc
         resumed = self._resumed(user, record.id, turns, lang)
         state: Any = resumed if self.mine(conv, user) is not None else gr.skip()
         return resumed.chat, state, source_pick(resumed.sources), "", "", record.title
@@ -307,7 +297,7 @@ class ChatHandlers(Handlers):
         try:
             self.conversations.rename(user.name, owned.id, title)
         except KbError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise UserError(str(exc)) from exc
         return t("renamed", lang), *self.sidebar(conv, request)
 
     def delete_conversation(self, lang: str, conv: Conversation | None,
@@ -321,7 +311,7 @@ class ChatHandlers(Handlers):
         try:
             self.conversations.delete(user.name, owned.id)
         except KbError as exc:
-            raise gr.Error(t("no_such_conversation", lang)) from exc
+            raise UserError(t("no_such_conversation", lang)) from exc
         fresh = Conversation(owner=user.name)
         return ([], fresh, gr.update(choices=[], value=None), t("conversation_deleted", lang),
                 *self.sidebar(fresh, request))

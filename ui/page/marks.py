@@ -16,7 +16,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from assistant.best_sentence import GAP
+from assistant.best_sentence import GAP, cells, is_row
 from core.text import split_sentences
 from ingest.parse.ocr import OcrOptions
 from ingest.parse.page_words import Box, cited_boxes
@@ -50,6 +50,8 @@ def what_to_mark(quote: str, passage_text: str) -> str:
     """
     if GAP in quote:
         quote = quote.split(GAP, 1)[0]
+    if is_row(quote):  # a table row: its cells, as the page's words hold them
+        quote = " ".join(cells(quote))
     if quote.strip():
         return quote
     sentences = split_sentences(passage_text)

@@ -17,6 +17,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from assistant.answer_json import approved_day
+from assistant.best_sentence import GAP, blocks, cells, is_row, tidy
 from core.types import Answer, Citation, Passage
 from ui.i18n import t
 
@@ -37,6 +38,11 @@ CSS = """
                font-size: 85%; }
 .kb-mode { font-size: 85%; color: var(--body-text-color-subdued, #666); margin: 0; }
 .kb-searched { font-size: 85%; color: var(--body-text-color-subdued, #666); margin: 0; }
+.kb-table { border-collapse: collapse; margin: 4px 0; font-size: 95%; }
+.kb-table th, .kb-table td { border: 1px solid var(--border-color-primary, #ddd);
+                             padding: 2px 8px; text-align: left; }
+.kb-table tr.kb-hit td { background: #fde68a; }
+.kb-head { display: block; font-weight: 600; margin-top: 4px; }
 """
 
 
@@ -61,6 +67,56 @@ def link_citations(text: str, key: str, numbers: Collection[int]) -> str:
         last = match.end()
     parts.append(escape(text[last:]))
     return "".join(parts)
+
+
+def table_html(rows: list[str], quote: str = "") -> str:
+    """Table rows ("| a | b |") as an HTML table, the first as its header; a Markdown rule row
+    ("| --- |") is left out, and the row equal to `quote` is marked.
+
+    table_html(["| a |", "| --- |", "| x |"]) -> '<table class="kb-table"><tr><th>a</th></tr>
+        <tr><td>x</td></tr></table>'
+    """
+    body = [r for r in rows if not all(set(c) <= set("-: ") for c in cells(r))]
+    out = ['<table class="kb-table">']
+    for i, row in enumerate(body):
+        tag = "th" if i == 0 else "td"
+        hit = ' class="kb-hit"' if i and quote and row.strip() == quote.strip() else ""
+        out.append(f"<tr{hit}>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells(row))
+                   + "</tr>")
+    return "".join(out) + "</table>"
+
+
+def answer_text_html(text: str, key: str, numbers: Collection[int]) -> str:
+    """An answer's text: runs of table rows as tables, the other lines escaped with each [n]
+    linked to its source card."""
+    parts: list[str] = []
+    rows: list[str] = []
+    for line in text.split("\n"):
+        if is_row(line):
+            rows.append(line)
+            continue
+        if rows:
+            parts.append(table_html(rows))
+            rows = []
+        parts.append(link_citations(line, key, numbers) + "<br>")
+    if rows:
+        parts.append(table_html(rows))
+    return "".join(parts).removesuffix("<br>")
+
+
+def passage_body(text: str, section: tuple[str, ...], quote: str) -> str:
+    """A passage as a source card shows it: its heading line as a heading, its tables as tables,
+    its sentences as text, and only `quote` (what answers) marked."""
+    quote = quote.split(GAP, 1)[0]  # an older answer's quote: its best sentence, then the rest
+    parts: list[str] = []
+    for kind, lines in blocks(text, section):
+        if kind == "heading":
+            parts.append(f'<span class="kb-head">{html.escape(lines[0])}</span>')
+        elif kind == "table":
+            parts.append(table_html(lines, quote))
+        else:
+            parts.append(highlight("".join(lines), tidy(quote)) + "<br>")
+    return "".join(parts).removesuffix("<br>")
 
 
 def highlight(text: str, quote: str) -> str:
@@ -89,6 +145,7 @@ def source_card(citation: Citation, passage: Passage | None, key: str, lang: str
     """One card: file, page or section path, the passage with the quote marked, badges."""
     text = passage.text if passage else citation.quote
     section = citation.section or (passage.section_path if passage else "")
+    headings = passage.section if passage else ()
     badges = ""
     if passage is not None and passage.superseded:
         badges += f' <span class="kb-badge">{html.escape(t("superseded", lang))}</span>'
@@ -109,7 +166,7 @@ def source_card(citation: Citation, passage: Passage | None, key: str, lang: str
         f'<div class="kb-card" id="kb-{key}-{citation.n}">'
         f"<b>[{citation.n}] {html.escape(citation.file)}</b>{badges}<br>"
         f'<span class="kb-where">{html.escape(place)}'
-        f"</span>{opens}<br>{highlight(text, citation.quote)}</div>"
+        f"</span>{opens}<br>{passage_body(text, headings, citation.quote)}</div>"
     )
 
 
@@ -161,7 +218,7 @@ def answer_html(answer: Answer, key: str, lang: str, asked: str = "") -> str:
         lines.append(f'<p class="kb-notice">{escape(answer.notice)}</p>')
     # An abstention's text names the nearest documents itself; they open under "view source".
     numbers = {c.n for c in answer.citations}
-    lines.append(f"<p>{link_citations(answer.answer, key, numbers)}</p>")
+    lines.append(f'<div class="kb-text">{answer_text_html(answer.answer, key, numbers)}</div>')
     if answer.unverified and mode == "generated":
         lines.append(f'<p class="kb-notice">{html.escape(t("unverified", lang))}</p>')
     if searched := searched_line(answer.searched_for, asked, lang):
@@ -206,7 +263,7 @@ def passage_html(passage: Passage, quote: str, lang: str, note: str = "") -> str
         badge += f' <span class="kb-badge">{html.escape(t("ocr", lang))}</span>'
     extra = f'<p class="kb-notice">{html.escape(note)}</p>' if note else ""
     return (f'<div class="kb-card" id="kb-view"><b>{head}</b>{badge}{extra}'
-            f"<p>{highlight(passage.text, quote)}</p></div>")
+            f"<div>{passage_body(passage.text, passage.section, quote)}</div></div>")
 
 
 def render_pdf_page(pdf: Path, page: int, out_dir: Path, dpi: int = 80) -> Path | None:

@@ -61,6 +61,7 @@ from ui.page.chat import ChatHandlers
 from ui.web.bodies import BodyLimit, body_cap
 from ui.web.login_notice import LoginNotice
 from ui.web.metrics_access import MetricsAccess
+from ui.web.quiet import quiet_stop
 from ui.wiring import Services, open_services, settle_heap, sign_in_for
 
 logger = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ def _own_routes(services: Services, kb_app: App, session_user: SessionUser,
     asking = Asking(services.assistant, services.users, services.metrics, kb_app.gate,
                     services.settings.ui.busy_retry_after_s)
     server.include_router(api_router(asking, services.conversations))
-    server.include_router(openai_router(asking))
+    server.include_router(openai_router(asking, services.settings.ui.public_url))
     mount_mcp(server, services, asking)
     channels = open_channels(services, asking)  # the chat platforms (ui/api/channels/)
     if channels is not None:
@@ -303,8 +304,10 @@ SWITCH_INTERVAL_S = 0.001
 
 # uvicorn's own X-Forwarded-For handling is off: by default it believes the header from
 # 127.0.0.1, so a client on the app's host could name any address. GuardGradio believes it
-# only from ui.trusted_proxies. The tests serve the app with these options too.
-UVICORN_OPTIONS: dict[str, Any] = {"proxy_headers": False, "log_level": "warning"}
+# only from ui.trusted_proxies. The tests serve the app with these options too. A stop waits at
+# most timeout_graceful_shutdown seconds for open browser tabs' event streams.
+UVICORN_OPTIONS: dict[str, Any] = {"proxy_headers": False, "log_level": "warning",
+                                   "timeout_graceful_shutdown": 2}
 
 
 def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
@@ -323,6 +326,7 @@ def serve(settings: Settings, demo: bool | None = None, host: str | None = None,
         record_start(services, demo)
         settle_heap()
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+        quiet_stop()  # Ctrl+C with tabs open: no traceback per closed stream (quiet.py)
         uvicorn.run(app, host=ui.host, port=ui.port, **UVICORN_OPTIONS)
     finally:
         services.close()
