@@ -7,15 +7,21 @@ Readers as LlamaIndex's file readers produce them, without `llama-index-readers-
 downgrades pypdf): one Document per PDF page with `page_label`, one per DOCX with its text.
 
     build_starter_index(settings, Path("docs")).as_retriever(similarity_top_k=10)
+    evaluate_llamaindex_starter(settings, Path("docs"), questions) -> each question's Outcome
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from assistant.evaluation.evaluate import Outcome, hit_of
+from assistant.window import fill_window, window_counter
 from core.config import EmbedSettings, Settings
 from core.errors import ConfigError
+from core.text import detect_lang
+from core.types import Passage
 from store.embed.embedder import E5_NAME, resolve_model_path, torch_device
 
 INSTALL_HINT = (
@@ -64,3 +70,27 @@ def build_starter_index(settings: Settings, folder: Path) -> Any:
         device=torch_device(settings.embed.device),
     )
     return VectorStoreIndex.from_documents(starter_documents(folder), embed_model=embed)
+
+
+def evaluate_llamaindex_starter(
+    settings: Settings, docs: Path, questions: Sequence[dict[str, Any]]
+) -> dict[str, Outcome]:
+    """The LlamaIndex starter pipeline (defaults, same embedder): the baseline. It never
+    abstains; its window is its top chunks packed into the same budget as ours."""
+    retriever = build_starter_index(settings, docs).as_retriever(similarity_top_k=20)
+    count = window_counter(settings)
+    results: dict[str, Outcome] = {}
+    for q in questions:
+        passages = []
+        for n in retriever.retrieve(q["question"]):
+            label = n.node.metadata.get("page_label")
+            page = int(label) if label and str(label).isdigit() else None
+            name = n.node.metadata.get("file_name", "")
+            passages.append(
+                Passage(n.node.node_id, name, name, n.node.get_content(), page=page,
+                        page_end=page, score=float(n.score or 0.0))
+            )
+        window = fill_window(passages, q["question"], detect_lang(q["question"]), count, settings)
+        results[q["id"]] = Outcome(False, [hit_of(p) for p in passages[:10]],
+                                   [hit_of(p) for p in window])
+    return results

@@ -43,8 +43,7 @@ from assistant.evaluation.record import as_recorded, this_cpu
 from assistant.window import fill_window, snapshot_neighbours, window_counter
 from core.config import Settings
 from core.errors import KbError
-from core.text import detect_lang
-from core.types import Passage, Turn
+from core.types import Turn
 from ingest.pipeline import ingest_paths
 from store.store import Store
 
@@ -229,8 +228,8 @@ def evaluate_ours(
         )
         results[q["id"]] = Outcome(
             should_abstain(retrieval, settings),
-            [_hit(p) for p in retrieval.passages[:10]],
-            [_hit(p) for p in window],
+            [hit_of(p) for p in retrieval.passages[:10]],
+            [hit_of(p) for p in window],
         )
         if on_result:
             on_result(q["id"], retrieval)
@@ -243,34 +242,8 @@ def earlier_turns(item: dict[str, Any]) -> list[Turn]:
     return [Turn(turn["question"], "") for turn in item.get("history", [])]
 
 
-def _hit(p: Any) -> Hit:
+def hit_of(p: Any) -> Hit:
     return Hit(p.file, p.page, p.page_end, p.text)
-
-
-def evaluate_llamaindex_starter(
-    settings: Settings, docs: Path, questions: Sequence[dict[str, Any]]
-) -> dict[str, Outcome]:
-    """The LlamaIndex starter pipeline (defaults, same embedder): the baseline. It never
-    abstains; its window is its top chunks packed into the same budget as ours."""
-    from assistant.evaluation.baseline import build_starter_index
-
-    retriever = build_starter_index(settings, docs).as_retriever(similarity_top_k=20)
-    count = window_counter(settings)
-    results: dict[str, Outcome] = {}
-    for q in questions:
-        passages = []
-        for n in retriever.retrieve(q["question"]):
-            label = n.node.metadata.get("page_label")
-            page = int(label) if label and str(label).isdigit() else None
-            name = n.node.metadata.get("file_name", "")
-            passages.append(
-                Passage(n.node.node_id, name, name, n.node.get_content(), page=page,
-                        page_end=page, score=float(n.score or 0.0))
-            )
-        window = fill_window(passages, q["question"], detect_lang(q["question"]), count, settings)
-        results[q["id"]] = Outcome(False, [_hit(p) for p in passages[:10]],
-                                   [_hit(p) for p in window])
-    return results
 
 
 def citation_precision(
@@ -344,6 +317,43 @@ def set_docs(set_dir: Path, docs: Path | None = None) -> Path:
     return folder
 
 
+def score_in(
+    parts: Parts,
+    folder: Path,
+    questions: Sequence[dict[str, Any]],
+    results: dict[str, Outcome] | None = None,
+) -> dict[str, Any]:
+    """Our figures for `questions` over the store of `parts` (the documents `folder` ingested
+    into it first, when they are not yet): per language ("ours"), per direction beside the
+    control with the gates' readings (a cross-language set), the follow-ups alone beside
+    themselves (a follow-up set), and each question's outcome ("outcomes"); `results`, when
+    given, gets each question's `Outcome`."""
+    settings = parts.store.settings
+    out: dict[str, Any] = {}
+    kept: dict[str, dict[str, Any]] = {}  # each system's outcomes, by question
+    readings: dict[str, dict[str, float]] = {}
+    outcomes = evaluate_ours(
+        parts, folder, questions, lambda qid, r: readings.__setitem__(
+            qid, {**r.bridge_gate, **{f"space_{k}": v for k, v in r.space_gate.items()}})
+    )
+    out["ours"] = score(questions, outcomes)
+    kept["ours"] = question_outcomes(questions, outcomes)
+    if results is not None:
+        results.update(outcomes)
+    if is_crosslang(questions):  # by direction, beside the same facts asked alike
+        control = mirrors(questions, folder)
+        controls = evaluate_ours(parts, folder, control) if control else {}
+        out["directions"] = by_direction(questions, outcomes, control, controls)
+        out["gate"] = gate_record(settings, readings)
+        kept["control"] = question_outcomes(control, controls)
+    if any(q.get("history") for q in questions):  # the control: follow-ups alone
+        alone = evaluate_ours(parts, folder, questions, history=False)
+        out["ours_alone"] = score(questions, alone)
+        kept["ours_alone"] = question_outcomes(questions, alone)
+    out["outcomes"] = kept
+    return out
+
+
 def run_eval(
     settings: Settings,
     set_dir: Path,
@@ -352,39 +362,32 @@ def run_eval(
     llm: bool = False,
     llm_lang: str | None = None,
     docs: Path | None = None,
+    library: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Ingest the set's documents (`set_docs`) into a temporary store opened by `open_parts`,
-    score our retrieval (and, with `llm`, the model's citations), then the starter's."""
+    score our retrieval (and, with `llm`, the model's citations), then the starter's; with
+    `library`, the set again in a store that also holds those folders' documents
+    (`library.py`), reported as "library"."""
+    from assistant.evaluation.library import in_library
+
     questions = load_questions(set_dir / "qa.jsonl")
     folder = set_docs(set_dir, docs)
     report: dict[str, Any] = {"set": str(set_dir), "host": this_cpu()}
-    kept: dict[str, dict[str, Any]] = {}  # each system's outcomes, by question
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
         parts = open_parts(eval_settings(settings, Path(tmp)))
         try:
-            readings: dict[str, dict[str, float]] = {}
-            outcomes = evaluate_ours(
-                parts, folder, questions, lambda qid, r: readings.__setitem__(
-                    qid, {**r.bridge_gate, **{f"space_{k}": v for k, v in r.space_gate.items()}})
-            )
-            ours = score(questions, outcomes)
-            kept["ours"] = question_outcomes(questions, outcomes)
-            if is_crosslang(questions):  # by direction, beside the same facts asked alike
-                control = mirrors(questions, folder)
-                controls = evaluate_ours(parts, folder, control) if control else {}
-                report["directions"] = by_direction(questions, outcomes, control, controls)
-                report["gate"] = gate_record(settings, readings)
-                kept["control"] = question_outcomes(control, controls)
-            if any(q.get("history") for q in questions):  # the control: follow-ups alone
-                alone = evaluate_ours(parts, folder, questions, history=False)
-                report["ours_alone"] = score(questions, alone)
-                kept["ours_alone"] = question_outcomes(questions, alone)
+            own = score_in(parts, folder, questions)
             if llm:
                 report["citations"] = citation_precision(parts.assistant, questions, llm_lang)
         finally:
             parts.close()
-    report["ours"] = ours
+    kept = own.pop("outcomes")
+    report.update(own)
+    if library:
+        report["library"] = in_library(settings, open_parts, folder, questions, library)
     if baseline:
+        from assistant.evaluation.baseline import evaluate_llamaindex_starter
+
         report["llamaindex_starter"] = score(
             questions, evaluate_llamaindex_starter(settings, folder, questions)
         )

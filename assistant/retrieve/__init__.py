@@ -7,7 +7,8 @@ anything leaves; their candidates are fused with further rankings by RRF.
     lexical.py      BM25 over jieba and English words, the paraphrase table
     dense.py        the dense side, on a worker thread
     fuse.py         RRF and score fusion (pure)
-    rankings.py     the coverage, title and amount rankings; newest versions first
+    rankings.py     the coverage, title, amount and owner rankings; newest versions first
+    owners.py       the organisation a document's title names, and the one a question names
     asked_amount.py the amount a question asks for
     rerank.py       the optional cross-encoder
 

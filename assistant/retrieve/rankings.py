@@ -5,6 +5,8 @@ searches again from, the lexical candidates, and each is one function of one sha
     by_coverage   the candidates by how much of the question each holds
     by_title      those of the documents whose title the question quotes, tied per document
     by_amount     those that state an amount in the unit the question asks for
+    by_owner      every side's candidates of the documents of the organisation the question
+                  names (owners.py), ranked by the retriever once the sides are in
 
 `RANKINGS` names them for RRF and `ranking_weights` gives each its weight. `score_fused`
 combines the lexical and dense candidates into one ranking by their scores instead of their
@@ -42,6 +44,9 @@ TITLE = "title"
 # A fifth: the lexical candidates that state an amount in the unit the question asks for
 # ("休息几天" -> "每周至少休息一日"), in lexical order.
 AMOUNT = "amount"
+# A sixth: every side's candidates from the documents of the organisation the question names
+# ("Does Sourcegraph match 401k contributions?": its handbook's, not another's), tied.
+OWNER = "owner"
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,12 @@ def by_amount(snap: Snapshot, query: Query, lexical: Scored) -> list[str]:
     return [cid for cid, _ in lexical if states_amount(snap.texts[snap.row_of[cid]], units)]
 
 
+def by_owner(snap: Snapshot, query: Query, candidates: Scored) -> dict[str, int]:
+    """The candidates (of every side: the retriever ranks them once all are in) of the
+    documents of the organisation the question names, tied."""
+    named = snap.owners.named(query.text)
+    return {cid: 0 for cid, _ in candidates if snap.doc_ids[snap.row_of[cid]] in named}
+
 
 # The rankings beside the lexical and dense ones, in the order RRF adds up their votes.
 RANKINGS: dict[str, Callable[[Snapshot, Query, Scored], Ranking]] = {
@@ -94,12 +105,13 @@ def ranking_weights(cfg: RetrieveSettings, lang: str) -> dict[str, float]:
     vote, and is not built).
 
     ranking_weights(RetrieveSettings(), "en")
-        -> {"coverage": 0.0, "title": 0.3, "amount": 0.5}
+        -> {"coverage": 0.0, "title": 0.3, "amount": 0.5, "owner": 1.0}
     """
     return {
         COVERAGE: cfg.coverage_weight_en if lang == "en" else cfg.coverage_weight,
         TITLE: cfg.title_weight,
         AMOUNT: cfg.amount_weight,
+        OWNER: cfg.owner_weight,
     }
 
 

@@ -31,10 +31,12 @@ from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
 from assistant.retrieve.rankings import (
+    OWNER,
     RANKINGS,
     Query,
     Ranking,
     Scored,
+    by_owner,
     prefer_newest,
     ranking_weights,
     score_fused,
@@ -270,7 +272,7 @@ class Retriever:
         now where the space's gap gates it), each added to `more` and `weights` when it found
         something."""
         cfg = self.settings.retrieve
-        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates) if (
+        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates, cfg.owner_gate) if (
             pending) else SpaceMatch()
         if match.hits:
             more[SPACE] = [c for c, _ in match.hits]
@@ -296,12 +298,13 @@ class Retriever:
     def _passages(self, asked: _Asked, query: Query, lexical: Scored, dense: Hits,
                   more: dict[str, Ranking], weights: dict[str, float], match: SpaceMatch,
                   k: int) -> list[Passage]:
-        """The passages of the best fused candidates. The other language's passages, when the
-        space let them in, are ranked only by the sides that read them, not the dense side."""
+        """The passages of the best fused candidates: the other language's (when the space let
+        them in) ranked by the sides that read them, not the dense side; the owner's by all."""
         snap = asked.snap
         if match.hits:
             own = self.space.own_language(snap, asked.lang)
             dense = [(c, s) for c, s in dense if own[snap.row_of[c]]]
+        more[OWNER] = by_owner(snap, query, [*lexical, *dense, *match.hits])  # weight 0: no vote
         fused = self._fuse(snap, query, lexical, dense, more, weights)
         return self._candidates(snap, fused, asked.groups, k, asked.day)
 

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assistant.retrieve.lexical import BM25Index, TitleIndex
+from assistant.retrieve.owners import OwnerIndex
 from core.policy_dates import has_taken_effect, out_of_force, review_overdue
 from core.types import Chunk, DocRecord, Passage
 from store.store import Store
@@ -90,6 +91,7 @@ class Snapshot:
         self.row_of = {cid: i for i, cid in enumerate(self.ids)}
         self.superseded = self._superseded(self.docs.values())
         self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
+        self.owners = OwnerIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
         self._any_day = _DayView(None, frozenset(), frozenset(), {})
         self._view = self._any_day
         self._vectors: dict[bytes, tuple[list[str], npt.NDArray[np.float32]]] = {}
@@ -110,6 +112,12 @@ class Snapshot:
             for r in records
             if r.meta.series and (r.meta.effective_date, r.meta.version) < newest[r.meta.series]
         }
+
+    def names_other(self, question: str, lang: str) -> bool:
+        """Whether the question names an organisation (`owners.py`) whose documents are all in
+        another language than `lang`."""
+        named = self.owners.named(question)
+        return bool(named) and all(self.docs[d].meta.lang != lang for d in named)
 
     def day_view(self, day: dt.date | None) -> _DayView:
         """The documents' dates as of `day` (None: every day, dates ignored), with the caches

@@ -12,6 +12,9 @@ Each module is a benchmark run from the repository root that prints one JSON rep
     unsure_wording.py       how answer.unsure_below's "nothing answers this" wording splits
                             the public sets' answerable and unanswerable questions
     crosslang_sweep.py      the cross-language side's weight and gate over the four shared sets
+    library.py              the four shared sets in their own stores and in one library store
+                            of public + public2, side by side, what took each lost question's
+                            place; `--record` writes both into bench/eval_*.json (`library`)
     loop_guard.py           the loop guard and the fallback, off and on, with a small real model
     penalties.py            repetition and frequency penalties with the same model
     eval_table.py           Markdown rows from `kb eval --json` reports (for the history)
@@ -25,7 +28,8 @@ Each module is a benchmark run from the repository root that prints one JSON rep
 
 The recorded quality gates are not here: `kb eval`'s reports bench/eval_public.json,
 bench/eval_public2.json, bench/eval_followup.json and bench/eval_crosslang.json, which
-tests/assistant/test_eval.py and test_eval_crosslang.py hold the code to.
+tests/assistant/test_eval.py and test_eval_crosslang.py hold the code to (their "library" part,
+the same sets in one store of public + public2: tests/assistant/test_eval_library.py).
 
 A module here may import `core/` to `ui/`, devtools/, bench/common.py and its neighbours here,
 never another room of bench/. The next benchmark whose figures do not depend on the machine goes

@@ -14,6 +14,8 @@ the repository root that prints one JSON report, with its baseline from the same
     e5_retrieve.py        a question's retrieval with multilingual-e5-small as the one embedder,
                           or as the space beside MiniLM, against today's and before issue 29
     audit_latency.py      a question's p95 with the audit events that follow it (`audit`)
+    library_scale.py      window recall and retrieve + pack p95 as generated distractors grow
+                          the store of public + public2 to 10,000 documents (`library-scale`)
 
     .venv/bin/python -m bench query cold                  # by their names in `python -m bench`
     .venv/bin/python -m bench.query.retrieve_latency --chunks 1000000 --no-where

@@ -15,6 +15,7 @@ and the recorded reports; `python -m bench report [--check]` (render.py) writes 
     servers.py              load, API overhead, large API bodies
     signin.py               LDAP sign-in, the audit trail, wrong-login floods
     owners.py               approved answers and the folder sync pass
+    library.py              the shared sets in one library store, and that store grown
 
 A section module returns its placeholders' values, figures formatted as the page shows them
 (`sections.quality(rec)["rows"]` fills `{{quality.rows}}`); the words stay in the templates. A

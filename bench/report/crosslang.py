@@ -8,7 +8,7 @@ bench/query/crosslang.py), what a perfect translation would add
 from __future__ import annotations
 
 from bench.report.recorded import Recorded
-from bench.report.sections import rows
+from bench.report.sections import rows, shared
 
 TRANSLATIONS = ("defaults", "defaults + perfect translation", "perfect translation alone")
 
@@ -24,7 +24,9 @@ def crosslang(rec: Recorded) -> dict[str, str]:
         "rows": rows([[way, f"{before[way[:2]]['in_window']:.3f}",
                        f"{sides['cross']['in_window']:.3f}",
                        sides["cross"]["counts"].split(",")[0].removeprefix("refused "),
-                       f"{sides['control']['in_window']:.3f}"] for way, sides in ways.items()]),
+                       f"{sides['control']['in_window']:.3f}",
+                       shared(found["library"]["directions"][way]["cross"])]
+                      for way, sides in ways.items()]),
         "run": rec.run_line("crosslang"),
         "ms_per_passage": str(ingest["ms_per_passage"]), "passages": f"{ingest['passages']:,}",
         "space_s": str(ingest["multilingual_space_s"]), "ingest_s": str(ingest["ingest_s"]),

@@ -119,6 +119,10 @@ SOURCES: dict[str, Source] = {
                                   date="2026-12-03"),
     "crosslang_abstain": Source((f"{RESULTS}issue29-crosslang-abstain.json",),
                                 date="2026-12-03"),
+    # issue 39: the shared sets' library part is in their eval records (above); the library
+    # store grown by generated distractors
+    "library_scale": Source((f"{RESULTS}issue39-library-scale.json",)),
+    "library_losses": Source((f"{RESULTS}issue39-library.json",)),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),
                         date="2026-11-30", command=GPU_RUN, machine=OTHER_H200),

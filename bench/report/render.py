@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.report.crosslang import crosslang
 from bench.report.goals import values as goals
+from bench.report.library import library
 from bench.report.owners import owners
 from bench.report.recorded import HISTORY, REPO, Recorded, anchor
 from bench.report.sections import followups, gpu, ingest, latency, quality
@@ -42,7 +43,7 @@ SECTIONS: dict[str, Callable[[Recorded], dict[str, str]]] = {
     "quality": quality, "followup": followups, "crosslang": crosslang, "ingest": ingest,
     "latency": latency, "gpu": gpu, "load": load, "api": api_overhead, "signin": signin,
     "bodies": bodies, "channels": channels, "owners": owners, "mcp": mcp_overhead,
-    "retention": retention,
+    "retention": retention, "library": library,
 }
 
 

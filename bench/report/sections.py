@@ -45,6 +45,14 @@ def held_out(rec: Recorded) -> tuple[str, dict[str, Any]]:
     return command, json.loads(checks)
 
 
+def shared(figures: dict[str, Any]) -> str:
+    """A figure in the library store (bench/report/library.py): window recall (hit@1).
+
+    shared({"in_window": 0.95, "hit@1": 0.8}) -> "0.950 (0.800)"
+    """
+    return f"{figures['in_window']:.3f} ({figures['hit@1']:.3f})"
+
+
 def quality(rec: Recorded) -> dict[str, str]:
     found = []
     for name in SETS:
@@ -54,7 +62,8 @@ def quality(rec: Recorded) -> dict[str, str]:
             counts = ours["counts"].replace("refused ", "").replace("answered ", "")
             found.append([f"{name} · {lang}", *(f"{ours[m]:.3f}" for m in
                           ("hit@1", "hit@5", "mrr@10", "in_window", "abstain_acc")),
-                          counts, f"{starter['hit@1']:.3f} / {starter['hit@5']:.3f}"])
+                          counts, f"{starter['hit@1']:.3f} / {starter['hit@5']:.3f}",
+                          shared(report["library"]["ours"][lang])])
     command, checks = held_out(rec)
     held = []
     for lang in LANGS:
@@ -82,7 +91,7 @@ def followups(rec: Recorded) -> dict[str, str]:
         found.append([lang, f"{ours['in_window']:.3f}", kinds, f"{ours['hit@1']:.3f}",
                       f"{fraction(ours['counts'])[0]}", f"{alone['in_window']:.3f}",
                       kinds_alone, f"{fraction(alone['counts'])[0]}",
-                      f"{starter['in_window']:.3f}"])
+                      f"{starter['in_window']:.3f}", shared(report["library"]["ours"][lang])])
     timing = rec.report("followup_latency")
     alone_p95, with_p95 = timing["alone"]["p95_ms"], timing["with_history"]["p95_ms"]
     return {

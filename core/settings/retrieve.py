@@ -28,6 +28,13 @@ class RetrieveSettings:
     amount_weight: float = field(
         default=0.5, metadata=tuning("RRF weight, passages stating the amount a question asks for")
     )
+    owner_weight: float = field(
+        default=1.0, metadata=tuning("RRF weight, passages of the organisation a question names")
+    )
+    owner_gate: bool = field(
+        default=True,
+        metadata=tuning("a question naming only other-language documents' owner crosses over"),
+    )
     rrf_k: int = field(default=60, metadata=tuning("RRF constant"))
     history_weight: float = field(
         default=0.5, metadata=tuning("BM25 weight of the words a follow-up's history supplies")

@@ -137,7 +137,8 @@ def made_up(root: Path, public2_hit1: float) -> Recorded:
     starter = {"en": scores(0.5), "zh": scores(0.25)}
     for name, hit1 in (("public", 0.85), ("public2", public2_hit1)):
         report = {"command": f"kb eval {name} --json", "date": "2030-01-02",
-                  "ours": {"en": scores(hit1), "zh": scores(hit1)}, "llamaindex_starter": starter}
+                  "ours": {"en": scores(hit1), "zh": scores(hit1)}, "llamaindex_starter": starter,
+                  "library": {"ours": {"en": scores(0.75), "zh": scores(0.7)}}}
         (root / f"{name}.json").write_text(json.dumps(report), "utf-8")
     fold = {"abstain_acc": 0.95, "refused": "1/30", "answered": "2/10"}
     other = {"public": {"abstain_acc": 0.9}, "public2": {"abstain_acc": 0.85}}
@@ -153,10 +154,10 @@ def made_up(root: Path, public2_hit1: float) -> Recorded:
 
 def test_the_quality_tables_are_drawn_from_the_reports(tmp_path: Path) -> None:
     found = quality(made_up(tmp_path, public2_hit1=0.65))
-    assert "| public · en | 0.850 | 1.000 | 0.900 | 0.960 | 0.920 | 1/10, 0/2 | 0.500 / 1.000 |" \
-        in found["rows"].splitlines()
-    assert "| public2 · zh | 0.650 | 1.000 | 0.900 | 0.960 | 0.920 | 1/10, 0/2 | 0.250 / 1.000 |" \
-        in found["rows"].splitlines()
+    assert "| public · en | 0.850 | 1.000 | 0.900 | 0.960 | 0.920 | 1/10, 0/2 | 0.500 / 1.000 " \
+        "| 0.960 (0.750) |" in found["rows"].splitlines()  # the last: in the library store
+    assert "| public2 · zh | 0.650 | 1.000 | 0.900 | 0.960 | 0.920 | 1/10, 0/2 | 0.250 / 1.000 " \
+        "| 0.960 (0.700) |" in found["rows"].splitlines()
     assert found["run_public"] == (
         "`kb eval public --json` · any · 2030-01-02 · [`public.json`](public.json)")
     assert found["held_out"].splitlines()[0] == (

@@ -166,6 +166,12 @@ def _echo_packed(question: str, line: dict[str, Any]) -> None:
     default=None,
     help="The set's documents, when not in SET_DIR/docs.",
 )
+@click.option(
+    "--library",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    multiple=True,
+    help="Also score the set in one store holding these folders' documents (a set's docs/) too.",
+)
 @click.option("--llm", is_flag=True, help="Also ask the model: citation precision.")
 @click.option(
     "--lang",
@@ -189,6 +195,7 @@ def eval_command(
     llm: bool,
     llm_lang: str | None,
     docs: Path | None,
+    library: tuple[Path, ...],
     record: Path | None,
 ) -> None:
     """Score retrieval on SET_DIR (docs/ + qa.jsonl) beside the LlamaIndex starter. Items
@@ -198,6 +205,7 @@ def eval_command(
     kb eval ../shared/eval/public
     kb eval ../shared/eval/followup --docs ../shared/eval/public2/docs
     kb eval ../shared/eval/crosslang --docs ../shared/eval/public2/docs
+    kb eval ../shared/eval/public --library ../shared/eval/public2   # also in one shared store
     kb eval ../shared/eval/public --no-baseline --record bench/eval_public.json
     """
     from assistant.evaluation.evaluate import run_eval
@@ -212,6 +220,7 @@ def eval_command(
         llm=llm,
         llm_lang=llm_lang,
         docs=docs,
+        library=library,
     )
     if record is not None:
         old = json.loads(record.read_text("utf-8")) if record.is_file() else {}
@@ -225,31 +234,19 @@ def eval_command(
 
 def _echo_report(report: dict[str, Any]) -> None:
     """`kb eval`'s table: each system's metrics by language (and kind), a cross-language set's
-    directions and gate, and the citation precision when the model was asked."""
-    from assistant.evaluation.evaluate import METRICS
+    directions and gate, the same in the library store beside the set's own (--library), and
+    the citation precision when the model was asked."""
+    from assistant.evaluation.library import beside
 
-    # ours_alone: a follow-up set's questions searched for without their history (the control)
-    for system in ("ours", "ours_alone", "llamaindex_starter"):
-        if system not in report:
-            continue
-        click.echo(system)
-        for lang, metrics in report[system].items():
-            rows = [(lang, metrics)]
-            rows += [(f"  {k}", m) for k, m in metrics.get("kinds", {}).items()]
-            for name, m in rows:
-                values = "  ".join(
-                    f"{key} " + ("–" if m[key] is None else f"{m[key]:.3f}") for key in METRICS
-                )
-                click.echo(f"  {name:<14} {values}  ({m['counts']}; n={m['questions']})")
-    for way, sides in report.get("directions", {}).items():  # a cross-language set
-        for side, m in sides.items():
-            values = "  ".join(
-                f"{key} " + ("–" if m[key] is None else f"{m[key]:.3f}") for key in METRICS
-            )
-            click.echo(f"  {way} {side:<8} {values}  ({m['counts']}; n={m['questions']})")
-    if "gate" in report:
-        gate = {k: v for k, v in report["gate"].items() if k != "questions"}
-        click.echo(f"  bilingual gate: {gate}")
+    _echo_systems(report)
+    if "library" in report:
+        shared = report["library"]
+        click.echo(f"in one store with {', '.join(shared['folders'])} ({shared['documents']} "
+                   f"documents, {shared['passages']} passages):")  # fmt: skip
+        _echo_systems(shared)
+        click.echo("window recall (hit@1): its own store | the library store")
+        for group, own, library in beside(report):
+            click.echo(f"  {group:<8} {own:<16} | {library}")
     if "citations" in report:
         c = report["citations"]
 
@@ -262,6 +259,33 @@ def _echo_report(report: dict[str, Any]) -> None:
             f"support check {share(c['citation_precision_after_check'])} "
             f"({c['markers_after_check']} markers)"
         )
+
+
+def _echo_systems(report: dict[str, Any]) -> None:
+    """Each system's metrics by language (and kind), a cross-language set's directions and its
+    gates."""
+    from assistant.evaluation.evaluate import METRICS
+
+    def values(m: dict[str, Any]) -> str:
+        return "  ".join(f"{key} " + ("–" if m[key] is None else f"{m[key]:.3f}")
+                         for key in METRICS)  # fmt: skip
+
+    # ours_alone: a follow-up set's questions searched for without their history (the control)
+    for system in ("ours", "ours_alone", "llamaindex_starter"):
+        if system not in report:
+            continue
+        click.echo(system)
+        for lang, metrics in report[system].items():
+            rows = [(lang, metrics)]
+            rows += [(f"  {k}", m) for k, m in metrics.get("kinds", {}).items()]
+            for name, m in rows:
+                click.echo(f"  {name:<14} {values(m)}  ({m['counts']}; n={m['questions']})")
+    for way, sides in report.get("directions", {}).items():  # a cross-language set
+        for side, m in sides.items():
+            click.echo(f"  {way} {side:<8} {values(m)}  ({m['counts']}; n={m['questions']})")
+    if "gate" in report:
+        gate = {k: v for k, v in report["gate"].items() if k != "questions"}
+        click.echo(f"  bilingual gate: {gate}")
 
 
 COMMANDS = [ask_command, retrieve_command, eval_command]

@@ -66,6 +66,7 @@ class _Asked:
 
     space: CrosslangSpace
     snap: Snapshot
+    question: str
     lang: str
     allowed: Mask
     vector: npt.NDArray[np.float32]
@@ -108,7 +109,8 @@ class SpaceSearch:
         vector = space.query_vector(question)
         if len(snap.ids) <= HELD_UP_TO:
             self._space_of(snap, space)
-        return _Asked(space, snap, lang, allowed, vector, (time.perf_counter() - t0) * 1000)
+        took = (time.perf_counter() - t0) * 1000
+        return _Asked(space, snap, question, lang, allowed, vector, took)
 
     def _space_of(self, snap: Snapshot, space: CrosslangSpace) -> _Space:
         """The snapshot's vectors in the space, fetched once per snapshot."""
@@ -155,8 +157,10 @@ class SpaceSearch:
         rows = np.array([r for r, _ in kept], dtype=np.intp)
         return rows, np.array([s for _, s in kept], dtype=np.float32)
 
-    def wait(self, pending: Pending, margin: float, n: int) -> SpaceMatch:
-        """The gate and the other language's best `n` allowed passages (see the module)."""
+    def wait(self, pending: Pending, margin: float, n: int, owners: bool = False) -> SpaceMatch:
+        """The gate and the other language's best `n` allowed passages (see the module); with
+        `owners`, a question that names the organisation of other-language documents only
+        (`Snapshot.names_other`) opens it whatever the margin."""
         asked = pending.result()
         t0 = time.perf_counter()
         rows, scores = self._scores(asked)
@@ -168,7 +172,8 @@ class SpaceSearch:
         if other.any():
             found.best_other = float(scores[other].max())
             found.best_same = float(scores[~other].max()) if (~other).any() else -1.0
-            found.fired = found.best_other >= found.best_same + margin
+            named = owners and asked.snap.names_other(asked.question, asked.lang)
+            found.fired = named or found.best_other >= found.best_same + margin
         if found.fired:
             order = np.argsort(-scores[other], kind="stable")[:n]
             ids = asked.snap.ids
