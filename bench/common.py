@@ -23,6 +23,8 @@ QUESTION_FILES = [
 EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
 DEV_DOCS = ("public", "public2")  # the dev sets with documents
 DEV_SETS = ("public", "public2", "followup", "crosslang")
+# each dev set -> the folder of the documents it asks about
+SET_DOCS = {"public": "public", "public2": "public2", "followup": "public2", "crosslang": "public2"}
 # The sample documents ingested once and kept between runs (delete the folder to rebuild).
 SAMPLE_STORE = Path("/tmp/kb-bench-samples")
 

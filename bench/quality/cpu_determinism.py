@@ -28,15 +28,14 @@ import numpy as np
 
 import store.embed.openvino as openvino_module
 from assistant.evaluation.record import this_cpu
-from bench.common import REPO
+from bench.common import EVAL, REPO
 from core.config import load_settings
 from core.offline import offline_environment
 from ingest.discover import describe, discover
 from ingest.parse import parse_file
 from ingest.prepare import chunk_document
 
-SHARED = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
-DOCS = (SHARED / "public" / "docs", SHARED / "public2" / "docs")
+DOCS = (EVAL / "public" / "docs", EVAL / "public2" / "docs")
 
 
 def documents(embedder: object) -> list[list[str]]:
@@ -53,7 +52,7 @@ def documents(embedder: object) -> list[list[str]]:
 
 
 def questions() -> list[str]:
-    found = sorted(SHARED.glob("*/qa.jsonl"))
+    found = sorted(EVAL.glob("*/qa.jsonl"))
     return [json.loads(line)["question"] for path in found
             for line in path.read_text("utf-8").splitlines() if line.strip()]  # fmt: skip
 

@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from assistant.answerable import FEATURES
 from assistant.evaluation.evaluate import eval_settings, evaluate_ours, load_questions
-from bench.common import REPO, Host
+from bench.common import EVAL, REPO, Host
 from core.config import load_settings
 from core.offline import offline_environment
 from ui.cli.abstain import Row, fit_sets
 from ui.wiring import open_services
 
-EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
 SETS = ("public", "public2")
 STORES = Path("/tmp/kb-bench-crosslang-sweep")
 MULTILINGUAL = "multilingual"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import shlex
 import sys
 import tomllib
@@ -35,16 +34,12 @@ from assistant.evaluation.evaluate import (
 )
 from assistant.evaluation.library import beside, library_size, shown
 from assistant.evaluation.record import dumps, rerecorded, this_cpu
-from bench.common import REPO, Host
+from bench.common import EVAL, REPO, SET_DOCS, Host
 from core.config import Settings, load_settings
 from core.offline import offline_environment
 from ingest.pipeline import ingest_paths
 from ui.wiring import open_services
 
-# ../shared/eval beside the checkout, or KB_SHARED_DIR/eval (a worktree elsewhere)
-EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
-# set -> the documents it asks about
-SETS = {"public": "public", "public2": "public2", "followup": "public2", "crosslang": "public2"}
 LIBRARY = ("public", "public2")
 
 
@@ -72,7 +67,7 @@ def losses(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--sets", default=",".join(SET_DOCS))
     parser.add_argument("--stores", type=Path, default=Path("/tmp/kb-bench-library"))
     parser.add_argument("--variants", default="",
                         help='retrieve settings measured beside the configured ones: ";" between '
@@ -103,10 +98,10 @@ def main() -> None:
             which = "library" if store == "library" else "own"
             for variant, values in knobs.items():
                 as_set(parts, base, values)
-                for name in (n for n in names if SETS[n] in folders):
+                for name in (n for n in names if SET_DOCS[n] in folders):
                     questions = load_questions(EVAL / name / "qa.jsonl")
                     outcomes = kept[variant].setdefault(name, {}).setdefault(which, {})
-                    result = score_in(parts, EVAL / SETS[name] / "docs", questions, outcomes)
+                    result = score_in(parts, EVAL / SET_DOCS[name] / "docs", questions, outcomes)
                     if which == "library":  # as `score_library` reports it
                         result = {**report[store], **result}
                     report["variants"][variant].setdefault(name, {})[which] = result

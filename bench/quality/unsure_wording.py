@@ -17,16 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from assistant.answerable import load_model
-from bench.common import REPO
+from bench.common import EVAL, REPO
 from core.config import load_settings
 from core.offline import offline_environment
 from ui.cli.abstain import collect
 
-EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
 LEVELS = (0.7, 0.75, 0.8, 0.85, 0.9)
 
 

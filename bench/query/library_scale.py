@@ -27,7 +27,6 @@ import argparse
 import datetime
 import json
 import math
-import os
 import random
 import shlex
 import sys
@@ -47,7 +46,7 @@ from assistant.evaluation.evaluate import (
     load_questions,
 )
 from assistant.window import fill_window, snapshot_neighbours, window_counter
-from bench.common import REPO, Host
+from bench.common import EVAL, REPO, SET_DOCS, Host
 from core.config import load_settings
 from core.offline import offline_environment
 from core.types import Block, DocMeta, ParsedDoc
@@ -56,9 +55,6 @@ from ingest.writer import Writer
 from store.embed.multilingual import PassageEmbedder
 from store.vectors import group_metadata
 from ui.wiring import open_services
-
-EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
-SETS = {"public": "public", "public2": "public2", "followup": "public2", "crosslang": "public2"}
 
 ORGS_EN = ["Northwind", "Contoso", "Fabrikam", "Tailspin", "Litware", "Adatum", "Woodgrove",
            "Proseware", "Lucerne", "Wingtip"]  # fmt: skip
@@ -264,7 +260,7 @@ def plot(steps: list[dict[str, Any]]) -> str:
            'font-family="sans-serif" font-size="11">']  # fmt: skip
     ms = {"p95": [s["p95_ms"] for s in steps], "CPU time p95": [s["cpu_p95_ms"] for s in steps]}
     panels = [(0, "window recall", 0.5, 1.0, "{:.2f}",
-               {n: [s[n]["in_window"] for s in steps] for n in SETS}),
+               {n: [s[n]["in_window"] for s in steps] for n in SET_DOCS}),
               (340, "retrieve + pack, ms", 0.0, max(ms["p95"]) * 1.1, "{:,.0f}", ms)]  # fmt: skip
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]
     for at, title, low, high, fmt, lines in panels:
@@ -300,7 +296,7 @@ def main() -> None:
     settings = eval_settings(load_settings(REPO / "config.toml"), args.store / "store")
     questions = {
         name: [q for q in load_questions(EVAL / name / "qa.jsonl") if q["answerable"]]
-        for name in SETS
+        for name in SET_DOCS
     }
     whole = Host()
     report: dict[str, Any] = {
