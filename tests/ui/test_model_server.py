@@ -112,10 +112,11 @@ def api_ask(app: Running) -> tuple[dict[str, Any], float]:
 
 
 def assert_passages_instead(answer: dict[str, Any]) -> None:
-    """A clear message and the best passages quoted, numbered like citations."""
+    """The mode says the model did not answer; the answer is the sentence that answers, cited,
+    and the best passages come with it."""
     assert answer["mode"] == "retrieval_only", answer
-    assert answer["answer"].startswith("Answer generation is unavailable right now")
-    assert "[1] " in answer["answer"] and answer["citations"]
+    assert answer["answer"].startswith("Employees may carry over"), answer["answer"]
+    assert "[1]" in answer["answer"] and answer["citations"] and answer["passages"]
     assert answer["citations"][0]["file"] == "Employee-Leave-Policy.pdf"
     assert "127.0.0.1" not in answer["answer"]  # the server's address stays in the log
 

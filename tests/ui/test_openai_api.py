@@ -13,6 +13,7 @@ import re
 import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -617,12 +618,15 @@ def test_the_model_streams_a_cited_answer_through_the_official_client(
     assert len(contents) >= 3, "the answer should arrive in pieces as the model writes them"
     last = chunks[-1]
     assert last.choices[0].finish_reason == "stop" and last.model_extra["kb"]["question_id"]
-    assert "".join(contents).endswith(sources_text_of(last.model_extra["kb"]))
+    assert "".join(contents).endswith(sources_text_of(last.model_extra["kb"], app_server.url))
 
 
-def sources_text_of(kb: dict[str, Any]) -> str:
+def sources_text_of(kb: dict[str, Any], base: str) -> str:
+    """The Sources list an answer ends with, rebuilt from its kb field: each citation's link
+    (absolute, under `base`) names its passage as the last part of its path."""
     cited = [Citation(c["n"], c["file"], c["page"], c["section"], c["quote"],
+                      urllib.parse.unquote(urllib.parse.urlsplit(c["link"] or "").path.split("/")[-1]),
                       supported=c["supported"], page_label=c["page_label"] or "")
              for c in kb["citations"]]
-    return sources_text(cited, "en")
+    return sources_text(cited, "en", base)
 
