@@ -624,8 +624,10 @@ def test_the_model_streams_a_cited_answer_through_the_official_client(
 def sources_text_of(kb: dict[str, Any], base: str) -> str:
     """The Sources list an answer ends with, rebuilt from its kb field: each citation's link
     (absolute, under `base`) names its passage as the last part of its path."""
-    cited = [Citation(c["n"], c["file"], c["page"], c["section"], c["quote"],
-                      urllib.parse.unquote(urllib.parse.urlsplit(c["link"] or "").path.split("/")[-1]),
+    def passage(link: str | None) -> str:
+        return urllib.parse.unquote(urllib.parse.urlsplit(link or "").path.split("/")[-1])
+
+    cited = [Citation(c["n"], c["file"], c["page"], c["section"], c["quote"], passage(c["link"]),
                       supported=c["supported"], page_label=c["page_label"] or "")
              for c in kb["citations"]]
     return sources_text(cited, "en", base)
