@@ -151,6 +151,26 @@ def features(
     }
 
 
+def read_evidence(
+    question: str,
+    passages: Sequence[Passage],
+    bm25: BM25Index,
+    rows: Sequence[int],
+    dense_top: float,
+    lexical_scaled: float,
+    carried: Sequence[str] = (),
+) -> dict[str, float]:
+    """`features` of the question's own terms or, where it was also searched in the other
+    language, of its `carried` terms when those find more of it in one sentence
+    (`amount_mass`)."""
+    evidence = features(question, passages, bm25, rows, dense_top, lexical_scaled)
+    if carried:
+        across = features(question, passages, bm25, rows, dense_top, lexical_scaled, carried)
+        if across["amount_mass"] > evidence["amount_mass"]:
+            return across
+    return evidence
+
+
 @lru_cache(maxsize=4096)
 def sentence_terms(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """A passage's sentences, each with its index terms; cached per text, as the top passages

@@ -70,6 +70,9 @@ def gate_record(settings: Settings, readings: Mapping[str, Mapping[str, float]])
         "multilingual_model": settings.embed.multilingual_model,
         "crosslang_weight": cfg.crosslang_weight,
         "crosslang_margin": cfg.crosslang_margin,
+        "crosslang_reserve": cfg.crosslang_reserve,
+        "crosslang_place": cfg.crosslang_place,
+        "crosslang_evidence": cfg.crosslang_evidence,
         "opened": sum(1 for r in readings.values() if r.get("open")),
         "questions": {qid: dict(r) for qid, r in readings.items()},
     }

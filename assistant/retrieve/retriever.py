@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from assistant.answerable import features
+from assistant.answerable import read_evidence
 from assistant.retrieve.crosslang.bridge import Bridge, BridgeRanking
-from assistant.retrieve.crosslang.space import SPACE, Pending, SpaceMatch, SpaceSearch
+from assistant.retrieve.crosslang.evidence import crosses, reads_across
+from assistant.retrieve.crosslang.space import SPACE, Pending, SpaceMatch, SpaceSearch, reserved
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
@@ -222,7 +223,7 @@ class Retriever:
         crossed = time.perf_counter()
         passages = self._passages(asked, query, lexical, dense, more, weights, match, k)
         t4 = time.perf_counter()
-        found = self._final(asked, passages, k, lexical, dense, bridge)
+        found = self._final(asked, passages, k, lexical, dense, bridge, match.fired)
         found.timings_ms = {
             "lexical": (t1 - t0) * 1000,  # the snapshot, the mask and BM25
             "lexical_more": (t2 - t1) * 1000,  # the other rankings, beside the dense side
@@ -272,8 +273,8 @@ class Retriever:
         now where the space's gap gates it), each added to `more` and `weights` when it found
         something."""
         cfg = self.settings.retrieve
-        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates, cfg.owner_gate) if (
-            pending) else SpaceMatch()
+        match = self.space.wait(pending, cfg.crosslang_margin, cfg.candidates, cfg.owner_gate,
+                                cfg.crosslang_reserve) if pending else SpaceMatch()
         if match.hits:
             more[SPACE] = [c for c, _ in match.hits]
             weights[SPACE] = cfg.crosslang_weight
@@ -306,20 +307,25 @@ class Retriever:
             dense = [(c, s) for c, s in dense if own[snap.row_of[c]]]
         more[OWNER] = by_owner(snap, query, [*lexical, *dense, *match.hits])  # weight 0: no vote
         fused = self._fuse(snap, query, lexical, dense, more, weights)
+        fused = reserved(fused, match.best, self.settings.retrieve.crosslang_place)
         return self._candidates(snap, fused, asked.groups, k, asked.day)
 
     def _final(self, asked: _Asked, passages: list[Passage], k: int, lexical: Scored,
-               dense: Hits, bridge: BridgeRanking | None) -> Retrieval:
-        """The best `k` passages, reranked where a reranker is set and superseded versions
-        sunk, with the evidence the answerability model weighs and the bridge's gate."""
+               dense: Hits, bridge: BridgeRanking | None, fired: bool = False) -> Retrieval:
+        """The best `k` passages, reranked where a reranker is set and superseded versions sunk,
+        with the evidence the answerability model weighs (`crosslang/evidence.py`)."""
         if self.reranker is not None:
             passages = self.reranker.rerank(asked.text, passages)
         superseded = asked.snap.superseded_for(asked.groups, asked.day)
         passages = prefer_newest(passages, asked.text, superseded)
-        evidence = self.settings.retrieve.bilingual_evidence
-        carried = bridge.terms if bridge is not None and evidence else []
-        found = self._found(asked.snap, asked.text, asked.lang, passages[:k], lexical, dense,
-                            carried)
+        cfg = self.settings.retrieve
+        carried = bridge.terms if bridge is not None and cfg.bilingual_evidence else []
+        found = self._found(asked, passages[:k], lexical, dense, carried)
+        if not carried and fired and self.bridge is not None and reads_across(
+                self.settings, asked.lang, found.evidence,
+                crosses(self.space.own_language(asked.snap, asked.lang), asked.snap, passages)):
+            carried = self.bridge.carried_terms(asked.question, asked.lang)  # [] nothing carried
+            found = self._found(asked, passages[:k], lexical, dense, carried) if carried else found
         found.bridge_gate = bridge.gate if bridge is not None else {}
         return found
 
@@ -368,28 +374,16 @@ class Retriever:
         return [snap.passage(snap.row_of[cid], score, groups, day) for cid, score in shown]
 
     @staticmethod
-    def _found(
-        snap: Snapshot,
-        question: str,
-        lang: str,
-        passages: list[Passage],
-        lexical: Scored,
-        dense: Hits,
-        carried: Sequence[str] = (),
-    ) -> Retrieval:
-        """The retrieval of these passages, with the evidence the answerability model weighs:
-        of the question's own terms or, where it was also searched in the other language, of
-        the `carried` terms when those find more of it in one sentence (`amount_mass`)."""
+    def _found(asked: _Asked, passages: list[Passage], lexical: Scored, dense: Hits,
+               carried: Sequence[str] = ()) -> Retrieval:
+        """The retrieval of these passages, with the evidence the answerability model weighs
+        (`read_evidence`: of its own terms, or of the `carried` ones where those find more)."""
+        snap, question, lang = asked.snap, asked.text, asked.lang
         dense_top = dense[0][1] if dense else 0.0
         lexical_scaled = (lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0
         rows = [snap.row_of[p.chunk_id] for p in passages]
-        evidence = features(question, passages, snap.bm25, rows, dense_top, lexical_scaled)
-        if carried:
-            across = features(
-                question, passages, snap.bm25, rows, dense_top, lexical_scaled, carried
-            )
-            if across["amount_mass"] > evidence["amount_mass"]:
-                evidence = across
+        evidence = read_evidence(question, passages, snap.bm25, rows, dense_top, lexical_scaled,
+                                 carried)
         return Retrieval(
             passages=passages,
             lang=lang,

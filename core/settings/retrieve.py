@@ -94,3 +94,12 @@ class RetrieveSettings:
     crosslang_margin: float = field(
         default=-0.06, metadata=tuning("gate: best other-language cosine minus best same-language")
     )
+    crosslang_reserve: int = field(
+        default=2, metadata=tuning("other-language passages (the space's best) kept near the top")
+    )
+    crosslang_evidence: bool = field(
+        default=True, metadata=tuning("refuse or answer on other-language passages' evidence too")
+    )
+    crosslang_place: int = field(
+        default=5, metadata=tuning("... just after this many passages, whatever the gate says")
+    )

@@ -185,7 +185,8 @@ def test_the_space_follows_a_delete_and_finishes_an_interrupted_follow(
 
 def test_a_same_language_question_is_searched_as_before(with_space: Settings) -> None:
     """A question whose answer is in its own language leaves the gate shut: the same passages
-    as without the space."""
+    as without the space, but for the other language's best (retrieve.crosslang_reserve) put
+    after the first retrieve.crosslang_place."""
     question = "How many days of annual leave do employees get?"
     plain = dataclasses.replace(
         with_space, embed=dataclasses.replace(with_space.embed, multilingual_model=""))
@@ -197,7 +198,13 @@ def test_a_same_language_question_is_searched_as_before(with_space: Settings) ->
         on.close()
         off.close()
     assert crossed.space_gate["fired"] == 0.0
-    assert [p.chunk_id for p in crossed.passages] == [p.chunk_id for p in alone.passages]
+    on, off = [p.chunk_id for p in crossed.passages], [p.chunk_id for p in alone.passages]
+    place, reserve = with_space.retrieve.crosslang_place, with_space.retrieve.crosslang_reserve
+    assert on[:place] == off[:place]
+    moved = [c for c in on[place:place + reserve] if c not in off[:place + reserve]]
+    assert all(detect_lang(p.text) == "zh" for p in crossed.passages if p.chunk_id in moved)
+    rest = [c for c in on if c not in moved]
+    assert rest == [c for c in off if c not in moved][: len(rest)]
 
 
 def test_the_other_languages_passages_keep_their_groups(

@@ -325,6 +325,12 @@ class Bridge:
             gate["gap"] = round(gap, 3)
         return BridgeRanking([c for c, _ in found], weight, gate, carried.terms if opened else [])
 
+    def carried_terms(self, question: str, lang: str) -> list[str]:
+        """The question's terms in the other language (the dictionary read if it was not);
+        [] when nothing of it translates."""
+        carried = carry(question, lang, self.glossary, Dictionary.load(), self.synonyms)
+        return carried.terms if carried is not None else []
+
     def _shut(self, lang: str, held: float, gap: float | None) -> bool:
         """Whether the gate stays shut however much more the carried words cover: with
         retrieve.bilingual_dense_gate and the space's `gap`, when the space finds the question's

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ class SpaceMatch:
 
     hits: Hits = field(default_factory=list)  # other-language passages, best first; [] if not fired
     fired: bool = False  # the gate let them in
+    best: list[str] = field(default_factory=list)  # the other language's best few, gate or not
     best_other: float = 0.0  # the best cosine among passages in the other language
     best_same: float = 0.0  # ... and in the question's own
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -157,10 +159,12 @@ class SpaceSearch:
         rows = np.array([r for r, _ in kept], dtype=np.intp)
         return rows, np.array([s for _, s in kept], dtype=np.float32)
 
-    def wait(self, pending: Pending, margin: float, n: int, owners: bool = False) -> SpaceMatch:
+    def wait(self, pending: Pending, margin: float, n: int, owners: bool = False,
+             reserve: int = 0) -> SpaceMatch:
         """The gate and the other language's best `n` allowed passages (see the module); with
         `owners`, a question that names the organisation of other-language documents only
-        (`Snapshot.names_other`) opens it whatever the margin."""
+        (`Snapshot.names_other`) opens it whatever the margin. The best `reserve` of them are
+        kept in `SpaceMatch.best` whether the gate opens or not (`reserved`)."""
         asked = pending.result()
         t0 = time.perf_counter()
         rows, scores = self._scores(asked)
@@ -174,11 +178,34 @@ class SpaceSearch:
             found.best_same = float(scores[~other].max()) if (~other).any() else -1.0
             named = owners and asked.snap.names_other(asked.question, asked.lang)
             found.fired = named or found.best_other >= found.best_same + margin
-        if found.fired:
-            order = np.argsort(-scores[other], kind="stable")[:n]
+            order = np.argsort(-scores[other], kind="stable")[: max(n, reserve)]
             ids = asked.snap.ids
-            found.hits = [(ids[r], float(s)) for r, s in
-                          zip(rows[other][order], scores[other][order], strict=True)]
+            ranked = [(ids[r], float(s)) for r, s in
+                      zip(rows[other][order], scores[other][order], strict=True)]
+            found.best = [c for c, _ in ranked[:reserve]]
+            if found.fired:
+                found.hits = ranked[:n]
         found.timings_ms["crosslang_search"] = (time.perf_counter() - t0) * 1000
         return found
 
+
+
+def reserved(fused: list[tuple[str, float]], best: Sequence[str], place: int
+             ) -> list[tuple[str, float]]:
+    """`fused` (ids and scores, best first) with each of `best` (the other language's best
+    passages by the space) that is not already among its first `place` + len(`best`) moved to
+    just after its first `place`, in `best`'s order, scored as the passage before them (packing
+    orders by score): a bounded share of the window holds the other language's best whatever
+    the gate decided, and the first `place` passages keep their ranks.
+
+    reserved([("a", .9), ("b", .8), ("c", .7), ("x", .1)], ["x"], 1)
+        -> [("a", .9), ("x", .9), ("b", .8), ("c", .7)]
+    """
+    top = {c for c, _ in fused[: place + len(best)]}
+    moved = [c for c in best if c not in top]
+    if not moved:
+        return fused
+    place = min(place, len(fused))
+    rest = [(c, s) for c, s in fused[place:] if c not in moved]
+    score = fused[place - 1][1] if place else 0.0
+    return [*fused[:place], *((c, score) for c in moved), *rest]
