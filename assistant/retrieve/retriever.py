@@ -223,7 +223,7 @@ class Retriever:
         crossed = time.perf_counter()
         passages = self._passages(asked, query, lexical, dense, more, weights, match, k)
         t4 = time.perf_counter()
-        found = self._final(asked, passages, k, lexical, dense, bridge, match.fired)
+        found = self._final(asked, passages, k, lexical, dense, bridge, match)
         found.timings_ms = {
             "lexical": (t1 - t0) * 1000,  # the snapshot, the mask and BM25
             "lexical_more": (t2 - t1) * 1000,  # the other rankings, beside the dense side
@@ -307,21 +307,22 @@ class Retriever:
             dense = [(c, s) for c, s in dense if own[snap.row_of[c]]]
         more[OWNER] = by_owner(snap, query, [*lexical, *dense, *match.hits])  # weight 0: no vote
         fused = self._fuse(snap, query, lexical, dense, more, weights)
-        fused = reserved(fused, match.best, self.settings.retrieve.crosslang_place)
         return self._candidates(snap, fused, asked.groups, k, asked.day)
 
     def _final(self, asked: _Asked, passages: list[Passage], k: int, lexical: Scored,
-               dense: Hits, bridge: BridgeRanking | None, fired: bool = False) -> Retrieval:
+               dense: Hits, bridge: BridgeRanking | None, match: SpaceMatch) -> Retrieval:
         """The best `k` passages, reranked where a reranker is set and superseded versions sunk,
         with the evidence the answerability model weighs (`crosslang/evidence.py`)."""
         if self.reranker is not None:
             passages = self.reranker.rerank(asked.text, passages)
         superseded = asked.snap.superseded_for(asked.groups, asked.day)
-        passages = prefer_newest(passages, asked.text, superseded)
-        cfg = self.settings.retrieve
+        snap, cfg = asked.snap, self.settings.retrieve
+        passages = reserved(prefer_newest(passages, asked.text, superseded), match.best,
+                            cfg.crosslang_place,
+                            lambda c, s: snap.passage(snap.row_of[c], s, asked.groups, asked.day))
         carried = bridge.terms if bridge is not None and cfg.bilingual_evidence else []
         found = self._found(asked, passages[:k], lexical, dense, carried)
-        if not carried and fired and self.bridge is not None and reads_across(
+        if not carried and match.fired and self.bridge is not None and reads_across(
                 self.settings, asked.lang, found.evidence,
                 crosses(self.space.own_language(asked.snap, asked.lang), asked.snap, passages)):
             carried = self.bridge.carried_terms(asked.question, asked.lang)  # [] nothing carried

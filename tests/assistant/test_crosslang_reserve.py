@@ -13,25 +13,34 @@ from assistant.retrieve.crosslang.evidence import crosses, reads_across
 from assistant.retrieve.crosslang.space import reserved
 from core.types import Passage
 
-FUSED = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6), ("x", 0.1)]
+
+def _p(chunk_id: str, score: float) -> Passage:
+    return Passage(chunk_id, "d", "f.pdf", chunk_id, score=score)
+
+
+RANKED = [_p("a", 0.9), _p("b", 0.8), _p("c", 0.7), _p("d", 0.6), _p("x", 0.1)]
+
+
+def _reserved(best: list[str], place: int, ranked: list[Passage] = RANKED
+              ) -> list[tuple[str, float]]:
+    return [(p.chunk_id, p.score) for p in reserved(ranked, best, place, _p)]
 
 
 def test_the_best_other_language_passages_go_just_after_the_first_places() -> None:
-    out = reserved(FUSED, ["y", "x"], 2)
-    assert [c for c, _ in out] == ["a", "b", "y", "x", "c", "d"]
-    # scored as the passage before them: packing, which orders by score, keeps them there
-    assert [s for _, s in out][:5] == [0.9, 0.8, 0.8, 0.8, 0.7]
+    # y was not among the ranked passages: made; x moved up; both scored as b, the one before
+    # them (packing, which orders by score, keeps them there)
+    assert _reserved(["y", "x"], 2) == [("a", 0.9), ("b", 0.8), ("y", 0.8), ("x", 0.8),
+                                        ("c", 0.7), ("d", 0.6)]  # fmt: skip
 
 
 def test_passages_already_near_the_top_stay_where_fusion_put_them() -> None:
-    assert reserved(FUSED, ["c", "d"], 2) == FUSED
-    out = reserved(FUSED, ["b", "x"], 2)  # b is there already; x moves up
-    assert [c for c, _ in out] == ["a", "b", "x", "c", "d"]
+    assert reserved(RANKED, ["c", "d"], 2, _p) == RANKED
+    assert [c for c, _ in _reserved(["b", "x"], 2)] == ["a", "b", "x", "c", "d"]
 
 
 def test_nothing_reserved_leaves_the_ranking_alone() -> None:
-    assert reserved(FUSED, [], 5) == FUSED
-    assert [c for c, _ in reserved(FUSED[:1], ["y"], 5)] == ["a", "y"]
+    assert reserved(RANKED, [], 5, _p) == RANKED
+    assert _reserved(["y"], 5, RANKED[:1]) == [("a", 0.9), ("y", 0.9)]
 
 
 REFUSED = {"amount_mass": 0.0, "documents": 1.0}  # the shipped model refuses this

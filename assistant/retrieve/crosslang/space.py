@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +31,7 @@ import numpy.typing as npt
 from assistant.retrieve.dense import Hits, one_blas_thread
 from assistant.retrieve.snapshot import Mask, Snapshot
 from core.text import detect_lang
+from core.types import Passage
 from store.crosslang_space import CrosslangSpace
 from store.store import Store
 
@@ -190,22 +191,23 @@ class SpaceSearch:
 
 
 
-def reserved(fused: list[tuple[str, float]], best: Sequence[str], place: int
-             ) -> list[tuple[str, float]]:
-    """`fused` (ids and scores, best first) with each of `best` (the other language's best
-    passages by the space) that is not already among its first `place` + len(`best`) moved to
-    just after its first `place`, in `best`'s order, scored as the passage before them (packing
-    orders by score): a bounded share of the window holds the other language's best whatever
-    the gate decided, and the first `place` passages keep their ranks.
+def reserved(passages: Sequence[Passage], best: Sequence[str], place: int,
+             passage_of: Callable[[str, float], Passage]) -> list[Passage]:
+    """`passages` (best first) with each of `best` (the other language's best passages by the
+    space, their chunk ids) that is not already among the first `place` + len(`best`) moved to
+    just after the first `place`, in `best`'s order, scored as the passage before them (packing
+    orders by score; `passage_of(chunk id, score)` makes one that was not among them): a bounded
+    share of the window holds the other language's best whatever the gate decided, and the
+    first `place` passages keep their ranks.
 
-    reserved([("a", .9), ("b", .8), ("c", .7), ("x", .1)], ["x"], 1)
-        -> [("a", .9), ("x", .9), ("b", .8), ("c", .7)]
+    reserved([a(.9), b(.8), c(.7), x(.1)], ["x"], 1, make) -> [a(.9), x(.9), b(.8), c(.7)]
     """
-    top = {c for c, _ in fused[: place + len(best)]}
+    top = {p.chunk_id for p in passages[: place + len(best)]}
     moved = [c for c in best if c not in top]
     if not moved:
-        return fused
-    place = min(place, len(fused))
-    rest = [(c, s) for c, s in fused[place:] if c not in moved]
-    score = fused[place - 1][1] if place else 0.0
-    return [*fused[:place], *((c, score) for c in moved), *rest]
+        return list(passages)
+    place = min(place, len(passages))
+    score = passages[place - 1].score if place else 0.0
+    had = {p.chunk_id: p for p in passages}
+    put = [replace(had[c], score=score) if c in had else passage_of(c, score) for c in moved]
+    return [*passages[:place], *put, *(p for p in passages[place:] if p.chunk_id not in moved)]
