@@ -11,6 +11,14 @@ from bench.report.recorded import Recorded
 from bench.report.sections import rows, shared
 
 TRANSLATIONS = ("defaults", "defaults + perfect translation", "perfect translation alone")
+# The variants of bench/quality/library.py --variants measured for the reserved passages
+# (retrieve.crosslang_reserve, crosslang_evidence), the gate alone first.
+RESERVED = {"crosslang_reserve=0,crosslang_evidence=false": "the gate alone (before)",
+            "crosslang_reserve=1": "the best one kept, its evidence read",
+            "configured": "**the best two kept, their evidence read (the defaults)**",
+            "crosslang_evidence=false": "the best two kept, evidence not read",
+            "crosslang_reserve=3": "the best three kept, their evidence read"}
+SAME_LANGUAGE = ("public", "public2", "followup")
 
 
 def crosslang(rec: Recorded) -> dict[str, str]:
@@ -39,7 +47,7 @@ def crosslang(rec: Recorded) -> dict[str, str]:
         "embed_p95": str(cost["multilingual_question_embed"]["p95_ms"]),
         "run_cost": rec.run_line("crosslang_cost"),
         "translate": rows([[name, *perfect[name].values()] for name in TRANSLATIONS]),
-        "run_translate": rec.run_line("crosslang_translate"), **abstain(rec),
+        "run_translate": rec.run_line("crosslang_translate"), **abstain(rec), **reserve(rec),
     }
 
 
@@ -56,3 +64,32 @@ def abstain(rec: Recorded) -> dict[str, str]:
     return {"abstain_rows": rows(fits), "auc_space": str(auc["multilingual"]),
             "auc_lexical": str(auc["lexical"]), "auc_amount_mass": str(auc["amount_mass"]),
             "run_abstain": rec.run_line("crosslang_abstain")}
+
+
+def reserve(rec: Recorded) -> dict[str, str]:
+    """Crosslang by direction under each of RESERVED, own store / shared store, with the
+    same-language figures each moves against the first."""
+    found = rec.report("crosslang_reserve")["variants"]
+    first = next(iter(RESERVED))
+
+    def cell(variant: str, way: str) -> str:
+        sides = [found[variant]["crosslang"][side]["directions"][way]["cross"]
+                 for side in ("own", "library")]
+        refused = ", ".join(m["counts"].split(",")[0].removeprefix("refused ") for m in sides)
+        return " / ".join(f"{m['in_window']:.3f}" for m in sides) + f" (refused {refused})"
+
+    def moved(variant: str) -> str:
+        out = []
+        for name in SAME_LANGUAGE:
+            for side in ("own", "library"):
+                now, was = (found[v][name][side]["ours"] for v in (variant, first))
+                out += [f"{name} {lang} {'shared' if side == 'library' else 'own'} "
+                        f"{metric} {was[lang][metric]:.3f} → {now[lang][metric]:.3f}"
+                        for lang in sorted(now) if lang != "all"
+                        for metric in ("in_window", "abstain_acc")
+                        if now[lang][metric] != was[lang][metric]]
+        return "; ".join(out) or "unchanged"
+
+    table = [[label, cell(v, "en→zh"), cell(v, "zh→en"), "—" if v == first else moved(v)]
+             for v, label in RESERVED.items()]
+    return {"reserve_rows": rows(table), "run_reserve": rec.run_line("crosslang_reserve")}

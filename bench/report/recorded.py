@@ -119,6 +119,9 @@ SOURCES: dict[str, Source] = {
                                   date="2026-12-03"),
     "crosslang_abstain": Source((f"{RESULTS}issue29-crosslang-abstain.json",),
                                 date="2026-12-03"),
+    # issues 38-39: the other language's best passages kept whatever the gate, own and shared
+    # store, beside the gate alone
+    "crosslang_reserve": Source((f"{RESULTS}crosslang-reserve-2026-12-06.json",)),
     # issue 39: the shared sets' library part is in their eval records (above); the library
     # store grown by generated distractors
     "library_scale": Source((f"{RESULTS}issue39-library-scale.json",)),
