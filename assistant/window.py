@@ -111,7 +111,8 @@ def fill_budget(
     """
 
     chosen: list[Passage] = []
-    used = 0  # an upper bound of the chosen block's tokens: the sum of each one's own block
+    used = 0  # an upper bound of the chosen block's tokens: its last exact count plus the own
+    # blocks of those added since
     deduped, taken = Deduper(), 0  # the first `taken` of the chosen, deduplicated
 
     def fits(p: Passage, limit: float) -> bool:
@@ -128,6 +129,8 @@ def fill_budget(
             exact = count(render_passages(merge_adjacent(trial.passages())))
             if exact > limit:
                 return False
+            used = exact  # still a bound, and a tighter one: fewer blocks packed to count
+            return True
         used += alone
         return True
 
