@@ -184,22 +184,29 @@ def merge_adjacent(passages: Sequence[Passage]) -> list[Passage]:
     # only chunks of one document and section join (`_join`), and a merged one keeps both:
     # other pairs are skipped by this key instead of a call each (most of its time)
     keys = [(p.doc_id, p.section) for p in out]
+    # pairs already found not to join, by the identity of their passages (kept alive in
+    # `seen`, so an id is never reused): a pass after a merge skips them
+    apart: set[tuple[int, int]] = set()
+    seen = list(out)
     merged = True
     while merged:
         merged = False
         for i in range(len(out)):
             for j in range(i + 1, len(out)):
-                if keys[j] != keys[i]:
+                if keys[j] != keys[i] or (id(out[i]), id(out[j])) in apart:
                     continue
                 joined = _join(out[i], out[j], starts[j])
                 start = starts[i]
                 if joined is None:
                     joined, start = _join(out[j], out[i], starts[i]), starts[j]
-                if joined is not None:
-                    out[i], starts[i] = joined, start
-                    del out[j], starts[j], keys[j]
-                    merged = True
-                    break
+                if joined is None:
+                    apart.add((id(out[i]), id(out[j])))
+                    continue
+                out[i], starts[i] = joined, start
+                seen.append(joined)
+                del out[j], starts[j], keys[j]
+                merged = True
+                break
             if merged:
                 break
     return out

@@ -38,7 +38,7 @@ from assistant.pack import (
 from assistant.prompt import build_messages, crosses, defuse
 from core.config import Settings
 from core.ports import TokenCounter
-from core.text import CJK_CHAR, Lang
+from core.text import CJK_RUN, Lang
 from core.types import Message, Passage, Turn
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def estimate_tokens(text: str) -> int:
 
     estimate_tokens("年假5天 annual") -> 5
     """
-    cjk = len(CJK_CHAR.findall(text))
+    cjk = sum(map(len, CJK_RUN.findall(text)))  # by runs: far fewer matches than characters
     return cjk + math.ceil((len(text) - cjk) / 4)
 
 
@@ -111,7 +111,8 @@ def fill_budget(
     """
 
     chosen: list[Passage] = []
-    used = 0  # an upper bound of the chosen block's tokens: the sum of each one's own block
+    used = 0  # an upper bound of the chosen block's tokens: its last exact count plus the own
+    # blocks of those added since
     deduped, taken = Deduper(), 0  # the first `taken` of the chosen, deduplicated
 
     def fits(p: Passage, limit: float) -> bool:
@@ -128,6 +129,8 @@ def fill_budget(
             exact = count(render_passages(merge_adjacent(trial.passages())))
             if exact > limit:
                 return False
+            used = exact  # still a bound, and a tighter one: fewer blocks packed to count
+            return True
         used += alone
         return True
 

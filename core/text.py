@@ -32,6 +32,7 @@ CJK = (
     "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
 )
 CJK_CHAR = re.compile(f"[{CJK}]")
+CJK_RUN = re.compile(f"[{CJK}]+")
 IDEOGRAPH_RUN = re.compile(f"[{IDEOGRAPH}]+")
 
 # --- language -----------------------------------------------------------------------------

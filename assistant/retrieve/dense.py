@@ -45,13 +45,14 @@ EXACT_UP_TO = 50_000
 SURVIVE_MARGIN = 1.5
 MAX_FETCH = 1000
 # A store of at most this many live chunks is searched exactly whatever share the user sees:
-# its visible vectors, held in memory per group set, take less than Chroma's HNSW query (one
-# thread, 2-core machine: 0.03 ms at 600 vectors, 0.65 ms at 10,000; Chroma 1.7-2.0 ms on the
-# 600-chunk sample store in bench/query/overhead.py), and exact is at least as accurate as HNSW. But
-# they are fetched from Chroma again for each new snapshot (after every write), on the first
-# question of each group set: 0.03-0.1 s for 600-2,000 vectors, 0.3 s for 5,000, 1.8 s for
-# 20,000 (load ~2). Larger stores keep Chroma.
-EXACT_STORE_UP_TO = 2_000
+# all its vectors held in memory once per snapshot (20,000 x 384 float32: 31 MB), scored and
+# the user's mask applied. Exact is at least as accurate as HNSW, and the same in every
+# process: Chroma's HNSW graph takes in the writes not yet persisted when a process opens it,
+# and two processes over one 12,000-chunk store returned different top-50s for 12 of 350
+# questions (4 of them in the top 10). One thread, 2-core machine: 0.03 ms at 600 vectors,
+# 1-2 ms at 12,000. The vectors are read again for each new snapshot (after every write), on
+# its first question, from the embedding cache (else Chroma). Larger stores keep Chroma.
+EXACT_STORE_UP_TO = 20_000
 # Threads that embed questions and search Chroma beside the BM25 scoring (one per question in
 # flight; the app answers a few at a time).
 DENSE_WORKERS = 4
@@ -162,10 +163,11 @@ class DenseSearch:
     ) -> Hits:
         """The `n` nearest allowed live chunks to the question's `vector`. Most users see
         most of the corpus: Chroma's unfiltered index is asked for a few times `n` and the
-        allowed ones kept. A small store (EXACT_STORE_UP_TO), a user who sees a small share of
-        a corpus of fewer than EXACT_UP_TO vectors, or too few surviving get an exact search
-        over just the vectors they may see, held in memory per group set (Chroma's metadata
-        filter costs far more). A small share of a large corpus
+        allowed ones kept. A small store (EXACT_STORE_UP_TO) gets an exact search over all its
+        vectors, held in memory per snapshot, the mask applied to the scores; a user who sees a
+        small share of a corpus of fewer than EXACT_UP_TO vectors, or too few surviving, one
+        over just the vectors they may see, held per group set (Chroma's metadata filter costs
+        far more). A small share of a large corpus
         is still many vectors: from EXACT_UP_TO of them Chroma is asked for enough that `n`
         survive the mask (n * SURVIVE_MARGIN / share, at most MAX_FETCH), the exact search
         only if too few do."""
@@ -182,9 +184,15 @@ class DenseSearch:
                 kept = [(c, s) for c, s in hits if c in row_of and allowed[row_of[c]]]
                 if len(kept) >= n or len(kept) == visible or len(hits) < fetch:
                     return kept[:n]
-        ids, matrix = snap.visible_vectors(allowed, self.store)
+        if small:  # every row's vector, one matrix per snapshot, the mask on the scores
+            ids, matrix = snap.visible_vectors(np.ones(len(allowed), dtype=bool), self.store)
+        else:
+            ids, matrix = snap.visible_vectors(allowed, self.store)
         with one_blas_thread():
             scores = matrix @ vector
-        top = np.argpartition(-scores, min(n, len(ids)) - 1)[:n]
+        if small:
+            scores = np.where(allowed, scores, -np.inf)
+        n = min(n, visible)
+        top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(ids[i], float(scores[i])) for i in top]

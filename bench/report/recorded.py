@@ -59,7 +59,7 @@ SOURCES: dict[str, Source] = {
     # its command and held-out checks are in the model's note
     "abstain": Source(("assistant/data/answerable.json",), date="2026-12-01", machine=QUALITY),
     # as config.toml ships (the crosslang space on multilingual-e5-small)
-    "ingest": Source((f"{RESULTS}e5-bench-ingest-2026-12-06.json",), bench="ingest"),
+    "ingest": Source((f"{RESULTS}quiet-ingest-2026-12-06.json",), bench="ingest"),
     "generated": Source((f"{RESULTS}issue12-seventh-pass-bench-ingest-generated.json",),
                         bench="ingest-generated", date="2026-12-02"),
     "reindex": Source((f"{RESULTS}issue12-eighth-pass-bench-reindex.json",), bench="reindex",
@@ -77,8 +77,10 @@ SOURCES: dict[str, Source] = {
                        "--no-where --questions-openvino"),
     # the shipped configuration (the space on multilingual-e5-small) against main before it,
     # each over a sample store of its own embedders
-    "cold": Source((f"{RESULTS}e5-cold-ask-2026-12-06.json",),
-                   machine="AMD EPYC, 2 cores shared with other helpers (load 8-10)"),
+    "cold": Source((f"{RESULTS}quiet-cold-ask-2026-12-06.json",), date="2026-12-06",
+                   command="python -m bench.query.cold_start --rounds 5 "
+                           "--store /tmp/kb-bench-samples-e5 --base-store /tmp/kb-bench-samples",
+                   machine="AMD EPYC, 2 cores, quiet (load average 1.0)"),
     "overhead": Source(_seventh("overhead", [str(n) for n in range(1, 9)]), date="2026-12-01",
                        command="python -m bench.query.overhead --quick --pause 0.5"),
     "gpu": Source(tuple(f"{RESULTS}gpu-2026-11-30-s2-{run}.json"
@@ -91,7 +93,7 @@ SOURCES: dict[str, Source] = {
     "openai": Source(tuple(f"{RESULTS}issue25-openai-overhead-{n}.json" for n in (1, 2, 3)),
                      bench="openai"),
     # issue 41: the MCP server's ask tool against POST /api/ask and /v1, three runs of 1000 rounds
-    "mcp": Source(tuple(f"{RESULTS}issue41-mcp-overhead-{n}.json" for n in (1, 2, 3)),
+    "mcp": Source(tuple(f"{RESULTS}quiet-mcp-overhead-{n}.json" for n in (1, 2, 3)),
                   bench="mcp"),
     # issue 26: the audit trail's cost to a question; 40 wrong sign-ins at once, 10 runs, now
     # and with the code before it (ac51a22), their floods taking turns
@@ -113,7 +115,7 @@ SOURCES: dict[str, Source] = {
     # issue 29: crosslang by direction (quality does not depend on the machine); what the
     # cross-language side costs; a perfect translation; the space as evidence for refusing
     "crosslang": Source(("bench/eval_crosslang.json",), machine=QUALITY),
-    "crosslang_cost": Source((f"{RESULTS}e5-bench-crosslang-2026-12-06.json",),
+    "crosslang_cost": Source((f"{RESULTS}quiet-crosslang-2026-12-06.json",),
                              bench="crosslang"),
     "crosslang_translate": Source((f"{RESULTS}issue29-crosslang-translate.json",),
                                   date="2026-12-03"),
@@ -124,7 +126,7 @@ SOURCES: dict[str, Source] = {
     "crosslang_reserve": Source((f"{RESULTS}crosslang-reserve-2026-12-06.json",)),
     # issue 39: the shared sets' library part is in their eval records (above); the library
     # store grown by generated distractors
-    "library_scale": Source((f"{RESULTS}issue39-library-scale.json",)),
+    "library_scale": Source((f"{RESULTS}quiet-library-scale-2026-12-06.json",)),
     "library_losses": Source((f"{RESULTS}issue39-library.json",)),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),

@@ -257,6 +257,30 @@ def test_a_small_store_is_searched_exactly_whatever_share_the_user_sees(
     store.close()
 
 
+def test_a_small_store_holds_one_matrix_for_every_group_set(tmp_path: Path) -> None:
+    """Up to EXACT_STORE_UP_TO live chunks, every row's vector is read once per snapshot and
+    each asker's mask applied to the scores: users of different groups get their own exact
+    nearest chunks from the one matrix, not a copy of their visible vectors each."""
+    import numpy as np
+
+    from assistant.retrieve.retriever import Retriever
+
+    rng = np.random.default_rng(4)
+    question = _unit(rng.standard_normal((1, 16)))[0]
+    vectors = {f"doc{d}": _unit(rng.standard_normal((10, 16))) for d in range(20)}
+    store = _store_of_groups(tmp_path, vectors)
+    retriever = Retriever(store.settings, store)
+    snap = retriever.snapshot()
+    finance = retriever.dense.nearest(snap, question, snap.allowed(["finance"]), 25)
+    everyone = retriever.dense.nearest(snap, question, snap.allowed(["all"]), 5)
+    assert [c for c, _ in finance] == _brute_force(store, {"doc0", "doc1"}, question, 20)
+    assert [c for c, _ in everyone] == _brute_force(
+        store, {f"doc{d}" for d in range(2, 20)}, question, 5
+    )
+    assert len(snap._vectors) == 1
+    store.close()
+
+
 def test_the_lexical_candidates_are_counted_ahead_only_while_the_dense_side_runs() -> None:
     from concurrent.futures import Future
 

@@ -62,14 +62,14 @@ def test_a_figure_changed_in_a_report_makes_the_page_stale(
     assert main(["--check"], root) == 0
     report = root / SOURCES["ingest"].paths[0]
     entries = json.loads(report.read_text("utf-8"))
-    assert entries[0]["report"]["rounds"][0]["ours"]["pages_per_s"] == 0.6
-    entries[0]["report"]["rounds"][0]["ours"]["pages_per_s"] = 0.61
+    assert entries[0]["report"]["rounds"][0]["ours"]["pages_per_s"] == 3.62
+    entries[0]["report"]["rounds"][0]["ours"]["pages_per_s"] = 3.61
     report.write_text(json.dumps(entries), "utf-8")
     capsys.readouterr()
     assert main(["--check"], root) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.startswith("-| public documents") and "0.60" in line for line in lines)
-    assert any(line.startswith("+| public documents") and "0.61" in line for line in lines)
+    assert any(line.startswith("-| public documents") and "3.62" in line for line in lines)
+    assert any(line.startswith("+| public documents") and "3.61" in line for line in lines)
 
 
 def test_a_figure_of_the_detail_changed_makes_the_history_stale(tmp_path: Path) -> None:
