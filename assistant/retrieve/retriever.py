@@ -324,7 +324,7 @@ class Retriever:
         found = self._found(asked, passages[:k], lexical, dense, carried)
         if not carried and match.fired and self.bridge is not None and reads_across(
                 self.settings, asked.lang, found.evidence,
-                crosses(self.space.own_language(asked.snap, asked.lang), asked.snap, passages)):
+                crosses(self.space.own_language(snap, asked.lang), snap, passages)):
             carried = self.bridge.carried_terms(asked.question, asked.lang)  # [] nothing carried
             found = self._found(asked, passages[:k], lexical, dense, carried) if carried else found
         found.bridge_gate = bridge.gate if bridge is not None else {}

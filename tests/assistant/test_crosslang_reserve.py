@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from assistant.retrieve.crosslang.evidence import crosses, reads_across
-from assistant.retrieve.crosslang.space import reserved
+from assistant.retrieve.crosslang.space import _best, reserved
 from core.types import Passage
 
 
@@ -41,6 +41,16 @@ def test_passages_already_near_the_top_stay_where_fusion_put_them() -> None:
 def test_nothing_reserved_leaves_the_ranking_alone() -> None:
     assert reserved(RANKED, [], 5, _p) == RANKED
     assert _reserved(["y"], 5, RANKED[:1]) == [("a", 0.9), ("y", 0.9)]
+
+
+def test_the_best_few_are_those_a_full_stable_sort_puts_first() -> None:
+    """The other language's best few without sorting all of its passages: ties in position
+    order, as the full sort orders them."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        scores = rng.integers(0, 5, size=int(rng.integers(1, 40))).astype(np.float32)
+        for n in (0, 1, 2, 3, 39, 50):
+            assert list(_best(scores, n)) == list(np.argsort(-scores, kind="stable")[:n])
 
 
 REFUSED = {"amount_mass": 0.0, "documents": 1.0}  # the shipped model refuses this

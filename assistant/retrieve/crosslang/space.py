@@ -179,7 +179,7 @@ class SpaceSearch:
             found.best_same = float(scores[~other].max()) if (~other).any() else -1.0
             named = owners and asked.snap.names_other(asked.question, asked.lang)
             found.fired = named or found.best_other >= found.best_same + margin
-            order = np.argsort(-scores[other], kind="stable")[: max(n, reserve)]
+            order = _best(scores[other], n if found.fired else reserve)
             ids = asked.snap.ids
             ranked = [(ids[r], float(s)) for r, s in
                       zip(rows[other][order], scores[other][order], strict=True)]
@@ -189,6 +189,13 @@ class SpaceSearch:
         found.timings_ms["crosslang_search"] = (time.perf_counter() - t0) * 1000
         return found
 
+
+def _best(scores: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.intp]:
+    """The positions of the `n` highest `scores`, highest first (ties in position order)."""
+    if 0 < n < len(scores):  # only those at or above the n-th highest are sorted
+        kept = np.flatnonzero(scores >= np.partition(scores, len(scores) - n)[len(scores) - n])
+        return kept[np.argsort(-scores[kept], kind="stable")][:n]
+    return np.argsort(-scores, kind="stable")[:n]
 
 
 def reserved(passages: Sequence[Passage], best: Sequence[str], place: int,
@@ -207,7 +214,7 @@ def reserved(passages: Sequence[Passage], best: Sequence[str], place: int,
     if not moved:
         return list(passages)
     place = min(place, len(passages))
-    score = passages[place - 1].score if place else 0.0
+    score = passages[max(place - 1, 0)].score if passages else 0.0
     had = {p.chunk_id: p for p in passages}
     put = [replace(had[c], score=score) if c in had else passage_of(c, score) for c in moved]
     return [*passages[:place], *put, *(p for p in passages[place:] if p.chunk_id not in moved)]
