@@ -159,11 +159,12 @@ def read_evidence(
     dense_top: float,
     lexical_scaled: float,
     carried: Sequence[str] = (),
+    own: Sequence[str] | None = None,
 ) -> dict[str, float]:
-    """`features` of the question's own terms or, where it was also searched in the other
-    language, of its `carried` terms when those find more of it in one sentence
-    (`amount_mass`)."""
-    evidence = features(question, passages, bm25, rows, dense_top, lexical_scaled)
+    """`features` of the question's own terms (`own`, where they are not its tokens alone) or,
+    where it was also searched in the other language, of its `carried` terms when those find
+    more of it in one sentence (`amount_mass`)."""
+    evidence = features(question, passages, bm25, rows, dense_top, lexical_scaled, own)
     if carried:
         across = features(question, passages, bm25, rows, dense_top, lexical_scaled, carried)
         if across["amount_mass"] > evidence["amount_mass"]:

@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from assistant.retrieve.spelling import misspelt
 from core.text import EN_STOP, IDEOGRAPH, ZH_STOP, tokenize
 
 _WORD = re.compile(r"[a-z]+")
@@ -71,34 +72,12 @@ def _stems(word: str) -> frozenset[str]:
     return frozenset(tokenize(word, numerals=False)) or frozenset({word})
 
 
-def _edits(a: str, b: str) -> int:
-    """The optimal string alignment distance: insertions, deletions, substitutions and swaps of
-    neighbours ("flihgts" / "flights": 1)."""
-    rows = [list(range(len(b) + 1))]
-    for i in range(1, len(a) + 1):
-        row = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1,
-                         rows[-1][j - 1] + (a[i - 1] != b[j - 1]))
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], rows[-2][j - 2] + 1)
-        rows.append(row)
-    return rows[-1][-1]
-
-
-def _misspelt(a: str, b: str) -> bool:
-    shorter = min(len(a), len(b))
-    if a[0] != b[0] or shorter < 4:
-        return False
-    return _edits(a, b) <= (2 if shorter >= 8 else 1)
-
-
 def _word_found(word: str, others: list[str]) -> bool:
     """The word is among `others` as the same stem, or as a misspelling of one, word for word
     or stem for stem ("cary" -> "cari" for "carried" -> "carri")."""
     stems = _stems(word)
-    return any(stems & _stems(o) or _misspelt(word, o)
-               or any(_misspelt(a, b) for a in stems for b in _stems(o)) for o in others)
+    return any(stems & _stems(o) or misspelt(word, o)
+               or any(misspelt(a, b) for a in stems for b in _stems(o)) for o in others)
 
 
 @cache

@@ -10,6 +10,7 @@ anything leaves; their candidates are fused with further rankings by RRF.
     rankings.py     the coverage, title, amount and owner rankings; newest versions first
     owners.py       the organisation a document's title names, and the one a question names
     asked_amount.py the amount a question asks for
+    spelling.py     a question's misspelt words as the library spells them, for BM25
     rerank.py       the optional cross-encoder
 
     crosslang/      questions across languages: the bridge and the space

@@ -93,6 +93,7 @@ class _Asked:
     day: date  # which documents are in force
     snap: Snapshot
     allowed: Mask  # the groups' passages in force on `day`
+    spelt: Sequence[str]  # its misspelt words' terms as the library spells them (spelling.py)
 
 
 class Retriever:
@@ -250,13 +251,16 @@ class Retriever:
         if only_lang:
             allowed = allowed & self.space.own_language(snap, only_lang)
         text = f"{question} {context}" if context else question
-        return _Asked(question, text, context, detect_lang(question), groups, day, snap, allowed)
+        spelt = snap.speller.terms(question) if self.settings.retrieve.spelling else []
+        return _Asked(question, text, context, detect_lang(question), groups, day, snap, allowed,
+                      spelt)
 
     def _lexical(self, asked: _Asked) -> tuple[Query, Scored]:
-        """The question's BM25 terms (a follow-up's context words among them, each weighing
-        retrieve.history_weight) and their best candidates."""
+        """The question's BM25 terms (its misspelt words as the library spells them, a
+        follow-up's context words weighing retrieve.history_weight) and their best candidates."""
         cfg = self.settings.retrieve
         terms = tokenize_query(asked.question, synonyms=self.synonyms)
+        terms += [t for t in asked.spelt if t not in terms]
         weight: dict[str, float] | None = None
         if asked.context:
             supplied = [t for t in tokenize_query(asked.context, synonyms=self.synonyms)
@@ -338,15 +342,8 @@ class Retriever:
         dense_and_lexical = weights_for_lang(lang, cfg.dense_weight, cfg.lexical_weight, unread)
         return {**dense_and_lexical, **ranking_weights(cfg, lang)}
 
-    def _fuse(
-        self,
-        snap: Snapshot,
-        query: Query,
-        lexical: Scored,
-        dense: Hits,
-        more: dict[str, Ranking],
-        weights: dict[str, float],
-    ) -> list[tuple[str, float]]:
+    def _fuse(self, snap: Snapshot, query: Query, lexical: Scored, dense: Hits,
+              more: dict[str, Ranking], weights: dict[str, float]) -> list[tuple[str, float]]:
         """Every ranking fused by RRF, best first. With retrieve.fusion = "score" the lexical
         and dense candidates enter as one ranking by their scores, weighing what the two did."""
         by_lexical = [c for c, _ in lexical]
@@ -378,13 +375,15 @@ class Retriever:
     def _found(asked: _Asked, passages: list[Passage], lexical: Scored, dense: Hits,
                carried: Sequence[str] = ()) -> Retrieval:
         """The retrieval of these passages, with the evidence the answerability model weighs
-        (`read_evidence`: of its own terms, or of the `carried` ones where those find more)."""
+        (`read_evidence`: of its own terms and the library's spelling of its misspelt words,
+        `_Asked.spelt`, or of the `carried` ones where those find more)."""
         snap, question, lang = asked.snap, asked.text, asked.lang
         dense_top = dense[0][1] if dense else 0.0
         lexical_scaled = (lexical[0][1] / math.log1p(len(snap.ids))) if lexical else 0.0
         rows = [snap.row_of[p.chunk_id] for p in passages]
+        own = [*tokenize_query(question, synonyms=False), *asked.spelt] if asked.spelt else None
         evidence = read_evidence(question, passages, snap.bm25, rows, dense_top, lexical_scaled,
-                                 carried)
+                                 carried, own)
         return Retrieval(
             passages=passages,
             lang=lang,

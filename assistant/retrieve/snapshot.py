@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from assistant.retrieve.lexical import BM25Index, TitleIndex
 from assistant.retrieve.owners import OwnerIndex
+from assistant.retrieve.spelling import Speller, dictionary_english
 from core.policy_dates import has_taken_effect, out_of_force, review_overdue
 from core.types import Chunk, DocRecord, Passage
 from store.store import Store
@@ -92,6 +93,8 @@ class Snapshot:
         self.superseded = self._superseded(self.docs.values())
         self.titles = TitleIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
         self.owners = OwnerIndex({doc_id: r.meta.title for doc_id, r in self.docs.items()})
+        # the library's spellings of a question's misspelt words, read on the first that has one
+        self.speller = Speller(self.bm25.vocab, self.texts, dictionary_english)
         self._any_day = _DayView(None, frozenset(), frozenset(), {})
         self._view = self._any_day
         self._vectors: dict[bytes, tuple[list[str], npt.NDArray[np.float32]]] = {}

@@ -35,6 +35,9 @@ class RetrieveSettings:
         default=True,
         metadata=tuning("a question naming only other-language documents' owner crosses over"),
     )
+    spelling: bool = field(
+        default=True, metadata=tuning("BM25 also reads a misspelt word as the library spells it")
+    )
     rrf_k: int = field(default=60, metadata=tuning("RRF constant"))
     history_weight: float = field(
         default=0.5, metadata=tuning("BM25 weight of the words a follow-up's history supplies")
