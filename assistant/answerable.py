@@ -54,7 +54,7 @@ import numpy.typing as npt
 from assistant.retrieve.asked_amount import asked_units, expected_units, states_amount
 from assistant.retrieve.lexical import BM25Index, tokenize_query
 from core.errors import ConfigError
-from core.text import split_sentences, tokenize
+from core.text import CJK_CHAR, split_sentences, tokenize
 from core.types import Passage
 
 EVIDENCE = (
@@ -122,8 +122,9 @@ def features(
     asked = asked_units(question)
     shares: list[tuple[float, str]] = []  # (share of the question, sentence), top passages
     amount_mass = 0.0
+    chinese = any(CJK_CHAR.search(t) for t in known)  # else jieba's words match none of them
     for i, p in enumerate(passages[:AMOUNT_PASSAGES]):
-        for sentence, in_sentence in sentence_terms(p.text):
+        for sentence, in_sentence in sentence_terms(p.text, chinese):
             held_mass = sum(idf[t] or 0.0 for t in known if t in in_sentence)
             if i < TOP_PASSAGES:
                 shares.append((held_mass / mass if mass else 0.0, sentence))
@@ -173,15 +174,16 @@ def read_evidence(
 
 
 @lru_cache(maxsize=4096)
-def sentence_terms(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """A passage's sentences, each with its index terms; cached per text, as the top passages
-    of one question are often those of the last (tokenizing them again was most of `features`'
-    time: jieba's search mode, ~1-2 ms a question).
+def sentence_terms(text: str, words: bool = True) -> tuple[tuple[str, frozenset[str]], ...]:
+    """A passage's sentences, each with its index terms (without jieba's words: `words=False`,
+    all an English question's terms can match); cached per text, as the top passages of one
+    question are often those of the last (tokenizing them again was most of `features`' time:
+    jieba's search mode, ~1-2 ms a question).
 
     sentence_terms("Leave lasts 12 weeks. Laptops.") -> (("Leave lasts 12 weeks.",
         frozenset({"leav", "last", "12", "week"})), (" Laptops.", frozenset({"laptop"})))
     """
-    return tuple((s, frozenset(tokenize(s))) for s in split_sentences(text))
+    return tuple((s, frozenset(tokenize(s, words=words))) for s in split_sentences(text))
 
 
 _INITIALS: list[tuple[Mapping[str, int], dict[str, list[str]]]] = []  # the last vocabulary's

@@ -226,9 +226,13 @@ def _cut(run: str) -> list[str]:
     return list(_segmenter().cut_for_search(run, HMM=False))
 
 
-def tokenize(text: str, *, bigrams: bool = False, numerals: bool = True) -> list[str]:
+def tokenize(
+    text: str, *, bigrams: bool = False, numerals: bool = True, words: bool = True
+) -> list[str]:
     """Index terms of `text`: jieba search-mode words, CJK bigrams and numeral values for
     Chinese; stemmed non-stop words and numbers for English. Called for every chunk at ingest.
+    `words=False` leaves out jieba's words (and jieba): the terms a text shares with English
+    ones are the same.
 
     tokenize("Carried over 240 hours。年休假十天") -> ["carri", "240", "hour", "年休", "休假",
         "年休假", "十天", "10", "年休", "休假", "假十", "十天"]
@@ -244,7 +248,8 @@ def tokenize(text: str, *, bigrams: bool = False, numerals: bool = True) -> list
             if run not in EN_STOP:
                 out.append(stem(run))
         else:
-            out.extend(w for w in _cut(run) if w not in ZH_STOP)
+            if words:
+                out.extend(w for w in _cut(run) if w not in ZH_STOP)
             if numerals:
                 out.extend(_numerals(run))
             if bigrams and len(run) > 2:

@@ -199,6 +199,21 @@ def test_sentence_terms_are_the_sentences_and_their_tokens() -> None:
     assert sentence_terms(text) is sentence_terms(text)  # cached per text
 
 
+def test_an_english_question_reads_passages_without_jieba() -> None:
+    """Without jieba's words a Chinese sentence keeps every term an English question's can
+    match (numbers, numerals' values, English words), so the evidence of an English question
+    whose passages include Chinese ones is the same without loading jieba (a second of a cold
+    `kb ask`)."""
+    from assistant.answerable import sentence_terms
+
+    text = "年休假十天。Parental leave lasts 12 weeks.\n每周至少休息一日；"
+    latin = sentence_terms(text, False)
+    for (sentence, whole), (same, part) in zip(sentence_terms(text), latin, strict=True):
+        assert sentence == same
+        assert part == {t for t in whole if t.isascii()}
+    assert latin[0][1] == {"10"}
+
+
 def test_cached_evidence_equals_evidence_tokenized_afresh(make_settings: Any) -> None:
     """On a real store (the sample documents): the evidence of each sample question, its
     passages' terms cached from earlier questions, equals that of tokenizing them again."""
