@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from assistant.answerable import AnswerableModel, load_model
+from assistant.answerable import configured_model
 from assistant.approved.answers import ApprovedAnswers, Draft
 from assistant.cite import Verified, attribute, verify
 from assistant.exits import abstained, fallback, retrieval_only
@@ -83,20 +83,15 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
     documents answer it below its threshold."""
     if not retrieval.passages:
         return True
-    return _answerable(settings).refuses(retrieval.evidence, retrieval.lang)
+    return configured_model(settings).refuses(retrieval.evidence, retrieval.lang)
 
 
 def is_unsure(retrieval: Retrieval, settings: Settings) -> bool:
     """Weak evidence, short of a refusal: the answerability model's chance that the documents
     answer the question is below answer.unsure_below. A quoted answer then quotes nothing and
     says so (assistant/exits.py)."""
-    chance = _answerable(settings).probability(retrieval.evidence, retrieval.lang)
+    chance = configured_model(settings).probability(retrieval.evidence, retrieval.lang)
     return chance < settings.answer.unsure_below
-
-
-def _answerable(settings: Settings) -> AnswerableModel:
-    path = settings.retrieve.answerable_model
-    return load_model(str(settings.base_dir / path) if path else "")
 
 
 class Assistant:

@@ -53,6 +53,7 @@ import numpy.typing as npt
 
 from assistant.retrieve.asked_amount import asked_units, expected_units, states_amount
 from assistant.retrieve.lexical import BM25Index, tokenize_query
+from core.config import Settings
 from core.errors import ConfigError
 from core.text import CJK_CHAR, split_sentences, tokenize
 from core.types import Passage
@@ -274,6 +275,13 @@ class AnswerableModel:
 def load_model(path: str) -> AnswerableModel:
     """The model at `path` ("" for the shipped one), read once per process."""
     return AnswerableModel.load(Path(path) if path else SHIPPED)
+
+
+def configured_model(settings: Settings) -> AnswerableModel:
+    """The model retrieve.answerable_model names (relative to the config's folder), else the
+    shipped one."""
+    path = settings.retrieve.answerable_model
+    return load_model(str(settings.base_dir / path) if path else "")
 
 
 # --- fitting ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any
 
-from assistant.answerable import load_model
+from assistant.answerable import configured_model
 from bench.common import EVAL, REPO
 from core.config import load_settings
 from core.offline import offline_environment
@@ -51,8 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     offline_environment()
     settings = load_settings(REPO / "config.toml", environ=dict(os.environ))
-    model = load_model(str(settings.base_dir / settings.retrieve.answerable_model)
-                       if settings.retrieve.answerable_model else "")
+    model = configured_model(settings)
     rows = []
     for name in args.sets:
         rows += collect(settings, EVAL / name)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from assistant.answerable import AMOUNT_PASSAGES, load_model
+from assistant.answerable import AMOUNT_PASSAGES, configured_model
 from assistant.retrieve.snapshot import Snapshot
 from core.config import Settings
 from core.types import Passage
@@ -34,6 +34,4 @@ def reads_across(settings: Settings, lang: str, evidence: Mapping[str, float], c
     model reads (`crossed`), and it would refuse the question on `evidence`."""
     if not settings.retrieve.crosslang_evidence or not crossed:
         return False
-    path = settings.retrieve.answerable_model
-    model = load_model(str(settings.base_dir / path) if path else "")
-    return model.refuses(evidence, lang)
+    return configured_model(settings).refuses(evidence, lang)
