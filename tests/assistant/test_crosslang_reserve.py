@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from assistant.retrieve.crosslang.evidence import crosses, reads_across
-from assistant.retrieve.crosslang.space import _best, reserved
+from assistant.retrieve.crosslang.space import _best, distinct, headings_only, reserved
 from core.types import Passage
 
 
@@ -51,6 +51,35 @@ def test_the_best_few_are_those_a_full_stable_sort_puts_first() -> None:
         scores = rng.integers(0, 5, size=int(rng.integers(1, 40))).astype(np.float32)
         for n in (0, 1, 2, 3, 39, 50):
             assert list(_best(scores, n)) == list(np.argsort(-scores, kind="stable")[:n])
+
+
+def _none(row: int) -> bool:
+    return False
+
+
+def test_the_reserve_takes_each_documents_best_passage_only() -> None:
+    """One document's many near passages (a large handbook on the topic) take one place of the
+    reserve; the next document's best takes the next."""
+    doc_of = ["a", "a", "b", "a", "c"]
+    assert distinct([0, 1, 3, 2, 4], doc_of, _none, 2) == [0, 2]
+    assert distinct([0, 1, 3, 2, 4], doc_of, _none, 3) == [0, 2, 4]
+    assert distinct([0, 1, 3], doc_of, _none, 2) == [0]  # one document: one place
+    assert distinct([0, 2], doc_of, _none, 0) == []
+
+
+def test_the_reserve_passes_over_passages_that_answer_nothing() -> None:
+    doc_of = ["a", "a", "b"]
+    assert distinct([0, 1, 2], doc_of, lambda r: r == 0, 2) == [1, 2]
+
+
+def test_a_title_or_heading_chunk_is_headings_only() -> None:
+    title = "Sourcegraph Handbook: Time Off and Leave"
+    assert headings_only(title, (title,))
+    faq = "FAQ for US-based Teammates"
+    assert headings_only(f"{faq}\n", (title, "FAQ", faq))
+    assert not headings_only("Leave duration:\nup to 4 weeks of paid leave", ("Leave duration:",))
+    assert not headings_only("", (title,))
+    assert not headings_only("第三条职工累计工作已满1年不满10年的，年休假5天", ("第三条",))
 
 
 REFUSED = {"amount_mass": 0.0, "documents": 1.0}  # the shipped model refuses this

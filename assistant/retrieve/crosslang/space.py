@@ -164,8 +164,9 @@ class SpaceSearch:
              reserve: int = 0) -> SpaceMatch:
         """The gate and the other language's best `n` allowed passages (see the module); with
         `owners`, a question that names the organisation of other-language documents only
-        (`Snapshot.names_other`) opens it whatever the margin. The best `reserve` of them are
-        kept in `SpaceMatch.best` whether the gate opens or not (`reserved`)."""
+        (`Snapshot.names_other`) opens it whatever the margin. The best passages of the best
+        `reserve` documents among them (`distinct`) are kept in `SpaceMatch.best` whether the
+        gate opens or not (`reserved`)."""
         asked = pending.result()
         t0 = time.perf_counter()
         rows, scores = self._scores(asked)
@@ -177,15 +178,16 @@ class SpaceSearch:
         if other.any():
             found.best_other = float(scores[other].max())
             found.best_same = float(scores[~other].max()) if (~other).any() else -1.0
-            named = owners and asked.snap.names_other(asked.question, asked.lang)
+            snap = asked.snap
+            named = owners and snap.names_other(asked.question, asked.lang)
             found.fired = named or found.best_other >= found.best_same + margin
-            order = _best(scores[other], n if found.fired else reserve)
-            ids = asked.snap.ids
-            ranked = [(ids[r], float(s)) for r, s in
-                      zip(rows[other][order], scores[other][order], strict=True)]
-            found.best = [c for c, _ in ranked[:reserve]]
+            order = _best(scores[other], max(n, reserve) if reserve or found.fired else 0)
+            best_rows = rows[other][order]
+            found.best = [snap.ids[r] for r in distinct(
+                best_rows, snap.doc_ids, lambda r: only_headings(snap, r), reserve)]
             if found.fired:
-                found.hits = ranked[:n]
+                found.hits = [(snap.ids[r], float(s)) for r, s in
+                              zip(best_rows[:n], scores[other][order][:n], strict=True)]
         found.timings_ms["crosslang_search"] = (time.perf_counter() - t0) * 1000
         return found
 
@@ -196,6 +198,45 @@ def _best(scores: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.intp]:
         kept = np.flatnonzero(scores >= np.partition(scores, len(scores) - n)[len(scores) - n])
         return kept[np.argsort(-scores[kept], kind="stable")][:n]
     return np.argsort(-scores, kind="stable")[:n]
+
+
+def distinct(rows: Sequence[int], doc_of: Sequence[str], skip: Callable[[int], bool],
+             n: int) -> list[int]:
+    """The first `n` of `rows` (best first) that are each their document's best (`doc_of`: a
+    row's document), rows that `skip` says answer nothing passed over: a document with many
+    near passages takes one place of the reserve, not all of them, however many documents
+    the library holds on the topic.
+
+    distinct([4, 7, 2, 9], docs, no_row, 2) -> [4, 2]   (docs[4] == docs[7] != docs[2])
+    """
+    kept: list[int] = []
+    seen: set[str] = set()
+    for r in rows:
+        if len(kept) == n:
+            break
+        if doc_of[r] not in seen and not skip(r):
+            seen.add(doc_of[r])
+            kept.append(int(r))
+    return kept
+
+
+def only_headings(snap: Snapshot, row: int) -> bool:
+    """Whether a row's text is only its document's title or its section's headings (a cover
+    or heading chunk): it embeds near any question on its document's topic and answers
+    none."""
+    title = snap.docs[snap.doc_ids[row]].meta.title
+    return headings_only(snap.texts[row], (title, *snap.sections[row]))
+
+
+def headings_only(text: str, headings: Sequence[str]) -> bool:
+    """Whether every line of `text` is one of `headings`.
+
+    headings_only("Time Off and Leave", ("Time Off and Leave",)) -> True
+    headings_only("Leave\nYou get 4 weeks.", ("Leave",)) -> False
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    names = {h.strip() for h in headings}
+    return bool(lines) and all(line in names for line in lines)
 
 
 def reserved(passages: Sequence[Passage], best: Sequence[str], place: int,
