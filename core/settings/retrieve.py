@@ -98,7 +98,7 @@ class RetrieveSettings:
         default=-0.06, metadata=tuning("gate: best other-language cosine minus best same-language")
     )
     crosslang_reserve: int = field(
-        default=2, metadata=tuning("other-language passages (the space's best) kept near the top")
+        default=2, metadata=tuning("other-language passages kept near the top: best per document")
     )
     crosslang_evidence: bool = field(
         default=True, metadata=tuning("refuse or answer on other-language passages' evidence too")

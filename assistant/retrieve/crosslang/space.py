@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -200,7 +200,7 @@ def _best(scores: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.intp]:
     return np.argsort(-scores, kind="stable")[:n]
 
 
-def distinct(rows: Sequence[int], doc_of: Sequence[str], skip: Callable[[int], bool],
+def distinct(rows: Iterable[int], doc_of: Sequence[str], skip: Callable[[int], bool],
              n: int) -> list[int]:
     """The first `n` of `rows` (best first) that are each their document's best (`doc_of`: a
     row's document), rows that `skip` says answer nothing passed over: a document with many
