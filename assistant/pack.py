@@ -69,7 +69,8 @@ def _near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
     small, large = sorted((len(a), len(b)))
     if small < NEAR_DUPLICATE * large:
         return False
-    return len(a & b) / len(a | b) >= NEAR_DUPLICATE
+    shared = len(a & b)
+    return shared / (small + large - shared) >= NEAR_DUPLICATE  # the union's size, not built
 
 
 class Deduper:
@@ -172,43 +173,65 @@ def _page_starts(p: Passage, shift: int) -> tuple[tuple[int, int], ...]:
     return ((shift, p.page),) if p.page is not None else ()
 
 
-def merge_adjacent(passages: Sequence[Passage]) -> list[Passage]:
+class Joins:
+    """`_join`'s answers for the pairs of passages already tried, by their identities (the
+    passages are kept alive here, so an id is never reused): filling a window merges the
+    chosen passages again for each one it tries (`window.fill_budget`), and every pair but the
+    new passage's is then a lookup."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, int, int], tuple[Passage | None, Passage, Passage]] = {}
+
+    def join(self, first: Passage, second: Passage, second_start: int) -> Passage | None:
+        key = (id(first), id(second), second_start)
+        known = self._known.get(key)
+        if known is None:
+            known = (_join(first, second, second_start), first, second)
+            self._known[key] = known
+        return known[0]
+
+
+def merge_adjacent(passages: Sequence[Passage], joins: Joins | None = None) -> list[Passage]:
     """Merge chunks of one document that follow each other into one passage, placed where the
-    better-ranked of them was; it keeps that one's chunk id and score.
+    better-ranked of them was; it keeps that one's chunk id and score. `joins`: the pairs
+    tried by earlier calls on the same passages.
+
+    Pairs are tried in order (the first passage, with each after it; then the second...), the
+    first that joins is merged, and the order starts again: only pairs with the merged passage
+    are new then, so the scan goes on from it, after first trying it with those before it.
 
     merge_adjacent([P(text="甲。乙丙丁戊己庚辛。"), P(text="乙丙丁戊己庚辛。壬。")])
         -> [P(text="甲。乙丙丁戊己庚辛。壬。")]
     """
+    joins = joins or Joins()
     out = list(passages)
     starts = [p.ordinal for p in out]  # a merged passage's ordinal is its last chunk's
     # only chunks of one document and section join (`_join`), and a merged one keeps both:
-    # other pairs are skipped by this key instead of a call each (most of its time)
+    # pairs are tried only among the passages of one such key
     keys = [(p.doc_id, p.section) for p in out]
-    # pairs already found not to join, by the identity of their passages (kept alive in
-    # `seen`, so an id is never reused): a pass after a merge skips them
-    apart: set[tuple[int, int]] = set()
-    seen = list(out)
-    merged = True
-    while merged:
-        merged = False
-        for i in range(len(out)):
-            for j in range(i + 1, len(out)):
-                if keys[j] != keys[i] or (id(out[i]), id(out[j])) in apart:
-                    continue
-                joined = _join(out[i], out[j], starts[j])
-                start = starts[i]
-                if joined is None:
-                    joined, start = _join(out[j], out[i], starts[i]), starts[j]
-                if joined is None:
-                    apart.add((id(out[i]), id(out[j])))
-                    continue
-                out[i], starts[i] = joined, start
-                seen.append(joined)
-                del out[j], starts[j], keys[j]
-                merged = True
-                break
-            if merged:
-                break
+
+    def merged(i: int, j: int) -> bool:
+        """Whether out[i] and out[j] (i < j, one key) join, in either order; if so out[i]
+        becomes the merged passage and out[j] goes."""
+        joined, start = joins.join(out[i], out[j], starts[j]), starts[i]
+        if joined is None:
+            joined, start = joins.join(out[j], out[i], starts[i]), starts[j]
+        if joined is None:
+            return False
+        out[i], starts[i] = joined, start
+        del out[j], starts[j], keys[j]
+        return True
+
+    i = 0
+    while i < len(out):
+        key = keys[i]
+        if not any(merged(i, j) for j in range(i + 1, len(out)) if keys[j] == key):
+            i += 1
+            continue
+        back: int | None = i
+        while back is not None:  # the merged passage with those before it, first to last
+            i = back
+            back = next((b for b in range(i) if keys[b] == key and merged(b, i)), None)
     return out
 
 
