@@ -30,6 +30,9 @@ from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
 from assistant.retrieve.crosslang.glossary import Dictionary
 from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, _segmenter, tokenize
 
@@ -42,20 +45,12 @@ RARE = 10  # a Chinese word jieba counts fewer times than this may be a misspelt
 
 
 def edits(a: str, b: str) -> int:
-    """The optimal string alignment distance: insertions, deletions, substitutions and swaps of
-    neighbours.
+    """The optimal string alignment distance (rapidfuzz's OSA): insertions, deletions,
+    substitutions and swaps of neighbours.
 
     edits("flihgts", "flights") -> 1
     """
-    rows = [list(range(len(b) + 1))]
-    for i in range(1, len(a) + 1):
-        row = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (a[i - 1] != b[j - 1]))
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], rows[-2][j - 2] + 1)
-        rows.append(row)
-    return rows[-1][-1]
+    return int(OSA.distance(a, b))
 
 
 def misspelt(a: str, b: str) -> bool:
@@ -97,7 +92,7 @@ class Speller:
         self._texts = texts
         self._known = known
         self._ready = threading.Lock()
-        self._english: dict[str, list[tuple[str, int]]] | None = None  # by first letter
+        self._english: dict[str, tuple[list[str], list[int]]] | None = None
         self._chinese: dict[tuple[str, ...], list[str]] | None = None  # by sound
 
     def terms(self, question: str) -> list[str]:
@@ -115,22 +110,28 @@ class Speller:
                    and not set(tokenize(w)) & self.vocab.keys()]  # fmt: skip
         out: list[str] = []
         for word in unknown:
-            near = [(edits(word, w), -n, w) for w, n in self._english_words().get(word[0], ())
-                    if abs(len(w) - len(word)) <= 2 and misspelt(word, w)]  # fmt: skip
+            words, counts = self._english_words().get(word[0], ([], []))
+            # every library word two edits away or less, measured in rapidfuzz's C++
+            close = process.extract(word, words, scorer=OSA.distance, score_cutoff=2, limit=None)
+            near = [(d, -counts[i], w) for w, d, i in close if misspelt(word, w)]
             # the dictionary last: most unknown words have no library word near them, and a
             # process that never meets one never reads it (a cold `kb ask`: 3-4 s)
             if near and not any(t in self._known() for t in tokenize(word)):
                 out += tokenize(min(near)[2])
         return out
 
-    def _english_words(self) -> dict[str, list[tuple[str, int]]]:
+    def _english_words(self) -> dict[str, tuple[list[str], list[int]]]:
+        """The library's English words of four letters or more and their counts, by first
+        letter."""
         with self._ready:
             if self._english is None:
                 counts = Counter(w for text in self._texts for w in _LOWER.findall(text.lower())
                                  if len(w) >= MIN_LETTERS)  # fmt: skip
                 self._english = {}
                 for word, n in counts.items():
-                    self._english.setdefault(word[0], []).append((word, n))
+                    words, ns = self._english.setdefault(word[0], ([], []))
+                    words.append(word)
+                    ns.append(n)
             return self._english
 
     # --- Chinese ---------------------------------------------------------------------------
