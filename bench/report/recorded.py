@@ -126,7 +126,7 @@ SOURCES: dict[str, Source] = {
     "crosslang_reserve": Source((f"{RESULTS}crosslang-reserve-2026-12-06.json",)),
     # issue 39: the shared sets' library part is in their eval records (above); the library
     # store grown by generated distractors
-    "library_scale": Source((f"{RESULTS}quiet-library-scale-2026-12-06.json",)),
+    "library_scale": Source((f"{RESULTS}quiet-library-scale-2026-12-06-third.json",)),
     "library_losses": Source((f"{RESULTS}issue39-library.json",)),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),
