@@ -15,7 +15,8 @@ question meant:
   is neither a stop word nor a common word (jieba's frequencies): 补尝 -> 补偿, 年修假 -> 年休假,
   公伤 -> 工伤; not 同事 -> 同时, nor 有几 -> 有机.
 
-The library's words are read once per snapshot, on the first question that has a word to read.
+The library's words are read once per snapshot, on the first question that has a word to read
+(or ahead of it: `Speller.prepare`).
 
     speller = Speller({"receipt": 0, "expens": 1}, ["Receipts for expenses."], set)
     speller.terms("Do I need reciepts for small expences?") -> ["receipt", "expens"]
@@ -102,6 +103,12 @@ class Speller:
         own = set(tokenize(text))
         found = [*self._english_terms(text), *self._chinese_terms(text)]
         return [t for t in dict.fromkeys(found) if t not in own and t in self.vocab]
+
+    def prepare(self) -> None:
+        """Read the library's words now (English by first letter, Chinese by sound), not on
+        the first question that has a word to read."""
+        self._english_words()
+        self._chinese_words()
 
     # --- English ---------------------------------------------------------------------------
     def _english_terms(self, text: str) -> list[str]:
