@@ -27,12 +27,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from assistant.llm.tokens import local_model_dir, special_tokens
+from assistant.merge import Joins, merge_adjacent
 from assistant.pack import (
     SEAM_TOKENS,
     Count,
     Deduper,
-    Joins,
-    merge_adjacent,
     pack,
     plan_budget,
     render_passages,

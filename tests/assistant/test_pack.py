@@ -12,14 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from assistant.merge import Joins, _join, merge_adjacent
 from assistant.pack import (
     MARGIN_TOKENS,
-    Joins,
-    _join,
     _pack_counting_each,
     dedupe,
     in_document_order,
-    merge_adjacent,
     pack,
     plan_budget,
     render_passages,
