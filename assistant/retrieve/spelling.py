@@ -35,7 +35,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from assistant.retrieve.crosslang.glossary import Dictionary
-from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, _segmenter, tokenize
+from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, segmenter, tokenize
 
 _WORD = re.compile(r"[A-Za-z]+")
 _LOWER = re.compile(r"[a-z]+")
@@ -145,7 +145,7 @@ class Speller:
     def _chinese_terms(self, text: str) -> list[str]:
         out: list[str] = []
         for run in IDEOGRAPH_RUN.findall(text):
-            words = list(_segmenter().cut(run, HMM=False))
+            words = list(segmenter().cut(run, HMM=False))
             if all(w in self.vocab for w in words):
                 continue
             for a in range(len(words)):
@@ -185,4 +185,4 @@ class Speller:
 def _may_be_misspelt(word: str) -> bool:
     """A word of the question may hold a misspelt character: not a stop word, and one
     character (what jieba leaves of a word it does not know) or a rare word (公伤, 监查)."""
-    return word not in ZH_STOP and (len(word) == 1 or _segmenter().FREQ.get(word, 0) < RARE)
+    return word not in ZH_STOP and (len(word) == 1 or segmenter().FREQ.get(word, 0) < RARE)
