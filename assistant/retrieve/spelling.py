@@ -31,9 +31,6 @@ from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 
-from rapidfuzz import process
-from rapidfuzz.distance import OSA
-
 from assistant.retrieve.crosslang.glossary import Dictionary
 from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, segmenter, tokenize
 
@@ -51,6 +48,8 @@ def edits(a: str, b: str) -> int:
 
     edits("flihgts", "flights") -> 1
     """
+    from rapidfuzz.distance import OSA  # imported on the first word read (~40 ms cold)
+
     return int(OSA.distance(a, b))
 
 
@@ -118,9 +117,8 @@ class Speller:
         out: list[str] = []
         for word in unknown:
             words, counts = self._english_words().get(word[0], ([], []))
-            # every library word two edits away or less, measured in rapidfuzz's C++
-            close = process.extract(word, words, scorer=OSA.distance, score_cutoff=2, limit=None)
-            near = [(d, -counts[i], w) for w, d, i in close if misspelt(word, w)]
+            near = [(d, -counts[i], w) for w, d, i in _within_two_edits(word, words)
+                    if misspelt(word, w)]  # fmt: skip
             # the dictionary last: most unknown words have no library word near them, and a
             # process that never meets one never reads it (a cold `kb ask`: 3-4 s)
             if near and not any(t in self._known() for t in tokenize(word)):
@@ -180,6 +178,16 @@ class Speller:
                     if len(word) in ZH_SPANS and IDEOGRAPH_RUN.fullmatch(word):
                         self._chinese.setdefault(_sound(word), []).append(word)
             return self._chinese
+
+
+def _within_two_edits(word: str, words: Sequence[str]) -> list[tuple[str, int, int]]:
+    """The `words` at most two edits from `word` (`edits`), as (word, edits, position),
+    measured in rapidfuzz's C++ (imported on the first word read: ~40 ms cold)."""
+    from rapidfuzz import process
+    from rapidfuzz.distance import OSA
+
+    found = process.extract(word, words, scorer=OSA.distance, score_cutoff=2, limit=None)
+    return [(w, int(d), i) for w, d, i in found]
 
 
 def _may_be_misspelt(word: str) -> bool:
