@@ -77,10 +77,10 @@ SOURCES: dict[str, Source] = {
                        "--no-where --questions-openvino"),
     # the shipped configuration (the space on multilingual-e5-small) against main before it,
     # each over a sample store of its own embedders
-    "cold": Source((f"{RESULTS}quiet-cold-ask-2026-12-06.json",), date="2026-12-06",
+    "cold": Source((f"{RESULTS}quiet-cold-ask-2026-12-06-third.json",), date="2026-12-06",
                    command="python -m bench.query.cold_start --rounds 5 "
                            "--store /tmp/kb-bench-samples-e5 --base-store /tmp/kb-bench-samples",
-                   machine="AMD EPYC, 2 cores, quiet (load average 1.0)"),
+                   machine="AMD EPYC, 2 cores, quiet (load average 0.9)"),
     "overhead": Source(_seventh("overhead", [str(n) for n in range(1, 9)]), date="2026-12-01",
                        command="python -m bench.query.overhead --quick --pause 0.5"),
     "gpu": Source(tuple(f"{RESULTS}gpu-2026-11-30-s2-{run}.json"
