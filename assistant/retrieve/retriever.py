@@ -146,7 +146,7 @@ class Retriever:
     def prepare(self, snap: Snapshot) -> None:
         """Build what the snapshot's first questions would otherwise wait for: the dense side's
         and the space's vectors of a store held in memory, each passage's language, and the
-        speller's words (~1.5 s at 10,000 documents). The refresher thread does it for each
+        speller's words (~1.7 s at 10,000 documents). The refresher thread does it for each
         snapshot it builds; `snap.prepared` is set once done."""
         if snap.prepared.is_set():
             return
