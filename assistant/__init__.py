@@ -8,6 +8,7 @@ with the asker's groups, packs the 4K window, asks the model and checks its cita
     followup.py      what a follow-up is searched for: the question read with the earlier ones
     answerable.py    when to refuse: a logistic regression over retrieval evidence
     pack.py          the token budget and the packing of passages
+    merge.py         adjacent chunks of one document merged into one passage
     window.py        packing into the 4K window (hits, then their neighbours), the prompt sent
     prompt.py        prompts (untrusted text defused)
     cite.py          citations parsed and checked against their passages

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from assistant.merge import merge_adjacent
 from assistant.prompt import build_messages, render_chat, source_label
 from core.errors import PromptTooLong
 from core.text import Lang, split_sentences
@@ -31,7 +32,6 @@ from core.types import Message, Passage
 
 Count = Callable[[str], int]
 
-MIN_OVERLAP_CHARS = 8  # a shared edge this long between two chunks of one document = adjacent
 NEAR_DUPLICATE = 0.8  # Jaccard similarity of character bigrams above which one copy goes
 MARGIN_TOKENS = 8  # room for token merges across the seams of the rendered prompt
 # Tokens a passage may add where it joins the block ("\n\n", a two-digit [n] where it was [1]).
@@ -69,7 +69,8 @@ def _near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
     small, large = sorted((len(a), len(b)))
     if small < NEAR_DUPLICATE * large:
         return False
-    return len(a & b) / len(a | b) >= NEAR_DUPLICATE
+    shared = len(a & b)
+    return shared / (small + large - shared) >= NEAR_DUPLICATE  # the union's size, not built
 
 
 class Deduper:
@@ -120,96 +121,6 @@ def dedupe(passages: Sequence[Passage]) -> list[Passage]:
     for p in passages:
         deduper.add(p)
     return deduper.passages()
-
-
-def _edge_overlap(first: str, second: str) -> int:
-    """Length of the longest end of `first` that `second` starts with (0 if < the minimum)."""
-    head = second[:MIN_OVERLAP_CHARS]
-    if len(head) < MIN_OVERLAP_CHARS:
-        return 0
-    start = first.find(head)
-    while start != -1:
-        tail = first[start:]
-        if second.startswith(tail):
-            return len(tail)
-        start = first.find(head, start + 1)
-    return 0
-
-
-def _join(first: Passage, second: Passage, second_start: int) -> Passage | None:
-    """`first` and `second` as one passage if `second` (whose first chunk has ordinal
-    `second_start`) directly follows `first`, else None."""
-    if first.doc_id != second.doc_id or first.section != second.section:
-        return None
-    a, b = first.text.strip(), second.text.strip()
-    overlap = _edge_overlap(a, b)
-    if overlap:
-        text, b_at = a + b[overlap:], len(a) - overlap
-    elif first.ordinal >= 0 and second_start == first.ordinal + 1:
-        text, b_at = a + "\n" + b, len(a) + 1
-    else:
-        return None
-    starts = _page_starts(first, 0) + _page_starts(second, b_at)
-    pages = [x for x in (first.page, second.page) if x is not None]
-    ends = [x for x in (first.page_end, second.page_end, *pages) if x is not None]
-    best = first if first.score >= second.score else second
-    return dataclasses.replace(
-        best,
-        text=text,
-        page=min(pages) if pages else None,
-        page_end=max(ends) if ends else None,
-        score=max(first.score, second.score),
-        ordinal=second.ordinal,  # the last chunk's, so a following chunk still joins
-        page_starts=starts,
-    )
-
-
-def _page_starts(p: Passage, shift: int) -> tuple[tuple[int, int], ...]:
-    """`p`'s chunk starts and pages, its text starting at `shift` of a merged text."""
-    lead = len(p.text) - len(p.text.lstrip())
-    if p.page_starts:
-        return tuple((max(offset - lead, 0) + shift, page) for offset, page in p.page_starts)
-    return ((shift, p.page),) if p.page is not None else ()
-
-
-def merge_adjacent(passages: Sequence[Passage]) -> list[Passage]:
-    """Merge chunks of one document that follow each other into one passage, placed where the
-    better-ranked of them was; it keeps that one's chunk id and score.
-
-    merge_adjacent([P(text="甲。乙丙丁戊己庚辛。"), P(text="乙丙丁戊己庚辛。壬。")])
-        -> [P(text="甲。乙丙丁戊己庚辛。壬。")]
-    """
-    out = list(passages)
-    starts = [p.ordinal for p in out]  # a merged passage's ordinal is its last chunk's
-    # only chunks of one document and section join (`_join`), and a merged one keeps both:
-    # other pairs are skipped by this key instead of a call each (most of its time)
-    keys = [(p.doc_id, p.section) for p in out]
-    # pairs already found not to join, by the identity of their passages (kept alive in
-    # `seen`, so an id is never reused): a pass after a merge skips them
-    apart: set[tuple[int, int]] = set()
-    seen = list(out)
-    merged = True
-    while merged:
-        merged = False
-        for i in range(len(out)):
-            for j in range(i + 1, len(out)):
-                if keys[j] != keys[i] or (id(out[i]), id(out[j])) in apart:
-                    continue
-                joined = _join(out[i], out[j], starts[j])
-                start = starts[i]
-                if joined is None:
-                    joined, start = _join(out[j], out[i], starts[i]), starts[j]
-                if joined is None:
-                    apart.add((id(out[i]), id(out[j])))
-                    continue
-                out[i], starts[i] = joined, start
-                seen.append(joined)
-                del out[j], starts[j], keys[j]
-                merged = True
-                break
-            if merged:
-                break
-    return out
 
 
 def _cut(

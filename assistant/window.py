@@ -23,14 +23,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from assistant.llm.tokens import local_model_dir, special_tokens
+from assistant.merge import Joins, merge_adjacent
 from assistant.pack import (
     SEAM_TOKENS,
     Count,
     Deduper,
-    merge_adjacent,
     pack,
     plan_budget,
     render_passages,
@@ -46,13 +47,21 @@ if TYPE_CHECKING:
 
 Neighbours = Callable[[Passage], list[Passage]]
 
+
 def estimate_tokens(text: str) -> int:
     """A tokenizer stand-in: a CJK character is a token, other text ~4 characters a token.
+    CJK characters are counted line by line, each line's count kept: packing counts a block
+    again with each passage it tries, and only the new passage's lines are read then.
 
     estimate_tokens("年假5天 annual") -> 5
     """
-    cjk = sum(map(len, CJK_RUN.findall(text)))  # by runs: far fewer matches than characters
+    cjk = sum(map(_cjk_characters, text.split("\n")))
     return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+@lru_cache(maxsize=16384)
+def _cjk_characters(line: str) -> int:
+    return sum(map(len, CJK_RUN.findall(line)))  # by runs: far fewer matches than characters
 
 
 def window_counter(settings: Settings) -> Count:
@@ -114,33 +123,35 @@ def fill_budget(
     used = 0  # an upper bound of the chosen block's tokens: its last exact count plus the own
     # blocks of those added since
     deduped, taken = Deduper(), 0  # the first `taken` of the chosen, deduplicated
+    joins = Joins()  # the pairs of them already tried for merging
 
-    def fits(p: Passage, limit: float) -> bool:
-        """Whether `p` joins the chosen within `limit`: by the running sum while that is
-        clearly under it, else by packing them (merged and deduplicated) and counting."""
-        nonlocal used, taken
+    def take(p: Passage, limit: float) -> bool:
+        """Add `p` to the chosen if it joins them within `limit`: by the running sum while
+        that is clearly under it, else by packing them (merged and deduplicated) and counting."""
+        nonlocal used, taken, deduped
         alone = count(render_passages([p])) + SEAM_TOKENS
         if used + alone > limit:
             for q in chosen[taken:]:
                 deduped.add(q)
-            taken = len(chosen)
             trial = deduped.copy()
             trial.add(p)
-            exact = count(render_passages(merge_adjacent(trial.passages())))
+            exact = count(render_passages(merge_adjacent(trial.passages(), joins)))
             if exact > limit:
+                taken = len(chosen)
                 return False
             used = exact  # still a bound, and a tighter one: fewer blocks packed to count
-            return True
-        used += alone
+            deduped, taken = trial, len(chosen) + 1  # `p` is deduplicated already
+        else:
+            used += alone
+        chosen.append(p)
         return True
 
     rest = list(hits)
-    while rest and fits(rest[0], budget * hit_share):
-        chosen.append(rest.pop(0))
+    while rest and take(rest[0], budget * hit_share):
+        rest.pop(0)
     for hit in list(chosen):
         for extra in neighbours(hit):
-            if fits(extra, budget):
-                chosen.append(extra)
+            take(extra, budget)
     return pack([*chosen, *rest], budget, count)
 
 

@@ -201,7 +201,7 @@ _jieba: Any = None
 _jieba_lock = threading.Lock()
 
 
-def _segmenter() -> Any:
+def segmenter() -> Any:
     """One jieba.Tokenizer for the process, loaded on first use (about a second)."""
     global _jieba
     if _jieba is None:
@@ -219,11 +219,11 @@ def _segmenter() -> Any:
 def load_segmenter() -> None:
     """Load jieba's dictionary now rather than at the first Chinese text (about a second of
     CPU): ingestion calls it in a background thread while its first files are parsed."""
-    _segmenter()
+    segmenter()
 
 
 def _cut(run: str) -> list[str]:
-    return list(_segmenter().cut_for_search(run, HMM=False))
+    return list(segmenter().cut_for_search(run, HMM=False))
 
 
 def tokenize(

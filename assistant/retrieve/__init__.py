@@ -2,8 +2,9 @@
 run side by side over an in-memory snapshot of the live chunks, the groups' mask applied before
 anything leaves; their candidates are fused with further rankings by RRF.
 
-    retriever.py    `Retriever.retrieve` in its steps, and the snapshot kept fresh
+    retriever.py    `Retriever.retrieve` in its steps; a snapshot prepared for questions
     snapshot.py     the snapshot of live chunks, their group masks and documents in force
+    keeper.py       the current snapshot, kept fresh by its questions or a refresher thread
     lexical.py      BM25 over jieba and English words, the paraphrase table
     dense.py        the dense side, on a worker thread
     fuse.py         RRF and score fusion (pure)

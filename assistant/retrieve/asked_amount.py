@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Each unit's spellings: Chinese, then English (singular; a plural "s" is allowed). A question
 # asks for one as 多少小时 / 几个月 / how many weeks; a passage states one as 三十六小时 / 1日 /
@@ -165,5 +166,16 @@ def states_amount(text: str, units: frozenset[str]) -> bool:
     states_amount("春节，放假4天（农历除夕、正月初一至初三）", frozenset({"day"})) -> True
     states_amount("2024年修订", frozenset({"year"})) -> False
     """
-    text = unicodedata.normalize("NFKC", text).lower()
-    return any(_STATES[unit].search(text) for unit in units)
+    return any(_states(text, unit) for unit in units)
+
+
+@lru_cache(maxsize=8192)
+def _states(text: str, unit: str) -> bool:
+    """`states_amount` for one unit, kept per text: the same passages are candidates of many
+    questions, and the amount ranking reads each of them."""
+    return _STATES[unit].search(_normal(text)) is not None
+
+
+@lru_cache(maxsize=2048)
+def _normal(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()

@@ -158,6 +158,12 @@ class DenseSearch:
             p = snap.passage(snap.row_of[cid])
             self.count_ahead([render_passages([p, p])])
 
+    def prepare(self, snap: Snapshot) -> None:
+        """Read a small store's vectors now (the matrix `nearest` searches exactly), not on
+        the snapshot's first question."""
+        if len(snap.ids) <= EXACT_STORE_UP_TO:
+            snap.visible_vectors(np.ones(len(snap.ids), dtype=bool), self.store)
+
     def nearest(
         self, snap: Snapshot, vector: npt.NDArray[np.float32], allowed: Mask, n: int
     ) -> Hits:

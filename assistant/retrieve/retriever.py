@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from assistant.retrieve.crosslang.evidence import crosses, reads_across
 from assistant.retrieve.crosslang.space import SPACE, Pending, SpaceMatch, SpaceSearch, reserved
 from assistant.retrieve.dense import DenseSearch, Hits
 from assistant.retrieve.fuse import DENSE, LEXICAL, rrf, weights_for_lang
+from assistant.retrieve.keeper import SnapshotKeeper
 from assistant.retrieve.lexical import load_synonyms, tokenize_query
 from assistant.retrieve.rankings import (
     OWNER,
@@ -118,10 +118,7 @@ class Retriever:
             raise ConfigError(
                 f"retrieve.fusion = {settings.retrieve.fusion!r}: use one of {', '.join(FUSIONS)}"
             )
-        self._snapshot: Snapshot | None = None
-        self._building = threading.Lock()
-        self._seen_writes = -1
-        self._refresher: threading.Thread | None = None
+        self.snapshots = SnapshotKeeper(store)
         # `count_ahead`: the token counter's `prime`, for the wait on the dense side
         self.dense = DenseSearch(store, count_ahead)
         # the question's words carried into the other language (crosslang/bridge.py)
@@ -133,67 +130,33 @@ class Retriever:
         self.space = SpaceSearch(store)  # the store's crosslang space, where it has one
 
     def snapshot(self) -> Snapshot:
-        """The current snapshot. Without a refresher thread the ledger's generation is read on
-        every call and the snapshot rebuilt when it moved; with one (`refresh_every`, the app),
-        the thread keeps it fresh and a call reads nothing, unless this process wrote to the
-        store since (then it waits for the rebuild: an upload is answerable at once)."""
-        snap = self._snapshot
-        if snap is not None and self._refresher is not None and (
-            self.store.writes == self._seen_writes
-        ):
-            return snap
-        return self.refresh()
+        """The current snapshot (`SnapshotKeeper.current`)."""
+        return self.snapshots.current()
 
     @property
     def generation(self) -> int:
         """The ledger generation of the current snapshot (-1 before the first)."""
-        snap = self._snapshot
-        return snap.generation if snap is not None else -1
-
-    def refresh(self) -> Snapshot:
-        """Rebuild the snapshot if the ledger's generation moved; one builder at a time."""
-        with self._building:
-            writes = self.store.writes
-            if (
-                self._snapshot is None
-                or self._snapshot.generation != self.store.ledger.generation()
-            ):
-                self.store.ledger.check_text_version()
-                started = time.perf_counter()
-                self._snapshot = Snapshot(self.store)
-                logger.info(
-                    "retrieval snapshot: generation %d, %d chunks in %.2f s",
-                    self._snapshot.generation,
-                    len(self._snapshot.ids),
-                    time.perf_counter() - started,
-                )
-            self._seen_writes = writes
-            return self._snapshot
+        return self.snapshots.generation
 
     def refresh_every(self, seconds: float) -> Callable[[], None]:
-        """Read the ledger's generation every `seconds` in a background thread and rebuild the
-        snapshot when it moved, so a document another process ingested is answerable here
-        within `seconds` plus the rebuild time, and no question waits for a rebuild. Returns
-        the function that stops the thread."""
-        stop = threading.Event()
+        """Keep the snapshot fresh, each new one prepared, in a background thread
+        (`SnapshotKeeper.refresh_every`); returns the function that stops it."""
+        return self.snapshots.refresh_every(seconds, self.prepare)
 
-        def run() -> None:
-            while not stop.wait(seconds):
-                try:
-                    self.refresh()
-                except Exception as exc:  # noqa: BLE001  (a ledger hiccup: try again later)
-                    logger.warning("retrieval snapshot not refreshed: %s", exc)
-
-        self._refresher = threading.Thread(target=run, name="snapshot-refresh", daemon=True)
-        self._refresher.start()
-
-        def halt() -> None:
-            stop.set()
-            if self._refresher is not None:
-                self._refresher.join(timeout=seconds + 30)
-            self._refresher = None
-
-        return halt
+    def prepare(self, snap: Snapshot) -> None:
+        """Build what the snapshot's first questions would otherwise wait for: the dense side's
+        and the space's vectors of a store held in memory, each passage's language, and the
+        speller's words (~1.7 s at 10,000 documents). The refresher thread does it for each
+        snapshot it builds; `snap.prepared` is set once done."""
+        if snap.prepared.is_set():
+            return
+        started = time.perf_counter()
+        self.dense.prepare(snap)
+        self.space.prepare(snap)
+        snap.speller.prepare()
+        snap.prepared.set()
+        logger.info("retrieval snapshot %d prepared in %.2f s", snap.generation,
+                    time.perf_counter() - started)
 
     def retrieve(self, question: str, groups: Sequence[str], k: int | None = None,
                  context: str = "", only_lang: str | None = None) -> Retrieval:

@@ -16,6 +16,7 @@ the morning one expires, without rebuilding its BM25 index.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -98,6 +99,8 @@ class Snapshot:
         self._any_day = _DayView(None, frozenset(), frozenset(), {})
         self._view = self._any_day
         self._vectors: dict[bytes, tuple[list[str], npt.NDArray[np.float32]]] = {}
+        # set once what its first questions would build is built (`Retriever.prepare`)
+        self.prepared = threading.Event()
 
     @staticmethod
     def _superseded(records: Iterable[DocRecord]) -> dict[str, str]:

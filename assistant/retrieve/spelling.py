@@ -15,7 +15,8 @@ question meant:
   is neither a stop word nor a common word (jieba's frequencies): 补尝 -> 补偿, 年修假 -> 年休假,
   公伤 -> 工伤; not 同事 -> 同时, nor 有几 -> 有机.
 
-The library's words are read once per snapshot, on the first question that has a word to read.
+The library's words are read once per snapshot, on the first question that has a word to read
+(or ahead of it: `Speller.prepare`).
 
     speller = Speller({"receipt": 0, "expens": 1}, ["Receipts for expenses."], set)
     speller.terms("Do I need reciepts for small expences?") -> ["receipt", "expens"]
@@ -31,7 +32,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 
 from assistant.retrieve.crosslang.glossary import Dictionary
-from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, _segmenter, tokenize
+from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, segmenter, tokenize
 
 _WORD = re.compile(r"[A-Za-z]+")
 _LOWER = re.compile(r"[a-z]+")
@@ -42,20 +43,14 @@ RARE = 10  # a Chinese word jieba counts fewer times than this may be a misspelt
 
 
 def edits(a: str, b: str) -> int:
-    """The optimal string alignment distance: insertions, deletions, substitutions and swaps of
-    neighbours.
+    """The optimal string alignment distance (rapidfuzz's OSA): insertions, deletions,
+    substitutions and swaps of neighbours.
 
     edits("flihgts", "flights") -> 1
     """
-    rows = [list(range(len(b) + 1))]
-    for i in range(1, len(a) + 1):
-        row = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (a[i - 1] != b[j - 1]))
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], rows[-2][j - 2] + 1)
-        rows.append(row)
-    return rows[-1][-1]
+    from rapidfuzz.distance import OSA  # imported on the first word read (~40 ms cold)
+
+    return int(OSA.distance(a, b))
 
 
 def misspelt(a: str, b: str) -> bool:
@@ -97,7 +92,7 @@ class Speller:
         self._texts = texts
         self._known = known
         self._ready = threading.Lock()
-        self._english: dict[str, list[tuple[str, int]]] | None = None  # by first letter
+        self._english: dict[str, tuple[list[str], list[int]]] | None = None
         self._chinese: dict[tuple[str, ...], list[str]] | None = None  # by sound
 
     def terms(self, question: str) -> list[str]:
@@ -108,6 +103,12 @@ class Speller:
         found = [*self._english_terms(text), *self._chinese_terms(text)]
         return [t for t in dict.fromkeys(found) if t not in own and t in self.vocab]
 
+    def prepare(self) -> None:
+        """Read the library's words now (English by first letter, Chinese by sound), not on
+        the first question that has a word to read."""
+        self._english_words()
+        self._chinese_words()
+
     # --- English ---------------------------------------------------------------------------
     def _english_terms(self, text: str) -> list[str]:
         words = [w.lower() for i, w in enumerate(_WORD.findall(text)) if i == 0 or w.islower()]
@@ -115,29 +116,34 @@ class Speller:
                    and not set(tokenize(w)) & self.vocab.keys()]  # fmt: skip
         out: list[str] = []
         for word in unknown:
-            near = [(edits(word, w), -n, w) for w, n in self._english_words().get(word[0], ())
-                    if abs(len(w) - len(word)) <= 2 and misspelt(word, w)]  # fmt: skip
+            words, counts = self._english_words().get(word[0], ([], []))
+            near = [(d, -counts[i], w) for w, d, i in _within_two_edits(word, words)
+                    if misspelt(word, w)]  # fmt: skip
             # the dictionary last: most unknown words have no library word near them, and a
             # process that never meets one never reads it (a cold `kb ask`: 3-4 s)
             if near and not any(t in self._known() for t in tokenize(word)):
                 out += tokenize(min(near)[2])
         return out
 
-    def _english_words(self) -> dict[str, list[tuple[str, int]]]:
+    def _english_words(self) -> dict[str, tuple[list[str], list[int]]]:
+        """The library's English words of four letters or more and their counts, by first
+        letter."""
         with self._ready:
             if self._english is None:
                 counts = Counter(w for text in self._texts for w in _LOWER.findall(text.lower())
                                  if len(w) >= MIN_LETTERS)  # fmt: skip
                 self._english = {}
                 for word, n in counts.items():
-                    self._english.setdefault(word[0], []).append((word, n))
+                    words, ns = self._english.setdefault(word[0], ([], []))
+                    words.append(word)
+                    ns.append(n)
             return self._english
 
     # --- Chinese ---------------------------------------------------------------------------
     def _chinese_terms(self, text: str) -> list[str]:
         out: list[str] = []
         for run in IDEOGRAPH_RUN.findall(text):
-            words = list(_segmenter().cut(run, HMM=False))
+            words = list(segmenter().cut(run, HMM=False))
             if all(w in self.vocab for w in words):
                 continue
             for a in range(len(words)):
@@ -174,7 +180,17 @@ class Speller:
             return self._chinese
 
 
+def _within_two_edits(word: str, words: Sequence[str]) -> list[tuple[str, int, int]]:
+    """The `words` at most two edits from `word` (`edits`), as (word, edits, position),
+    measured in rapidfuzz's C++ (imported on the first word read: ~40 ms cold)."""
+    from rapidfuzz import process
+    from rapidfuzz.distance import OSA
+
+    found = process.extract(word, words, scorer=OSA.distance, score_cutoff=2, limit=None)
+    return [(w, int(d), i) for w, d, i in found]
+
+
 def _may_be_misspelt(word: str) -> bool:
     """A word of the question may hold a misspelt character: not a stop word, and one
     character (what jieba leaves of a word it does not know) or a rare word (公伤, 监查)."""
-    return word not in ZH_STOP and (len(word) == 1 or _segmenter().FREQ.get(word, 0) < RARE)
+    return word not in ZH_STOP and (len(word) == 1 or segmenter().FREQ.get(word, 0) < RARE)

@@ -10,6 +10,7 @@ delete the folder after a change to ingest); the embedding cache is the configur
 
     .venv/bin/python -m bench.quality.library [--sets public,crosslang] [--out report.json]
     .venv/bin/python -m bench.quality.library --variants "owner_weight=1.0;owner_weight=0.5"
+    .venv/bin/python -m bench.quality.library --with ../shared/corpus   # other subjects too
 """
 
 from __future__ import annotations
@@ -74,11 +75,16 @@ def main() -> None:
                              'variants, "," between settings, values as TOML')  # fmt: skip
     parser.add_argument("--variants-only", action="store_true",
                         help="leave the configured settings out (measured before)")  # fmt: skip
+    parser.add_argument("--with", dest="extra", type=Path, nargs="+", default=[],
+                        help="more folders in the library store only (../shared/corpus: "
+                             "real-world files on other subjects)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="Also write the report here.")
     parser.add_argument("--record", action="store_true",
                         help="Write each set's figures, own store and library store, as its "
                              "record (bench/eval_SET.json), keeping the rest of it")  # fmt: skip
     args = parser.parse_args()
+    if args.record and args.extra:
+        parser.error("--record keeps the records' library store (public and public2): drop --with")
     offline_environment()
     settings = load_settings(REPO / "config.toml")
     names = [s for s in args.sets.split(",") if s]
@@ -92,9 +98,10 @@ def main() -> None:
         base = eval_settings(settings, args.stores / store)
         parts = open_services(base)
         try:
-            ingest_paths(parts.store, [EVAL / f / "docs" for f in folders])
-            report[store] = {"folders": [shown(EVAL / f / "docs") for f in folders],
-                             **library_size(parts)}  # fmt: skip
+            paths = [EVAL / f / "docs" for f in folders]
+            paths += args.extra if store == "library" else []
+            ingest_paths(parts.store, paths)
+            report[store] = {"folders": [shown(p) for p in paths], **library_size(parts)}
             which = "library" if store == "library" else "own"
             for variant, values in knobs.items():
                 as_set(parts, base, values)

@@ -77,10 +77,10 @@ SOURCES: dict[str, Source] = {
                        "--no-where --questions-openvino"),
     # the shipped configuration (the space on multilingual-e5-small) against main before it,
     # each over a sample store of its own embedders
-    "cold": Source((f"{RESULTS}quiet-cold-ask-2026-12-06.json",), date="2026-12-06",
+    "cold": Source((f"{RESULTS}quiet-cold-ask-2026-12-06-third.json",), date="2026-12-06",
                    command="python -m bench.query.cold_start --rounds 5 "
                            "--store /tmp/kb-bench-samples-e5 --base-store /tmp/kb-bench-samples",
-                   machine="AMD EPYC, 2 cores, quiet (load average 1.0)"),
+                   machine="AMD EPYC, 2 cores, quiet (load average 0.9)"),
     "overhead": Source(_seventh("overhead", [str(n) for n in range(1, 9)]), date="2026-12-01",
                        command="python -m bench.query.overhead --quick --pause 0.5"),
     "gpu": Source(tuple(f"{RESULTS}gpu-2026-11-30-s2-{run}.json"
@@ -126,7 +126,7 @@ SOURCES: dict[str, Source] = {
     "crosslang_reserve": Source((f"{RESULTS}crosslang-reserve-2026-12-06.json",)),
     # issue 39: the shared sets' library part is in their eval records (above); the library
     # store grown by generated distractors
-    "library_scale": Source((f"{RESULTS}quiet-library-scale-2026-12-06.json",)),
+    "library_scale": Source((f"{RESULTS}quiet-library-scale-2026-12-06-third.json",)),
     "library_losses": Source((f"{RESULTS}issue39-library.json",)),
     # the first session, on another lent H200: kb's flags alone (call 3), the chosen ones (4-6)
     "gpu_first": Source(tuple(f"{RESULTS}gpu-2026-11-30-call{n}.json" for n in (3, 4, 5, 6)),

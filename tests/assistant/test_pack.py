@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from assistant.merge import Joins, _join, merge_adjacent
 from assistant.pack import (
     MARGIN_TOKENS,
     _pack_counting_each,
     dedupe,
     in_document_order,
-    merge_adjacent,
     pack,
     plan_budget,
     render_passages,
@@ -157,6 +157,65 @@ def test_history_drops_oldest_turns_first() -> None:
 def test_no_room_raises_prompt_too_long() -> None:
     with pytest.raises(PromptTooLong, match="shorten the question"):
         plan_budget("问" * 4000, [], "zh", len, max_model_len=4096, answer_tokens=512)
+
+
+
+def merge_starting_over(passages: list[Passage]) -> list[Passage]:
+    """merge_adjacent's rule as written: the first pair in order that joins is merged, and the
+    order starts again from the first passage."""
+    out, starts = list(passages), [p.ordinal for p in passages]
+    while True:
+        pairs = ((i, j) for i in range(len(out)) for j in range(i + 1, len(out)))
+        for i, j in pairs:
+            joined, start = _join(out[i], out[j], starts[j]), starts[i]
+            if joined is None:
+                joined, start = _join(out[j], out[i], starts[i]), starts[j]
+            if joined is not None:
+                out[i], starts[i] = joined, start
+                del out[j], starts[j]
+                break
+        else:
+            return out
+
+
+
+def test_a_merged_passage_joins_one_before_it() -> None:
+    """`a` ends with the start of p + q merged, not of p or q alone: only once p and q are
+    merged does `a` join them, though it comes first."""
+    clause, after = "第五条年休假五天。", "第六条病假十天。"
+    a = dataclasses.replace(P("a", "前言。" + clause + "\n" + after[:3]), ordinal=-1)
+    p = dataclasses.replace(P("p", clause), ordinal=1)
+    q = dataclasses.replace(P("q", after), ordinal=2)
+    assert [x.text for x in merge_adjacent([a, p, q])] == ["前言。" + clause + "\n" + after]
+    assert merge_adjacent([a, p, q]) == merge_starting_over([a, p, q])
+
+CLAUSES = "".join(f"第{n}条甲乙丙丁戊己庚辛{n}。" for n in range(12))
+
+
+@st.composite
+def chunks(draw: st.DrawFn) -> list[Passage]:
+    """Chunks cut from two documents' text, with ordinals, overlapping or following or apart."""
+    out = []
+    for k in range(draw(st.integers(1, 12))):
+        doc, ordinal = draw(st.sampled_from(["d1", "d2"])), draw(st.integers(0, 8))
+        start = ordinal * 14 + draw(st.sampled_from([0, 0, 5]))
+        text = CLAUSES[start : start + draw(st.sampled_from([14, 20, 28]))]
+        chunk = P(f"c{k}", text, draw(st.floats(0, 1)), doc)
+        out.append(dataclasses.replace(chunk, ordinal=ordinal))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(passages=chunks())
+def test_merging_goes_on_from_a_merged_passage_as_starting_over_would(
+    passages: list[Passage],
+) -> None:
+    expected = merge_starting_over(passages)
+    joins = Joins()
+    assert merge_adjacent(passages) == expected
+    assert merge_adjacent(passages, joins) == expected
+    assert merge_adjacent(passages[::-1], joins) == merge_starting_over(passages[::-1])
+    assert merge_adjacent(passages, joins) == expected  # every pair read from `joins`
 
 
 ZH = st.text(

@@ -339,3 +339,51 @@ def test_counting_ahead_leaves_retrieval_and_packing_as_they_were(make_settings:
     without = [x[1:] for x in results if not x[0]]
     with_ = [x[1:] for x in results if x[0]]
     assert with_ == without
+
+
+def _prepared(retriever: Any, generation: int) -> Any:
+    """The retriever's snapshot of `generation` once its refresher has prepared it."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if retriever.generation == generation:
+            snap = retriever.snapshot()
+            if snap.prepared.wait(0.05):
+                return snap
+        time.sleep(0.05)
+    raise AssertionError(f"snapshot {generation} not prepared within 60 s")
+
+
+def test_the_refresher_prepares_each_snapshot_it_builds(make_settings: Any) -> None:
+    """A long-running retriever's refresher builds what a snapshot's first question would
+    otherwise wait for (the dense side's matrix, the speller's words), for the snapshot it
+    starts on and for the one it builds after another process ingests; what it then finds is
+    what a retriever that prepared nothing finds."""
+    from assistant.retrieve.retriever import Retriever
+    from store.store import open_store
+    from tests.support.stores import ingest_paths
+
+    docs = Path(__file__).resolve().parents[2] / "data" / "samples" / "docs"
+    settings = make_settings()
+    ingest_paths(settings, [docs / "Employee-Leave-Policy.pdf"])
+    store = open_store(settings)
+    question = "加班工资怎么算？"
+    try:
+        retriever = Retriever(settings, store)
+        stop = retriever.refresh_every(0.05)
+        try:
+            first = _prepared(retriever, store.ledger.generation())
+            assert len(first._vectors) == 1 and first.speller._english is not None
+            ingest_paths(settings, [docs / "考勤与加班管理办法.pdf"])  # another store, as a job
+            second = _prepared(retriever, store.ledger.generation())
+            assert second is not first
+            assert len(second._vectors) == 1 and second.speller._chinese is not None
+            found = retriever.retrieve(question, ["all"])
+        finally:
+            stop()
+        fresh = Retriever(settings, store).retrieve(question, ["all"])
+        assert [p.chunk_id for p in found.passages] == [p.chunk_id for p in fresh.passages]
+        assert "考勤与加班管理办法.pdf" in {p.file for p in found.passages}
+    finally:
+        store.close()

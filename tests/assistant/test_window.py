@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 from assistant.pack import render_passages
 from assistant.window import estimate_tokens, fill_budget
+from core.text import CJK_RUN
 from core.types import Passage
 from ui.cli import main
 
@@ -43,6 +45,10 @@ def neighbours_in(corpus: list[Passage]):  # type: ignore[no-untyped-def]
 def test_estimate_tokens() -> None:
     assert estimate_tokens("年假5天 annual") == 5
     assert estimate_tokens("") == 0
+    block = "[1] 《年休假》\n年假5天 annual\n\n[2] 《年休假》\n年假5天 annual"
+    cjk = sum(map(len, CJK_RUN.findall(block)))  # the whole block's, in one pass
+    assert estimate_tokens(block) == cjk + math.ceil((len(block) - cjk) / 4)  # line by line
+    assert estimate_tokens(block) == cjk + math.ceil((len(block) - cjk) / 4)  # lines kept
 
 
 def test_hits_fill_the_budget_and_the_last_is_cut() -> None:

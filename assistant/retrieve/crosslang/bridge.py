@@ -30,7 +30,7 @@ from assistant.answerable import asks
 from assistant.retrieve.crosslang.glossary import Dictionary, Glossary, load_glossary
 from assistant.retrieve.lexical import BM25Index, BoolMask, Synonyms
 from core.settings.retrieve import RetrieveSettings
-from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, _segmenter, stem, tokenize
+from core.text import EN_STOP, IDEOGRAPH_RUN, ZH_STOP, segmenter, stem, tokenize
 
 # How surely a word translates: the glossary's terms are reviewed; a dictionary word with one
 # sense is likely right, one of several senses is right about once in that many.
@@ -156,7 +156,7 @@ def _chinese_units(
             if piece in glossary.zh_en:
                 units.append(Unit(own, glossary.zh_en[piece], GLOSSARY))
                 continue
-            for word in _segmenter().cut(piece, HMM=False):
+            for word in segmenter().cut(piece, HMM=False):
                 if word in ZH_STOP or _ASKING_ZH.search(word) or len(word) < 2:
                     continue
                 senses = dictionary.zh_en.get(word, ()) if dictionary else ()

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from core.errors import ConfigError
-from core.text import EN_STOP, IDEOGRAPH_RUN, _segmenter, stem
+from core.text import EN_STOP, IDEOGRAPH_RUN, segmenter, stem
 
 SHIPPED_GLOSSARY = Path(__file__).parents[2] / "data" / "bilingual_glossary.toml"
 # CC-CEDICT senses that say nothing of meaning: measure words, surnames, cross-references.
@@ -133,7 +133,7 @@ _LOADING = threading.Lock()  # one reader of the dictionary; the others wait for
 
 def _frequency() -> Mapping[str, int]:
     """jieba's word counts: they rank the Chinese words of an English phrase."""
-    freq: Mapping[str, int] = _segmenter().FREQ
+    freq: Mapping[str, int] = segmenter().FREQ
     return freq
 
 

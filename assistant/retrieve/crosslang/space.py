@@ -105,6 +105,15 @@ class SpaceSearch:
                                                    thread_name_prefix="crosslang")
         return self._workers.submit(self._embed, space, snap, question, lang, allowed)
 
+    def prepare(self, snap: Snapshot) -> None:
+        """Read each passage's language and, for a store held in memory, its vectors in the
+        space now, not on the snapshot's first question."""
+        space = self.store.space
+        if space is None or not space.ready(snap.generation) or len(self.languages(snap)) < 2:
+            return
+        if len(snap.ids) <= HELD_UP_TO:
+            self._space_of(snap, space)
+
     def _embed(
         self, space: CrosslangSpace, snap: Snapshot, question: str, lang: str, allowed: Mask
     ) -> _Asked:
