@@ -190,7 +190,7 @@ class SpaceSearch:
             snap = asked.snap
             named = owners and snap.names_other(asked.question, asked.lang)
             found.fired = named or found.best_other >= found.best_same + margin
-            order = _best(scores[other], max(n, reserve) if reserve or found.fired else 0)
+            order = _best(scores[other], max(n, reserve))
             best_rows = rows[other][order]
             found.best = [snap.ids[r] for r in distinct(
                 best_rows, snap.doc_ids, lambda r: only_headings(snap, r), reserve)]
