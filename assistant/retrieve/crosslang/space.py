@@ -49,7 +49,7 @@ class SpaceMatch:
 
     hits: Hits = field(default_factory=list)  # other-language passages, best first; [] if not fired
     fired: bool = False  # the gate let them in
-    best: list[str] = field(default_factory=list)  # the other language's best few, gate or not
+    best: list[str] = field(default_factory=list)  # one passage a document, best first, gate or not
     best_other: float = 0.0  # the best cosine among passages in the other language
     best_same: float = 0.0  # ... and in the question's own
     timings_ms: dict[str, float] = field(default_factory=dict)
