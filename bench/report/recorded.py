@@ -115,7 +115,7 @@ SOURCES: dict[str, Source] = {
     # issue 29: crosslang by direction (quality does not depend on the machine); what the
     # cross-language side costs; a perfect translation; the space as evidence for refusing
     "crosslang": Source(("bench/eval_crosslang.json",), machine=QUALITY),
-    "crosslang_cost": Source((f"{RESULTS}quiet-crosslang-2026-12-06.json",),
+    "crosslang_cost": Source((f"{RESULTS}quiet-crosslang-2026-12-06-third.json",),
                              bench="crosslang"),
     "crosslang_translate": Source((f"{RESULTS}issue29-crosslang-translate.json",),
                                   date="2026-12-03"),
