@@ -10,7 +10,13 @@ from types import SimpleNamespace
 import numpy as np
 
 from assistant.retrieve.crosslang.evidence import crosses, reads_across
-from assistant.retrieve.crosslang.space import _best, distinct, headings_only, reserved
+from assistant.retrieve.crosslang.space import (
+    _best,
+    distinct,
+    headings_only,
+    like_with_like,
+    reserved,
+)
 from core.types import Passage
 
 
@@ -52,6 +58,19 @@ def test_the_best_few_are_those_a_full_stable_sort_puts_first() -> None:
         for n in (0, 1, 2, 3, 39, 50):
             assert list(_best(scores, n)) == list(np.argsort(-scores, kind="stable")[:n])
 
+
+
+def test_the_gate_reads_the_larger_language_at_its_size_ratio() -> None:
+    """Where one language holds k times the other's passages its k-th best is compared, not
+    its best: five times as many English passages, the fifth best English one."""
+    english = np.array([0.83, 0.80, 0.79, 0.78, 0.76, 0.70, 0.60, 0.50, 0.40, 0.30], np.float32)
+    chinese = np.array([0.88, 0.70], np.float32)
+    other, same = like_with_like(english, chinese, (10, 2))
+    assert (round(other, 2), round(same, 2)) == (0.76, 0.88)
+    other, same = like_with_like(chinese, english, (2, 10))  # an English question
+    assert (round(other, 2), round(same, 2)) == (0.88, 0.76)
+    assert like_with_like(english[:2], chinese, (2, 2)) == (float(english[0]), float(chinese[0]))
+    assert like_with_like(english, np.array([], np.float32), (10, 0))[1] == -1.0
 
 def _none(row: int) -> bool:
     return False

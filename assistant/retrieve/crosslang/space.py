@@ -8,8 +8,11 @@ same-language question's best match is in its own language, a question whose ans
 in the other language finds that passage scoring near or above the best of its own. The other
 language's passages are fused (weight retrieve.crosslang_weight) when the best of them scores
 at least the best same-language passage plus retrieve.crosslang_margin (negative: the
-embedder favours its own language). A store with passages of one language only, or whose
-space is not ready (`CrosslangSpace.ready`), gets nothing from this side.
+embedder favours its own language). The best of a pool grows with its size, so where one
+language has k times the other's passages, its k-th best is what is compared (`like_with_like`):
+a library holding far more English than Chinese would otherwise open the gate to English ever
+more often. A store with passages of one language only, or whose space is not ready
+(`CrosslangSpace.ready`), gets nothing from this side.
 
     space = SpaceSearch(store)
     pending = space.start(snap, "How many days of annual leave?", "en", allowed)
@@ -50,8 +53,10 @@ class SpaceMatch:
     hits: Hits = field(default_factory=list)  # other-language passages, best first; [] if not fired
     fired: bool = False  # the gate let them in
     best: list[str] = field(default_factory=list)  # one passage a document, best first, gate or not
-    best_other: float = 0.0  # the best cosine among passages in the other language
-    best_same: float = 0.0  # ... and in the question's own
+    # the best cosine among passages in the other language, and in the question's own, as the
+    # gate compares them (`like_with_like`: the larger language's k-th best)
+    best_other: float = 0.0
+    best_same: float = 0.0
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -185,9 +190,11 @@ class SpaceSearch:
         other = zh if asked.lang == "en" else ~zh
         found = SpaceMatch(timings_ms={"crosslang_embed": asked.embed_ms})
         if other.any():
-            found.best_other = float(scores[other].max())
-            found.best_same = float(scores[~other].max()) if (~other).any() else -1.0
             snap = asked.snap
+            own = self.own_language(snap, asked.lang) & asked.allowed
+            pools = (int((asked.allowed & ~own).sum()), int(own.sum()))
+            found.best_other, found.best_same = like_with_like(scores[other], scores[~other],
+                                                               pools)
             named = owners and snap.names_other(asked.question, asked.lang)
             found.fired = named or found.best_other >= found.best_same + margin
             order = _best(scores[other], max(n, reserve))
@@ -199,6 +206,29 @@ class SpaceSearch:
                               zip(best_rows[:n], scores[other][order][:n], strict=True)]
         found.timings_ms["crosslang_search"] = (time.perf_counter() - t0) * 1000
         return found
+
+
+def like_with_like(other: npt.NDArray[np.float32], same: npt.NDArray[np.float32],
+                   pools: tuple[int, int]) -> tuple[float, float]:
+    """The other language's and the question's own language's scores the gate compares
+    (-1.0 for a language without one): each one's best, but the larger pool's k-th best where
+    it holds k times the other's passages (`pools`: the other's size, then the own's), as its
+    best grows with its size alone.
+
+    like_with_like(np.array([.9, .8, .7, .6]), np.array([.85]), (4, 1)) -> (0.6, 0.85)
+    """
+    n_other, n_same = pools
+    k_other = round(n_other / n_same) if n_same and n_other > n_same else 1
+    k_same = round(n_same / n_other) if n_other and n_same > n_other else 1
+    return _kth(other, k_other), _kth(same, k_same)
+
+
+def _kth(scores: npt.NDArray[np.float32], k: int) -> float:
+    """The `k`-th highest of `scores` (the lowest where it has fewer; -1.0 where none)."""
+    if not len(scores):
+        return -1.0
+    k = min(k, len(scores))
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])
 
 
 def _best(scores: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.intp]:
