@@ -162,7 +162,7 @@ class DenseSearch:
         """Read a small store's vectors now (the matrix `nearest` searches exactly), not on
         the snapshot's first question."""
         if len(snap.ids) <= EXACT_STORE_UP_TO:
-            snap.visible_vectors(np.ones(len(snap.ids), dtype=bool), self.store)
+            self._every_row(snap)
 
     def nearest(
         self, snap: Snapshot, vector: npt.NDArray[np.float32], allowed: Mask, n: int
@@ -191,7 +191,7 @@ class DenseSearch:
                 if len(kept) >= n or len(kept) == visible or len(hits) < fetch:
                     return kept[:n]
         if small:  # every row's vector, one matrix per snapshot, the mask on the scores
-            ids, matrix = snap.visible_vectors(np.ones(len(allowed), dtype=bool), self.store)
+            ids, matrix = self._every_row(snap)
         else:
             ids, matrix = snap.visible_vectors(allowed, self.store)
         with one_blas_thread():
@@ -202,3 +202,7 @@ class DenseSearch:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(ids[i], float(scores[i])) for i in top]
+
+    def _every_row(self, snap: Snapshot) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """Every row's id and vector, read once per snapshot (a small store's exact search)."""
+        return snap.visible_vectors(np.ones(len(snap.ids), dtype=bool), self.store)

@@ -59,10 +59,17 @@ def misspelt(a: str, b: str) -> bool:
 
     misspelt("parantal", "parental") -> True;  misspelt("hire", "fire") -> False
     """
+    allowed = allowed_edits(a, b)
+    return allowed > 0 and edits(a, b) <= allowed
+
+
+def allowed_edits(a: str, b: str) -> int:
+    """The edits `misspelt` allows between two words: 2 from eight letters, else 1; -1 for
+    words of different first letters or under four letters, which it never reads as one."""
     shorter = min(len(a), len(b))
     if a[0] != b[0] or shorter < MIN_LETTERS:
-        return False
-    return edits(a, b) <= (2 if shorter >= LONG_WORD else 1)
+        return -1
+    return 2 if shorter >= LONG_WORD else 1
 
 
 @lru_cache(maxsize=1)
@@ -118,7 +125,7 @@ class Speller:
         for word in unknown:
             words, counts = self._english_words().get(word[0], ([], []))
             near = [(d, -counts[i], w) for w, d, i in _within_two_edits(word, words)
-                    if misspelt(word, w)]  # fmt: skip
+                    if d <= allowed_edits(word, w)]  # fmt: skip
             # the dictionary last: most unknown words have no library word near them, and a
             # process that never meets one never reads it (a cold `kb ask`: 3-4 s)
             if near and not any(t in self._known() for t in tokenize(word)):

@@ -191,19 +191,20 @@ class SpaceSearch:
         found = SpaceMatch(timings_ms={"crosslang_embed": asked.embed_ms})
         if other.any():
             snap = asked.snap
-            own = self.own_language(snap, asked.lang) & asked.allowed
-            pools = (int((asked.allowed & ~own).sum()), int(own.sum()))
-            found.best_other, found.best_same = like_with_like(scores[other], scores[~other],
+            own_pool = int((self.own_language(snap, asked.lang) & asked.allowed).sum())
+            pools = (int(asked.allowed.sum()) - own_pool, own_pool)
+            other_scores = scores[other]
+            found.best_other, found.best_same = like_with_like(other_scores, scores[~other],
                                                                pools)
             named = owners and snap.names_other(asked.question, asked.lang)
             found.fired = named or found.best_other >= found.best_same + margin
-            order = _best(scores[other], max(n, reserve))
+            order = _best(other_scores, max(n, reserve))
             best_rows = rows[other][order]
             found.best = [snap.ids[r] for r in distinct(
                 best_rows, snap.doc_ids, lambda r: only_headings(snap, r), reserve)]
             if found.fired:
                 found.hits = [(snap.ids[r], float(s)) for r, s in
-                              zip(best_rows[:n], scores[other][order][:n], strict=True)]
+                              zip(best_rows[:n], other_scores[order][:n], strict=True)]
         found.timings_ms["crosslang_search"] = (time.perf_counter() - t0) * 1000
         return found
 
