@@ -28,6 +28,11 @@ FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "-
          "--remote-debugging-port=0"]
 
 
+# what Runtime.evaluate answers when the page navigates while it evaluates
+NAVIGATING = ("Inspected target navigated or closed", "Execution context was destroyed",
+              "Cannot find default execution context")
+
+
 class BrowserError(RuntimeError):
     """Chromium did not start, a DevTools command failed, or a wait timed out."""
 
@@ -61,10 +66,16 @@ class Page:
 
     def wait_for(self, expression: str, timeout: float | None = None) -> Any:
         """The first truthy value of `expression`; BrowserError with the page's last text when
-        none comes within `timeout` seconds (the page's `wait_timeout_s` when None)."""
+        none comes within `timeout` seconds (the page's `wait_timeout_s` when None). An evaluation
+        that a navigation cut short counts as not yet."""
         deadline = time.monotonic() + (self.wait_timeout_s if timeout is None else timeout)
         while time.monotonic() < deadline:
-            value = self.eval(expression)
+            try:
+                value = self.eval(expression)
+            except BrowserError as exc:
+                if not any(mark in str(exc) for mark in NAVIGATING):
+                    raise
+                value = None  # the page moved on mid-evaluation: ask the next one
             if value:
                 return value
             time.sleep(0.25)

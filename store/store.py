@@ -146,7 +146,7 @@ class Store:
         vector: Vectors = self.embed_question([question])[0]
         vector.setflags(write=False)
         with self._question_vectors_lock:
-            if switches == self._encoder_switches:  # not switched meanwhile (`warm_up`)
+            if switches == self._encoder_switches:  # not switched meanwhile (`WarmUp`)
                 self._question_vectors[question] = vector
                 while len(self._question_vectors) > QUESTION_VECTORS:
                     self._question_vectors.popitem(last=False)
@@ -154,7 +154,7 @@ class Store:
 
     def use_question_encoder(self, encoder: Embedder) -> None:
         """Embed questions with `encoder` from now on: a faster one that a long-running process
-        loaded after its start (`ui.wiring.warm_up`). The kept question vectors are dropped:
+        loaded after its start (`ui.wiring.WarmUp`). The kept question vectors are dropped:
         the new encoder's may differ in the last digits."""
         with self._question_vectors_lock:
             self._question_encoder, self._questions = encoder, None

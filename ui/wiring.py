@@ -111,43 +111,73 @@ def open_assistant(store: Store) -> Assistant:
     return Assistant(store, generator, counter, reranker)
 
 
-def warm_up(store: Store) -> threading.Thread:
+class WarmUp:
     """For a long-running process (the app), in a background thread: open Chroma (a query
     process opens it on first use: `store/lazy_vectors.py`), load jieba's dictionary (else
     the first Chinese question waits ~1 s for it), CC-CEDICT (3-4 s of CPU, else the first
     question whose bridge opens waits for it) and the OpenVINO question encoder
     (`store/embed/question_openvino.py`: ~4x faster per question than numpy, slower to load), which
     the store's questions switch to once loaded (they stay on numpy where there is no export),
-    and the crosslang space's, where its embedder has one (`CrosslangSpace.warm`)."""
+    and the crosslang space's, where its embedder has one (`CrosslangSpace.warm`).
 
-    def load() -> None:
+    `stop` (the process is closing) skips the steps not begun and waits for an OpenVINO model
+    being compiled: one compiling while the interpreter exits aborts the process ("terminate
+    called without an active exception"). A pure-Python step is left to the exit."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.stopping = threading.Event()
+        self.compiling = threading.Lock()  # held by a compile, and by `stop` for good
+        self.thread = threading.Thread(target=self._load, name="warm-up", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.compiling.acquire(timeout=COMPILE_WAIT_S)
+
+    def _load(self) -> None:
         from assistant.retrieve.crosslang.glossary import Dictionary
-        from store.embed.question_openvino import open_openvino_question_encoder
 
+        store = self.store
         if isinstance(store.vectors, LazyVectorIndex):
             try:
                 store.vectors.index()
             except Exception as exc:  # noqa: BLE001  raised again where a question needs it
                 logger.warning("vector index not opened at start: %s", exc)
+        if self.stopping.is_set():
+            return
         load_segmenter()
-        if store.settings.retrieve.bilingual:
+        if store.settings.retrieve.bilingual and not self.stopping.is_set():
             try:
                 Dictionary.load()
             except ConfigError as exc:  # raised again where a question's bridge needs it
                 logger.warning("%s", exc)
-        encoder = open_openvino_question_encoder(store.settings.embed)
+        self._compile(self._question_encoder)
+        self._compile(self._space_encoder)
+        if not self.stopping.is_set():
+            settle_heap()
+
+    def _compile(self, step: Callable[[], None]) -> None:
+        with self.compiling:
+            if not self.stopping.is_set():
+                step()
+
+    def _question_encoder(self) -> None:
+        from store.embed.question_openvino import open_openvino_question_encoder
+
+        encoder = open_openvino_question_encoder(self.store.settings.embed)
         if encoder is not None:
-            store.use_question_encoder(encoder)
-        if store.space is not None:
+            self.store.use_question_encoder(encoder)
+
+    def _space_encoder(self) -> None:
+        if self.store.space is not None:
             try:
-                store.space.warm()
+                self.store.space.warm()
             except Exception as exc:  # noqa: BLE001  its questions stay on the slower side
                 logger.warning("crosslang space's question encoder not warmed: %s", exc)
-        settle_heap()
 
-    thread = threading.Thread(target=load, name="warm-up", daemon=True)
-    thread.start()
-    return thread
+
+COMPILE_WAIT_S = 60.0  # the longest `WarmUp.stop` waits for a compile under way
 
 
 def settle_heap() -> None:
@@ -179,11 +209,10 @@ def prime_counts(assistant: Assistant, limit: int = PRIME_CHUNKS) -> int:
 def open_services(settings: Settings, *, warm: bool = False) -> Services:
     """The store (Chroma opened on first use: `store/lazy_vectors.py`), the assistant and the
     accounts of one process. `warm` (a long-running process: the app) opens Chroma, loads the
-    faster question encoder (`warm_up`) and counts the passages' lines (`prime_counts`) in
+    faster question encoder (`WarmUp`) and counts the passages' lines (`prime_counts`) in
     the background at once."""
     store = open_store(settings, lazy_vectors=True)
-    if warm:
-        warm_up(store)
+    warming = WarmUp(store) if warm else None
     try:
         assistant = open_assistant(store)
     except BaseException:
@@ -195,6 +224,8 @@ def open_services(settings: Settings, *, warm: bool = False) -> Services:
     users = Users(store.ledger, audit)
     services = Services(settings, store, assistant, users, sign_in_for(settings, users))
     services.on_close.append(audit.close)
+    if warming is not None:
+        services.on_close.append(warming.stop)
     return services
 
 

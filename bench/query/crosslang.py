@@ -41,7 +41,7 @@ from core.config import Settings, load_settings
 from core.offline import offline_environment
 from ingest.pipeline import ingest_paths
 from store.store import open_store
-from ui.wiring import open_services, warm_up
+from ui.wiring import WarmUp, open_services
 
 # ../shared/eval beside the checkout, or KB_SHARED_DIR/eval (a worktree elsewhere)
 EVAL = Path(os.environ.get("KB_SHARED_DIR") or REPO.parent / "shared") / "eval"
@@ -112,7 +112,7 @@ def main() -> None:
     settings, cost = ensure_store()
     items = [(name, q) for name, path in SETS.items() for q in load_questions(path)]
     services = open_services(settings)
-    warm_up(services.store).join()  # as the app: both question encoders on OpenVINO
+    WarmUp(services.store).thread.join()  # as the app: both question encoders on OpenVINO
     store, retriever = services.store, services.assistant.retriever
     space, bridge = store.space, retriever.bridge
     groups = settings.ingest.default_groups

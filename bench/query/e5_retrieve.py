@@ -9,7 +9,7 @@
 
 The crosslang set's 40 questions and public2's 150, each asked of the four stores
 in turns (the first in each turn rotating), each embedded as a new question is (no kept
-question vectors), in processes warmed as the app's is (`ui.wiring.warm_up`: MiniLM's
+question vectors), in processes warmed as the app's is (`ui.wiring.WarmUp`: MiniLM's
 questions on its OpenVINO question encoder); p50 and p95 of each, and what each adds to
 "before" at p95.
 
@@ -39,7 +39,7 @@ from core.offline import offline_environment
 from ingest.pipeline import ingest_paths
 from store.embed.e5_weights import NAME as E5
 from store.store import open_store
-from ui.wiring import open_services, warm_up
+from ui.wiring import WarmUp, open_services
 
 SETS = {name: EVAL / name / "qa.jsonl" for name in ("crosslang", "public2")}
 DOCS = EVAL / "public2" / "docs"
@@ -98,7 +98,7 @@ def main() -> None:
     questions = [q["question"] for path in SETS.values() for q in load_questions(path)]
     services = {name: open_services(config) for name, config in settings.items()}
     for one in services.values():
-        warm_up(one.store).join()
+        WarmUp(one.store).thread.join()
     groups = settings["today"].ingest.default_groups
     timed: dict[str, list[float]] = {name: [] for name in services}
     try:

@@ -54,7 +54,7 @@ from ingest.pipeline import ingest_paths
 from ingest.writer import Writer
 from store.embed.multilingual import PassageEmbedder
 from store.vectors import group_metadata
-from ui.wiring import open_services, warm_up
+from ui.wiring import WarmUp, open_services
 
 ORGS_EN = ["Northwind", "Contoso", "Fabrikam", "Tailspin", "Litware", "Adatum", "Woodgrove",
            "Proseware", "Lucerne", "Wingtip"]  # fmt: skip
@@ -211,7 +211,7 @@ def measure(parts: Any, questions: dict[str, list[dict[str, Any]]]) -> dict[str,
     """Every answerable question asked as `kb eval` asks it: per set, window recall and hit@1;
     over all of them, retrieve + pack p50/p95 in ms."""
     settings = parts.store.settings
-    warm_up(parts.store).join()  # the question encoders the app runs on, as `kb serve` loads them
+    WarmUp(parts.store).thread.join()  # the question encoders the app runs on, as `kb serve` does
     retriever = parts.assistant.retriever
     count = window_counter(settings)
     neighbours = snapshot_neighbours(retriever.snapshot())

@@ -5,7 +5,7 @@ Serves the tiny random ERNIE (`.cache/test-model`, built when missing) with `kb 
 command on the vLLM CPU build, ingests the sample documents into a store kept in
 /tmp/kb-bench-samples, and asks the sample and public questions through the real
 `Assistant` (its `LlmClient`, the test model's tokenizer counting; questions embedded as the
-app embeds them, on the OpenVINO export once `warm_up` loaded it). Per question it records:
+app embeds them, on the OpenVINO export once `WarmUp` loaded it). Per question it records:
 retrieve, pack (budget planning, filling the window, the prompt; `counting` is the part of it
 spent in the token counter), the client's budget check, "before request" (all of it: from the
 question to the moment the client sends), and the first token. The model talks nonsense, so
@@ -44,7 +44,7 @@ from core.offline import offline_environment
 from core.types import Answer, Message
 from devtools.ports import free_port
 from store.store import Store, open_store
-from ui.wiring import prime_counts, warm_up
+from ui.wiring import WarmUp, prime_counts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,7 +111,7 @@ class Variant:
         if old:  # main before issue 12: questions through the passage embedder
             store = Store(settings, store.ledger, store.vectors, store._source)
         else:  # as the app: questions on the OpenVINO export once it is loaded
-            warm_up(store).join()
+            WarmUp(store).thread.join()
         self.old = old
         self.store = store
         counter = LocalTokenCounter(model_dir, trust_remote_code=True)

@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     load_s = time.perf_counter() - t
     rss_snapshot, _ = rss_mib()
     retriever.retrieve("warm up", ["all"])
-    retriever.retrieve("年假怎么休", ["all"])  # jieba's dictionary, as a warm app has it (warm_up)
+    retriever.retrieve("年假怎么休", ["all"])  # jieba's dictionary, as a warm app has it (WarmUp)
     report: dict[str, object] = {
         "chunks": len(snap.ids),
         "lexical_only": args.lexical_only,

@@ -58,7 +58,7 @@ def compare(times: dict[str, list[float]], ours: str, base: str) -> dict[str, fl
 
 def warm_up(ways: dict[str, Callable[[str], str]], asked: list[str], rounds: int) -> int:
     """Ask `rounds` rounds, then on until a window of them had no slow request (WARM_MS):
-    the app loads its faster question encoder in the background (`ui/wiring.py` `warm_up`),
+    the app loads its faster question encoder in the background (`ui/wiring.py` `WarmUp`),
     and the first questions wait for it, seconds on a busy machine. Returns the rounds asked
     (at most WARM_LIMIT_S worth)."""
     slowest: list[float] = []

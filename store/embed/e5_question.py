@@ -214,7 +214,7 @@ class E5Space:
     passages on the OpenVINO encoder (opened on the first passage), questions in numpy until
     `warm` has loaded the OpenVINO encoder's one-thread model (17 ms of CPU a question against
     numpy's 33, on 2 cores: numpy reads the float32 weights, OpenVINO the 4-bit ones), as a
-    long-running process does (`ui.wiring.warm_up`)."""
+    long-running process does (`ui.wiring.WarmUp`)."""
 
     def __init__(self, export_root: Path, batch_size: int = 32) -> None:
         self.name = NAME

@@ -6,7 +6,7 @@ start and overhead, second pass"): the numpy encoder (`store/embed/question_nump
 this export in float32 on one thread with one kept request 3-5 ms, vectors equal to numpy's (cosine
 1.0 to within 1e-6). It loads slower (OpenVINO's import and the compiled model: ~0.9 s against
 numpy's ~0.5 s cold), so a one-question `kb ask` keeps numpy and the app switches to this once it is
-loaded in the background (`ui.wiring.warm_up`).
+loaded in the background (`ui.wiring.WarmUp`).
 
 bfloat16 (AMX) rather than float32 ("overhead and 1M, third pass", 40 questions x3, load ~1): 6.2
 against 9.0 ms p50 a question, cosine >= 0.99998 to float32's vectors; two threads in float32 were

@@ -17,7 +17,7 @@ from store.embed.embedder import load_embedder
 from store.embed.question_numpy import open_question_encoder
 from store.embed.question_openvino import OpenVinoQuestionEncoder, open_openvino_question_encoder
 from tests.support.stores import ingest_paths
-from ui.wiring import open_services, warm_up
+from ui.wiring import WarmUp, open_services
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = [
@@ -62,7 +62,7 @@ def test_the_app_switches_questions_to_openvino_once_loaded(make_settings) -> No
     try:
         question = "How many days of annual leave can I carry over?"
         before = services.assistant.retrieve(question, ["all"])
-        warm_up(services.store).join(120)
+        WarmUp(services.store).thread.join(120)
         assert isinstance(services.store._question_encoder, OpenVinoQuestionEncoder)
         after = services.assistant.retrieve(question + " ", ["all"])
         # bfloat16 vectors: the same best passages (all that packing takes here); ranks past

@@ -72,4 +72,4 @@ def test_ctrl_c_with_a_tab_open_stops_within_5_s_without_a_traceback(
     out = proc.stdout.read().decode() if proc.stdout else ""
     assert took < 5.0, f"stopped after {took:.1f} s"
     assert "Traceback" not in out and "CancelledError" not in out, out
-    assert proc.returncode == 0
+    assert proc.returncode == 0, out

@@ -266,7 +266,7 @@ class BridgeRanking:
 class Bridge:
     """The retriever's bridge between the languages (retrieve.bilingual): the glossary read
     at start, the dictionary on the first question that needs it (a long-running process
-    reads it in its warm-up, `ui.wiring.warm_up`; a `kb ask` whose gate stays shut, never)."""
+    reads it in its warm-up, `ui.wiring.WarmUp`; a `kb ask` whose gate stays shut, never)."""
 
     def __init__(self, settings: RetrieveSettings, base_dir: Path, synonyms: Synonyms) -> None:
         self.settings = settings
