@@ -54,6 +54,18 @@ def cjk_share(text: str) -> float:
     return cjk / (cjk + latin) if cjk + latin else 0.0
 
 
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def latin_share(text: str) -> float:
+    """The share of Latin letters among all letters, of any script (0.0 for none).
+
+    latin_share("leave 휴가") -> 0.714
+    """
+    letters = len(_LETTER.findall(text))
+    return len(_LATIN.findall(text)) / letters if letters else 0.0
+
+
 def detect_lang(text: str) -> Lang:
     """Return "zh" when CJK characters are at least a quarter of the letters, else "en".
 

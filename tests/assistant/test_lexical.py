@@ -15,7 +15,7 @@ from assistant.retrieve.lexical import (
     tokenize_query,
 )
 from core.errors import ConfigError
-from core.text import cn_numeral_value, detect_lang, stem, tokenize
+from core.text import cn_numeral_value, detect_lang, latin_share, stem, tokenize
 
 CORPUS = [
     "职工累计工作已满1年不满10年的，年休假5天；已满10年不满20年的，年休假10天。",
@@ -34,6 +34,13 @@ def test_detect_lang() -> None:
     assert detect_lang("PIV卡丢了怎么办？") == "zh"
     assert detect_lang("What does 年假 mean for me?") == "en"
     assert detect_lang("") == "en"
+
+
+def test_latin_share_counts_the_letters_of_every_script() -> None:
+    assert latin_share("Annual leave") == 1.0
+    assert latin_share("연차휴가 leave") == 5 / 9
+    assert latin_share("| 200.01 | 400.01 |") == 0.0  # no letters
+    assert latin_share("年假 leave") == 5 / 7
 
 
 def test_english_is_stemmed_and_stop_words_dropped() -> None:

