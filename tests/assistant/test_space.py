@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import docx
 import pytest
 from click.testing import CliRunner
 
@@ -262,8 +263,6 @@ def test_a_passage_of_another_script_or_of_numbers_is_in_neither_language(
     """A Korean passage and a table of numbers are neither English nor Chinese: the space never
     hands them to a Chinese question as English (a table of numbers sits near every question in
     multilingual-e5), and the gate does not count them in either pool."""
-    import docx
-
     third = docx.Document()
     third.add_paragraph("연차 휴가는 매년 15일이 부여되며 사용하지 않은 휴가는 다음 해로 "
                         "이월됩니다. 병가 기간의 급여는 회사 규정에 따라 지급됩니다.")
