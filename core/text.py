@@ -66,6 +66,14 @@ def latin_share(text: str) -> float:
     return len(_LATIN.findall(text)) / letters if letters else 0.0
 
 
+def other_lang(lang: str) -> Lang:
+    """The other of the two languages kb reads.
+
+    other_lang("zh") -> "en"
+    """
+    return "en" if lang == "zh" else "zh"
+
+
 def detect_lang(text: str) -> Lang:
     """Return "zh" when CJK characters are at least a quarter of the letters, else "en".
 

@@ -59,7 +59,6 @@ def test_the_best_few_are_those_a_full_stable_sort_puts_first() -> None:
             assert list(_best(scores, n)) == list(np.argsort(-scores, kind="stable")[:n])
 
 
-
 def test_the_gate_reads_the_larger_language_at_its_size_ratio() -> None:
     """Where one language holds k times the other's passages its k-th best is compared, not
     its best: five times as many English passages, the fifth best English one."""
@@ -71,6 +70,7 @@ def test_the_gate_reads_the_larger_language_at_its_size_ratio() -> None:
     assert (round(other, 2), round(same, 2)) == (0.88, 0.76)
     assert like_with_like(english[:2], chinese, (2, 2)) == (float(english[0]), float(chinese[0]))
     assert like_with_like(english, np.array([], np.float32), (10, 0))[1] == -1.0
+
 
 def _none(row: int) -> bool:
     return False

@@ -15,7 +15,7 @@ from assistant.retrieve.lexical import (
     tokenize_query,
 )
 from core.errors import ConfigError
-from core.text import cn_numeral_value, detect_lang, latin_share, stem, tokenize
+from core.text import cn_numeral_value, detect_lang, latin_share, other_lang, stem, tokenize
 
 CORPUS = [
     "职工累计工作已满1年不满10年的，年休假5天；已满10年不满20年的，年休假10天。",
@@ -34,6 +34,7 @@ def test_detect_lang() -> None:
     assert detect_lang("PIV卡丢了怎么办？") == "zh"
     assert detect_lang("What does 年假 mean for me?") == "en"
     assert detect_lang("") == "en"
+    assert (other_lang("zh"), other_lang("en")) == ("en", "zh")
 
 
 def test_latin_share_counts_the_letters_of_every_script() -> None:

@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from assistant.retrieve.dense import Hits, one_blas_thread
 from assistant.retrieve.snapshot import Mask, Snapshot
-from core.text import detect_lang, latin_share
+from core.text import detect_lang, latin_share, other_lang
 from core.types import Passage
 from store.crosslang_space import CrosslangSpace
 from store.store import Store
@@ -107,7 +107,7 @@ class SpaceSearch:
         space = self.store.space
         if space is None or not space.ready(snap.generation):
             return None
-        if ("en" if lang == "zh" else "zh") not in self.languages(snap):
+        if other_lang(lang) not in self.languages(snap):
             return None  # one language only: nothing to cross to, and nothing to pay
         with self._lock:
             if self._workers is None:
@@ -197,13 +197,13 @@ class SpaceSearch:
         visible = asked.allowed[rows]
         rows, scores = rows[visible], scores[visible]
         snap = asked.snap
-        own_rows = self.own_language(snap, asked.lang)
-        other_rows = self.own_language(snap, "en" if asked.lang == "zh" else "zh")
-        own, other = own_rows[rows], other_rows[rows]
+        own_mask = self.own_language(snap, asked.lang)
+        other_mask = self.own_language(snap, other_lang(asked.lang))
+        own, other = own_mask[rows], other_mask[rows]
         found = SpaceMatch(timings_ms={"crosslang_embed": asked.embed_ms})
         if other.any():
-            pools = (int((other_rows & asked.allowed).sum()),
-                     int((own_rows & asked.allowed).sum()))
+            pools = (int((other_mask & asked.allowed).sum()),
+                     int((own_mask & asked.allowed).sum()))
             other_scores = scores[other]
             found.best_other, found.best_same = like_with_like(other_scores, scores[own], pools)
             named = owners and snap.names_other(asked.question, asked.lang)

@@ -19,7 +19,7 @@ from collections.abc import Collection
 from assistant.followup import Reading
 from core.errors import GenerationError
 from core.ports import Generator
-from core.text import Lang, detect_lang
+from core.text import Lang, detect_lang, other_lang
 from core.types import Message
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def translated(
     """`reading` with the question's translation added to what is searched for, when `how` is
     "model" and the store holds passages in the other language (`store_langs`)."""
     lang: Lang = "zh" if detect_lang(reading.question) == "zh" else "en"
-    other = "en" if lang == "zh" else "zh"
+    other = other_lang(lang)
     if how != "model" or other not in store_langs:
         return reading
     try:
